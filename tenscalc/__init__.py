@@ -1,0 +1,76 @@
+"""tenscalc: symbolic derivatives of tensor expressions in Einstein-like notation.
+
+>>> import numpy as np, tenscalc as tc
+>>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+>>> f.order, f.variables
+(0, {'A': 2, 'x': 1})
+>>> float(tc.evaluate(f, {"x": [1.0, 2.0], "A": np.eye(2)}))
+5.0
+"""
+
+from __future__ import annotations
+
+from .builder import (
+    abs,
+    adj,
+    arccos,
+    arcsin,
+    arctan,
+    constant,
+    cos,
+    delta,
+    det,
+    einsum,
+    exp,
+    inv,
+    log,
+    relu,
+    sign,
+    sin,
+    tan,
+    tanh,
+    var,
+)
+from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
+from .evaluate import evaluate
+from .nodes import Expr, count_edges, count_nodes
+from .orders import Problem, build_problem
+
+__version__ = "0.1.0"
+
+
+def parse(text: str, orders: dict[str, int] | None = None) -> Expr:
+    """Parse an expression (optionally with its own ``declare`` block) into a DAG.
+
+    Parameters
+    ----------
+    text : str
+        A bare expression such as ``"A *(ij,j->i) x"`` or a whole problem
+        ``"declare A 2 x 1 expression A *(ij,j->i) x"``.
+    orders : dict, optional
+        Orders of variables not declared in the text.
+
+    >>> import tenscalc as tc
+    >>> tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}).order
+    1
+    """
+    return build_problem(text, orders).expr
+
+
+def parse_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
+    """Parse a ``declare … expression … [derivative wrt …]`` problem.
+
+    >>> import tenscalc as tc
+    >>> p = tc.parse_problem("declare X 2 expression log(det(X)) derivative wrt X")
+    >>> p.orders, p.wrt
+    ({'X': 2}, 'X')
+    """
+    return build_problem(text, orders)
+
+
+__all__ = [
+    "Expr", "Problem", "parse", "parse_problem", "evaluate", "var", "einsum", "delta", "constant",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
+    "inv", "det", "adj", "count_nodes", "count_edges",
+    "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
+]

@@ -1,0 +1,209 @@
+"""The Python builder API: the same DAG as the language, built from Python.
+
+>>> import tenscalc as tc
+>>> A, x = tc.var("A", 2), tc.var("x", 1)
+>>> tc.einsum("ij,j->i", A, x) is tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+True
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from . import nodes as N
+from .errors import SemanticError
+from .nodes import Expr
+
+Operand = Expr | int | float
+
+
+def var(name: str, order: int) -> Expr:
+    """A tensor variable.
+
+    >>> import tenscalc as tc
+    >>> tc.var("x", 1).order
+    1
+    """
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise SemanticError(f"invalid variable name {name!r}: use a letter followed by letters and digits")
+    from .lexer import RESERVED
+
+    if name.lower() in RESERVED:
+        raise SemanticError(f"'{name}' is reserved and cannot name a variable")
+    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
+        raise SemanticError(f"the order of {name!r} must be a natural number, got {order!r}")
+    return N.var(name, order)
+
+
+def delta(n: int) -> Expr:
+    """The order-``2n`` identity tensor (``delta(1)`` is the identity matrix)."""
+    return N.delta(n)
+
+
+def constant(value: float, order: int = 0) -> Expr:
+    """A tensor of the given order filled with ``value`` (axis lengths from context)."""
+    return N.const(value, order)
+
+
+def _as_expr(value: Operand, order: int, what: str) -> Expr:
+    """A Python number becomes a constant of the order its context needs."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, numbers.Real):
+        return N.const(value, order)
+    raise SemanticError(f"cannot use {value!r} ({type(value).__name__}) as an operand of {what}")
+
+
+def _pair(a: Operand, b: Operand, what: str) -> tuple[Expr, Expr]:
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        raise SemanticError(f"{what} needs at least one tenscalc expression")
+    order = a.order if isinstance(a, Expr) else b.order  # type: ignore[union-attr]
+    x, y = _as_expr(a, order, what), _as_expr(b, order, what)
+    if x.order != y.order:
+        raise SemanticError(
+            f"cannot {what} expressions of different orders: `{x}` has order {x.order} but `{y}` has order {y.order}"
+        )
+    return x, y
+
+
+def add(a: Operand, b: Operand) -> Expr:
+    """``a + b`` (numbers broadcast to the other operand's order)."""
+    x, y = _pair(a, b, "add")
+    return N.add((x, y))
+
+
+def sub(a: Operand, b: Operand) -> Expr:
+    """``a - b``."""
+    x, y = _pair(a, b, "subtract")
+    return N.add((x, y), (1, -1))
+
+
+def multiply(a: Operand, b: Operand) -> Expr:
+    """``a * b``: elementwise for equal orders, scaling when one side has order 0."""
+    if isinstance(a, Expr) and isinstance(b, Expr) and a.order != b.order:
+        if a.order == 0:
+            spec = tuple(range(b.order))
+            return N.mul((a, b), ((), spec), spec)
+        if b.order == 0:
+            spec = tuple(range(a.order))
+            return N.mul((a, b), (spec, ()), spec)
+        raise SemanticError(
+            f"`*` multiplies equal orders or scales by an order-0 factor; `{a}` has order {a.order} and "
+            f"`{b}` has order {b.order}: use tc.einsum to say which axes meet"
+        )
+    if not isinstance(a, Expr) or not isinstance(b, Expr):
+        # a number times a tensor: the language writes this as `2 *(,ij->ij) X`
+        tensor, number = (b, a) if isinstance(b, Expr) else (a, b)
+        if not isinstance(tensor, Expr):
+            raise SemanticError("`*` needs at least one tenscalc expression")
+        scalar = _as_expr(number, 0, "multiply")
+        spec = tuple(range(tensor.order))
+        if isinstance(a, Expr):
+            return N.mul((tensor, scalar), (spec, ()), spec)
+        return N.mul((scalar, tensor), ((), spec), spec)
+    return N.elementwise_product(a, b)
+
+
+def divide(a: Operand, b: Operand) -> Expr:
+    """``a / b`` entry by entry."""
+    x, y = _pair(a, b, "divide")
+    return N.divide(x, y)
+
+
+def power(base: Operand, exponent: Operand) -> Expr:
+    """``base ** exponent`` entry by entry; the exponent must be of order 0."""
+    if not isinstance(base, Expr):
+        order = 0
+        base = _as_expr(base, order, "power")
+    exp = _as_expr(exponent, 0, "power")
+    return N.power(base, exp)
+
+
+def einsum(spec: str, *operands: Operand) -> Expr:
+    """A product in einsum notation with two or more operands.
+
+    ``einsum("ij,j->i", A, x)`` is ``A *(ij,j->i) x``.  With more operands the
+    product is built as the left-nested chain of binary products the language would
+    write, keeping at each step the indices that are still needed.
+
+    >>> import tenscalc as tc
+    >>> A, x = tc.var("A", 2), tc.var("x", 1)
+    >>> str(tc.einsum("i,ij,j->", x, A, x))
+    'x *(i,ij->j) A *(j,j->) x'
+    """
+    if not isinstance(spec, str) or "->" not in spec:
+        raise SemanticError(f"einsum needs an explicit spec such as 'ij,j->i', got {spec!r}")
+    lhs, out = spec.replace(" ", "").split("->", 1)
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        raise SemanticError(f"einsum spec {spec!r} names {len(ins)} operands but {len(operands)} were given")
+    if len(operands) < 1:
+        raise SemanticError("einsum needs at least one operand")
+    for s in ins + [out]:
+        if not all(c.isascii() and c.isalpha() and c.islower() for c in s):
+            raise SemanticError(f"einsum spec {spec!r}: index strings are lowercase letters")
+    exprs = [_as_expr(op, len(s), "einsum") for op, s in zip(operands, ins)]
+    for e, s in zip(exprs, ins):
+        if e.order != len(s):
+            raise SemanticError(f"einsum spec {spec!r}: '{s}' has {len(s)} letters but `{e}` has order {e.order}")
+    for letter in out:
+        if letter not in lhs:
+            raise SemanticError(f"einsum spec {spec!r}: output index '{letter}' occurs in no input")
+    if len(exprs) == 1:
+        return N.mul(exprs, ins, out)
+    left, left_spec = exprs[0], ins[0]
+    for k in range(1, len(exprs)):
+        if k == len(exprs) - 1:
+            result = out
+        else:
+            later = set(out).union(*ins[k + 1 :])
+            result = "".join(dict.fromkeys(c for c in left_spec + ins[k] if c in later))
+        left = N.mul((left, exprs[k]), (left_spec, ins[k]), result)
+        left_spec = result
+    return left
+
+
+def _elementwise(name: str):
+    def build(x: Operand) -> Expr:
+        return N.func(name, _as_expr(x, 0, name))
+
+    build.__name__ = name
+    build.__qualname__ = name
+    build.__doc__ = f"``{name}(x)`` entry by entry (the language's ``{name}``)."
+    return build
+
+
+sin = _elementwise("sin")
+cos = _elementwise("cos")
+tan = _elementwise("tan")
+arcsin = _elementwise("arcsin")
+arccos = _elementwise("arccos")
+arctan = _elementwise("arctan")
+tanh = _elementwise("tanh")
+exp = _elementwise("exp")
+log = _elementwise("log")
+abs = _elementwise("abs")  # noqa: A001 - the language's name
+sign = _elementwise("sign")
+relu = _elementwise("relu")
+
+
+def _matrix(x: Operand, name: str) -> Expr:
+    e = _as_expr(x, 2, name)
+    if e.order != 2:
+        raise SemanticError(f"{name} needs a square matrix (order 2), but `{e}` has order {e.order}")
+    return e
+
+
+def inv(x: Operand) -> Expr:
+    """Matrix inverse."""
+    return N.inv(_matrix(x, "inv"))
+
+
+def det(x: Operand) -> Expr:
+    """Determinant (order 0)."""
+    return N.det(_matrix(x, "det"))
+
+
+def adj(x: Operand) -> Expr:
+    """Adjugate, ``det(X) * inv(X)``."""
+    return N.adj(_matrix(x, "adj"))

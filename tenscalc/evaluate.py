@@ -1,0 +1,272 @@
+"""Interpreted evaluation of a DAG on NumPy arrays.
+
+Walks the nodes in topological order, computes every shared node once, hands
+products to opt_einsum (contraction expressions cached per spec and shapes, in a
+bounded cache) and frees intermediates after their last use.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import opt_einsum
+
+from .axes import AxisGraph, axis_graph
+from .errors import EvaluationError
+from .nodes import Expr
+from .printing import text_length, to_text
+
+
+def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, **kwargs: Any) -> np.ndarray:
+    """Evaluate ``expr`` on arrays.
+
+    Parameters
+    ----------
+    expr : Expr
+        The expression (parsed, built or differentiated).
+    values : mapping
+        Variable name -> array (anything ``np.asarray`` takes; a Python float for
+        order 0).  Keyword arguments are merged in.
+
+    Returns
+    -------
+    numpy.ndarray
+        The value, with one axis per order (0-d for order 0).
+
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+    >>> tc.evaluate(f, {"A": np.eye(2), "x": [1.0, 2.0]})
+    array([1., 2.])
+    """
+    if not isinstance(expr, Expr):
+        raise EvaluationError(f"evaluate needs a tenscalc expression, got {type(expr).__name__}")
+    merged = dict(values or {})
+    merged.update(kwargs)
+    graph = axis_graph(expr)
+    arrays = prepare_arrays(graph, merged)
+    lengths = bind_lengths(graph, arrays)
+    result = run_interpreter(graph, arrays, lengths)
+    return np.array(result) if not isinstance(result, np.ndarray) or not result.flags.writeable else result
+
+
+def prepare_arrays(graph: AxisGraph, values: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Check that every variable is given with the declared order; convert to arrays."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, order, _axis, _slot in graph.var_slots:
+        if name in arrays:
+            continue
+        arrays[name] = as_array(name, order, values)
+    for node in graph.nodes:  # order-0 variables have no slots
+        if node.op == "var" and node.arg[0] not in arrays:
+            arrays[node.arg[0]] = as_array(node.arg[0], node.arg[1], values)
+    return arrays
+
+
+def as_array(name: str, order: int, values: Mapping[str, Any]) -> np.ndarray:
+    if name not in values:
+        raise EvaluationError(f"no value given for variable '{name}' (order {order})")
+    try:
+        array = np.asarray(values[name])
+    except Exception as exc:  # noqa: BLE001 - anything np.asarray rejects
+        raise EvaluationError(f"the value of '{name}' is not an array: {exc}") from None
+    if array.dtype.kind in "biu":
+        array = array.astype(np.float64)
+    elif array.dtype.kind not in "fc":
+        raise EvaluationError(f"the value of '{name}' has dtype {array.dtype}; numbers are needed")
+    if array.ndim != order:
+        raise EvaluationError(
+            f"variable '{name}' is declared with order {order} but the array given has {array.ndim} "
+            f"axes (shape {array.shape})"
+        )
+    return array
+
+
+def bind_lengths(graph: AxisGraph, arrays: Mapping[str, np.ndarray]) -> dict[int, int]:
+    """Axis class -> length, from the variables' shapes; conflicts are errors."""
+    lengths: dict[int, int] = {}
+    source: dict[int, tuple[str, int]] = {}
+    for name, _order, axis, slot in graph.var_slots:
+        cls = graph.find(slot)
+        length = arrays[name].shape[axis]
+        if cls in lengths and lengths[cls] != length:
+            other, other_axis = source[cls]
+            raise EvaluationError(
+                f"axis {axis} of variable '{name}' has length {length}, but it must equal axis "
+                f"{other_axis} of variable '{other}', which has length {lengths[cls]}"
+            )
+        lengths.setdefault(cls, length)
+        source.setdefault(cls, (name, axis))
+    return lengths
+
+
+def node_shape(graph: AxisGraph, lengths: Mapping[int, int], node: Expr) -> tuple[int, ...]:
+    shape = []
+    for k, cls in enumerate(graph.classes(node)):
+        if cls not in lengths:
+            text = to_text(node) if text_length(node) < 200 else f"a node of kind {node.op}"
+            raise EvaluationError(
+                f"cannot tell the length of axis {k} of `{text}`: no variable fixes it "
+                "(a constant or delta that is not combined with any variable axis)"
+            )
+        shape.append(lengths[cls])
+    return tuple(shape)
+
+
+def run_interpreter(graph: AxisGraph, arrays: Mapping[str, np.ndarray], lengths: Mapping[int, int]) -> np.ndarray:
+    nodes = graph.nodes
+    uses: dict[int, int] = {}
+    for node in nodes:
+        for child in node.children:
+            uses[id(child)] = uses.get(id(child), 0) + 1
+    values: dict[int, np.ndarray] = {}
+    for node in nodes:
+        shape = node_shape(graph, lengths, node)
+        kids = [values[id(c)] for c in node.children]
+        values[id(node)] = EVALUATORS[node.op](node, kids, shape, arrays)
+        for child in node.children:  # release intermediates after their last use
+            uses[id(child)] -= 1
+            if uses[id(child)] == 0:
+                values.pop(id(child), None)
+    return values[id(nodes[-1])]
+
+
+# ---------------------------------------------------------------- per-kind rules
+
+
+def _eval_var(node, kids, shape, arrays):
+    return arrays[node.arg[0]]
+
+
+def _eval_const(node, kids, shape, arrays):
+    return np.broadcast_to(np.float64(node.arg[0]), shape)
+
+
+def _eval_delta(node, kids, shape, arrays):
+    n = node.arg
+    size = int(np.prod(shape[:n], dtype=np.int64))
+    return np.eye(size).reshape(shape)
+
+
+def _eval_add(node, kids, shape, arrays):
+    total = None
+    for value, coef in zip(kids, node.arg):
+        term = value if coef == 1 else (-value if coef == -1 else coef * value)
+        total = term if total is None else total + term
+    return np.broadcast_to(total, shape) if total.shape != shape else total
+
+
+ELEMENTWISE = {
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arctan": np.arctan,
+    "tanh": np.tanh,
+    "exp": np.exp,
+    "log": np.log,
+    "abs": np.abs,
+    "sign": np.sign,
+    "relu": lambda x: np.maximum(x, 0.0),
+}
+
+
+def _eval_func(node, kids, shape, arrays):
+    return ELEMENTWISE[node.arg](kids[0])
+
+
+def _eval_pow(node, kids, shape, arrays):
+    base, exponent = kids
+    exponent = exponent[()] if exponent.ndim == 0 else exponent
+    if node.children[1].op == "const":
+        e = node.children[1].arg[0]
+        if e == 2:
+            return base * base
+        if e == -1:
+            return 1.0 / base
+        if e == 1:
+            return base
+    return np.power(base, exponent)
+
+
+def _eval_inv(node, kids, shape, arrays):
+    try:
+        return np.linalg.inv(kids[0])
+    except np.linalg.LinAlgError as exc:
+        raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
+
+
+def _eval_det(node, kids, shape, arrays):
+    return np.asarray(np.linalg.det(kids[0]))
+
+
+def _eval_mul(node, kids, shape, arrays):
+    ins, out = node.arg
+    return contract_spec(ins, out, node.children, kids, shape)
+
+
+def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
+    """Contract ``kids`` labelled by int specs into ``out`` (repeated letters allowed).
+
+    Scalar constants become a factor; repeated letters inside an operand read its
+    diagonal (a view); repeated output letters write the result onto a diagonal.
+    """
+    factor = 1.0
+    operands: list[np.ndarray] = []
+    specs: list[tuple[int, ...]] = []
+    for k, (child, spec, value) in enumerate(zip(children, ins, kids)):
+        if child.op == "const":
+            if child.arg[0] == 0:
+                return np.zeros(shape)
+            # a constant whose letters all occur elsewhere is just a scalar factor
+            others = set(out).union(*(s for j, s in enumerate(ins) if j != k))
+            if not spec or set(spec) <= others:
+                factor *= child.arg[0]
+                continue
+        unique = tuple(dict.fromkeys(spec))
+        if len(unique) != len(spec):
+            value = np.einsum(_letters(spec) + "->" + _letters(unique), value)
+            spec = unique
+        operands.append(value)
+        specs.append(spec)
+    unique_out = tuple(dict.fromkeys(out))
+    unique_shape = tuple(shape[out.index(letter)] for letter in unique_out)
+    if not operands:
+        result = np.full(unique_shape, factor)
+        factor = 1.0
+    else:
+        spec_text = ",".join(_letters(s) for s in specs) + "->" + _letters(unique_out)
+        expression = _contraction(spec_text, tuple(op.shape for op in operands))
+        result = expression(*operands)
+    if factor != 1.0:
+        result = factor * result
+    if len(unique_out) != len(out):
+        full = np.zeros(shape, dtype=np.result_type(result))
+        np.einsum(_letters(out) + "->" + _letters(unique_out), full)[...] = result
+        return full
+    return result
+
+
+@functools.lru_cache(maxsize=2048)
+def _contraction(spec: str, shapes: tuple[tuple[int, ...], ...]):
+    return opt_einsum.contract_expression(spec, *shapes, optimize="auto")
+
+
+def _letters(spec) -> str:
+    return "".join(opt_einsum.get_symbol(k) for k in spec)
+
+
+EVALUATORS = {
+    "var": _eval_var,
+    "const": _eval_const,
+    "delta": _eval_delta,
+    "add": _eval_add,
+    "mul": _eval_mul,
+    "func": _eval_func,
+    "pow": _eval_pow,
+    "inv": _eval_inv,
+    "det": _eval_det,
+}

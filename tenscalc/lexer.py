@@ -1,0 +1,101 @@
+"""Tokenizer for the tenscalc language.
+
+Keywords and function names are matched case-insensitively (the 2022 thesis tool
+did so: ``EXP(x)`` and ``Declare`` were valid there); variable names are
+case-sensitive.  ``#`` starts a comment that runs to the end of the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ParseError
+from .nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
+
+KEYWORDS = ("declare", "expression", "derivative", "wrt")
+RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",))
+_SYMBOLS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">"}
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token: ``kind`` is ``number``, ``name``, ``keyword``, ``function``, a
+    symbol such as ``+`` or ``(``, or ``end``; ``text`` is its spelling
+    (lower-cased for keywords and functions) and ``pos`` its character offset."""
+
+    kind: str
+    text: str
+    pos: int
+
+    def describe(self) -> str:
+        if self.kind == "end":
+            return "the end of the input"
+        if self.kind in ("number", "name", "keyword", "function"):
+            return f"{self.kind} '{self.text}'"
+        return f"'{self.text}'"
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split ``text`` into tokens, ending with an ``end`` token.
+
+    >>> [t.text for t in tokenize("x *(i,i->) y")]
+    ['x', '*', '(', 'i', ',', 'i', '-', '>', ')', 'y', '']
+    """
+    tokens: list[Token] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and (text[i].isspace() or text[i] == "#"):
+            if text[i] == "#":
+                newline = text.find("\n", i)
+                i = n if newline == -1 else newline
+            else:
+                i += 1
+        if i >= n:
+            tokens.append(Token("end", "", n))
+            return tokens
+        ch = text[i]
+        if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):
+            j = _scan_number(text, i)
+            tokens.append(Token("number", text[i:j], i))
+            i = j
+        elif ch.isascii() and ch.isalpha():
+            j = i
+            while j < n and text[j].isascii() and text[j].isalnum():
+                j += 1
+            word = text[i:j]
+            lower = word.lower()
+            if lower in KEYWORDS:
+                tokens.append(Token("keyword", lower, i))
+            elif lower in ELEMENTWISE_FUNCTIONS or lower in MATRIX_FUNCTIONS or lower == "delta":
+                tokens.append(Token("function", lower, i))
+            else:
+                tokens.append(Token("name", word, i))
+            i = j
+        elif ch in _SYMBOLS:
+            tokens.append(Token(_SYMBOLS[ch], ch, i))
+            i += 1
+        else:
+            raise ParseError(f"unexpected character {ch!r}", text, i)
+
+
+def _scan_number(text: str, i: int) -> int:
+    """End offset of the number starting at ``i`` (``12``, ``1.5``, ``.5``, ``2.``, ``1e-3``)."""
+    n = len(text)
+    j = i
+    while j < n and text[j].isdigit():
+        j += 1
+    if j < n and text[j] == ".":
+        j += 1
+        while j < n and text[j].isdigit():
+            j += 1
+    if j < n and text[j] in "eE":
+        k = j + 1
+        if k < n and text[k] in "+-":
+            k += 1
+        if k < n and text[k].isdigit():
+            while k < n and text[k].isdigit():
+                k += 1
+            j = k
+        else:
+            raise ParseError("expected digits in the exponent of a number", text, k)
+    return j

@@ -1,0 +1,295 @@
+"""Recursive-descent parser: tokens -> syntax tree (with source positions).
+
+The syntax tree is untyped: a number does not know its order yet, because that
+comes from its context (LANGUAGE.md, "Constants and broadcasting").  The typing
+pass in :mod:`tenscalc.typing_pass` turns it into interned DAG nodes.
+
+Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
+``^``, a bare ``delta`` meaning ``delta(0)``, ``- >`` split by spaces)::
+
+    problem = [ "declare" { name natural } "expression" ] expr [ "derivative" "wrt" name ]
+    expr    = term { ("+" | "-") term }
+    term    = factor { "*" "(" ixs "," ixs "-" ">" ixs ")" factor | "/" factor }
+    factor  = { "-" } atom { "^" ( "(" expr ")" | atom ) }
+    atom    = number | func "(" expr ")" | name | "(" expr ")" | "delta" [ "(" natural ")" ]
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from .errors import ParseError
+from .lexer import Token, tokenize
+
+# -------------------------------------------------------------------- syntax tree
+
+
+@dataclass(frozen=True, slots=True)
+class Syn:
+    """A syntax-tree node: ``kind`` is one of num, name, delta, call, neg, pow, sum,
+    prod, div; ``pos``/``end`` delimit its source text."""
+
+    kind: str
+    pos: int
+    end: int
+    children: tuple[Syn, ...] = ()
+    value: object = None  # number value, name, function name, delta n, signs, specs
+
+
+@dataclass
+class Declarations:
+    """Declared variables: name -> order, with the position of each declaration."""
+
+    orders: dict[str, int] = field(default_factory=dict)
+    positions: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedProblem:
+    """What the parser read: declarations (if any), the expression tree, ``wrt``."""
+
+    text: str
+    declarations: Declarations | None
+    tree: Syn
+    wrt: str | None
+    wrt_pos: int | None
+
+
+# ------------------------------------------------------------------------- parser
+
+
+class Parser:
+    """Parses one text.  State lives in the instance, never in module globals."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = tokenize(text)
+        self.i = 0
+
+    # token helpers ---------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def advance(self) -> Token:
+        token = self.tokens[self.i]
+        if token.kind != "end":
+            self.i += 1
+        return token
+
+    def at(self, kind: str, text: str | None = None) -> bool:
+        tok = self.tok
+        return tok.kind == kind and (text is None or tok.text == text)
+
+    def expect(self, kind: str, what: str) -> Token:
+        if self.tok.kind != kind:
+            self.fail(what)
+        return self.advance()
+
+    def fail(self, expected: str, token: Token | None = None) -> None:
+        token = token or self.tok
+        raise ParseError(f"expected {expected} but found {token.describe()}", self.text, token.pos)
+
+    def prev_end(self) -> int:
+        token = self.tokens[self.i - 1] if self.i else self.tok
+        return token.pos + len(token.text)
+
+    # problem ---------------------------------------------------------------------
+    def problem(self) -> ParsedProblem:
+        declarations = None
+        if self.at("keyword", "declare"):
+            self.advance()
+            declarations = self.declarations()
+            self.expect_keyword("expression", "'expression' after the declarations")
+        elif self.at("keyword", "expression"):
+            self.advance()
+        tree = self.expr()
+        wrt, wrt_pos = None, None
+        if self.at("keyword", "derivative"):
+            self.advance()
+            self.expect_keyword("wrt", "'wrt' after 'derivative'")
+            if not self.at("name"):
+                self.fail("the name of the variable to differentiate by")
+            token = self.advance()
+            wrt, wrt_pos = token.text, token.pos
+            if self.at("name"):
+                raise ParseError(
+                    f"expected exactly one variable after 'wrt' but found a second one, '{self.tok.text}'",
+                    self.text,
+                    self.tok.pos,
+                )
+        if not self.at("end"):
+            self.fail("an operator ('+', '-', '*(', '/', '^') or the end of the expression")
+        return ParsedProblem(self.text, declarations, tree, wrt, wrt_pos)
+
+    def expect_keyword(self, word: str, what: str) -> None:
+        if not self.at("keyword", word):
+            self.fail(what)
+        self.advance()
+
+    def declarations(self) -> Declarations:
+        decl = Declarations()
+        while self.at("name") or self.at("function"):
+            token = self.advance()
+            if token.kind == "function":
+                raise ParseError(f"'{token.text}' is reserved and cannot name a variable", self.text, token.pos)
+            if not self.at("number") or not self.tok.text.isdigit():
+                self.fail(f"the order (a natural number) of '{token.text}'")
+            order_token = self.advance()
+            if token.text in decl.orders:
+                raise ParseError(f"variable '{token.text}' is declared twice", self.text, token.pos)
+            decl.orders[token.text] = int(order_token.text)
+            decl.positions[token.text] = token.pos
+        if self.at("keyword") and self.tok.text not in ("expression",):
+            raise ParseError(
+                f"'{self.tok.text}' is reserved and cannot name a variable", self.text, self.tok.pos
+            )
+        return decl
+
+    # expressions -----------------------------------------------------------------
+    def expr(self) -> Syn:
+        start = self.tok.pos
+        terms = [self.term()]
+        signs = [1]
+        while self.at("+") or self.at("-"):
+            signs.append(1 if self.advance().kind == "+" else -1)
+            terms.append(self.term())
+        if len(terms) == 1:
+            return terms[0]
+        return Syn("sum", start, self.prev_end(), tuple(terms), tuple(signs))
+
+    def term(self) -> Syn:
+        start = self.tok.pos
+        left = self.factor()
+        while self.at("*") or self.at("/"):
+            op = self.advance()
+            if op.kind == "/":
+                right = self.factor()
+                left = Syn("div", start, self.prev_end(), (left, right), op.pos)
+                continue
+            if not self.at("("):
+                self.fail("'(' and an index spec after '*' (as in *(ij,j->i))")
+            self.advance()
+            specs = self.index_specs()
+            right = self.factor()
+            left = Syn("prod", start, self.prev_end(), (left, right), (specs, op.pos))
+        return left
+
+    def index_specs(self) -> tuple[str, str, str]:
+        first = self.index_letters()
+        self.expect(",", "',' between the two input index strings")
+        second = self.index_letters()
+        if not self.at("-"):
+            self.fail("'->' after the input index strings")
+        self.advance()
+        if not self.at(">"):
+            self.fail("'>' completing '->'")
+        self.advance()
+        out = self.index_letters()
+        self.expect(")", "')' closing the index spec")
+        return first, second, out
+
+    def index_letters(self) -> str:
+        letters = ""
+        while self.at("name") or self.at("function") or self.at("keyword"):
+            token = self.tok
+            if not (token.text.isascii() and token.text.isalpha() and token.text.islower()):
+                raise ParseError(
+                    f"index strings are lowercase letters, found '{token.text}'", self.text, token.pos
+                )
+            if token.kind != "name":  # e.g. 'exp' as letters e, x, p is fine but confusing
+                raise ParseError(
+                    f"'{token.text}' is a reserved word; separate index letters with spaces or pick others",
+                    self.text,
+                    token.pos,
+                )
+            letters += self.advance().text
+        return letters
+
+    def factor(self) -> Syn:
+        start = self.tok.pos
+        minus = 0
+        while self.at("-"):
+            self.advance()
+            minus += 1
+        node = self.atom()
+        while self.at("^"):
+            self.advance()
+            if self.at("("):
+                self.advance()
+                exponent = self.expr()
+                self.expect(")", "')' closing the exponent")
+            else:
+                exponent = self.atom()
+            node = Syn("pow", node.pos, self.prev_end(), (node, exponent))
+        if minus % 2:
+            if node.kind == "num":  # -2 is the constant -2, not a negation node
+                return Syn("num", start, node.end, (), -node.value)
+            return Syn("neg", start, node.end, (node,))
+        return node
+
+    def atom(self) -> Syn:
+        tok = self.tok
+        if tok.kind == "number":
+            self.advance()
+            text = tok.text
+            is_int = all(c.isdigit() for c in text)
+            value = int(text) if is_int else float(text)
+            return Syn("num", tok.pos, tok.pos + len(text), (), value)
+        if tok.kind == "name":
+            self.advance()
+            return Syn("name", tok.pos, tok.pos + len(tok.text), (), tok.text)
+        if tok.kind == "function":
+            self.advance()
+            if tok.text == "delta":
+                if not self.at("("):  # bare `delta` is delta(0), as in the thesis tool
+                    return Syn("delta", tok.pos, self.prev_end(), (), 0)
+                self.advance()
+                if not (self.at("number") and self.tok.text.isdigit()):
+                    self.fail("a natural number n in delta(n)")
+                n = int(self.advance().text)
+                self.expect(")", "')' closing delta(n)")
+                return Syn("delta", tok.pos, self.prev_end(), (), n)
+            if not self.at("("):
+                self.fail(f"'(' after the function name '{tok.text}'")
+            self.advance()
+            if self.at(")"):
+                self.fail(f"an argument for '{tok.text}'")
+            argument = self.expr()
+            self.expect(")", f"')' closing {tok.text}(")
+            return Syn("call", tok.pos, self.prev_end(), (argument,), tok.text)
+        if tok.kind == "(":
+            self.advance()
+            if self.at(")"):
+                self.fail("an expression inside the parentheses")
+            inner = self.expr()
+            self.expect(")", "')'")
+            return inner
+        if tok.kind == "keyword":
+            self.fail("an operand (a number, a variable, a function or '(')")
+        self.fail("an operand (a number, a variable, a function or '(')")
+        raise AssertionError  # unreachable: fail raises
+
+
+def parse_text(text: str) -> ParsedProblem:
+    """Parse a problem or a bare expression into a syntax tree.
+
+    Recursive descent recurses once per nesting level; deeply nested input (the
+    tests use 2,000 levels) needs more than Python's default recursion limit, so it
+    is raised for the duration of the parse.  Since Python 3.11 pure-Python calls
+    do not use the C stack, so this is safe.
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"expected the expression as a string, got {type(text).__name__}")
+    parser = Parser(text)
+    old_limit = sys.getrecursionlimit()
+    needed = 20 * len(parser.tokens) + 1000
+    try:
+        if needed > old_limit:
+            sys.setrecursionlimit(min(needed, 1_000_000))
+        return parser.problem()
+    except RecursionError:
+        raise ParseError("the expression is nested too deeply to parse", text, parser.tok.pos) from None
+    finally:
+        sys.setrecursionlimit(old_limit)
