@@ -31,10 +31,12 @@ from .builder import (
     tanh,
     var,
 )
+from .differentiate import derivative, gradient, hessian, jacobian, nth_derivative
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .evaluate import evaluate
 from .nodes import Expr, count_edges, count_nodes
 from .orders import Problem, build_problem
+from .simplify import simplify
 
 __version__ = "0.1.0"
 
@@ -72,5 +74,6 @@ __all__ = [
     "Expr", "Problem", "parse", "parse_problem", "evaluate", "var", "einsum", "delta", "constant",
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
     "inv", "det", "adj", "count_nodes", "count_edges",
+    "derivative", "gradient", "jacobian", "hessian", "nth_derivative", "simplify",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]

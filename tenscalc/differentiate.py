@@ -1,0 +1,286 @@
+"""Reverse-mode symbolic differentiation over the DAG.
+
+For a root ``y`` of order ``q`` the *pullback* of a node ``v`` is the tensor
+``P_v = d y / d v`` of order ``q + order(v)``, axes laid out as ``y``'s then
+``v``'s.  The seed is ``P_y = delta(q)``; every node passes to each child, through
+the rule for its kind, a contribution to the child's pullback, and the
+contributions a child receives from several parents are summed (Laue,
+Mitterreiter and Giesen's tensor calculus).  ``P_x`` for the variable ``x`` is
+the derivative, laid out as in LANGUAGE.md §4 (jax.jacobian's layout).
+
+A rule returns ``None`` for a zero contribution: zero tensors are never built.
+
+The product rule for ``y[out] = sum prod_k A_k[s_k]`` gives operand ``k`` the
+einsum of ``P`` with the other operands into ``R + s_k``.  Where a letter of
+``s_k`` occurs in no other operand and not in the output (``A *(ij,j->) v`` by
+``A``: the published proof breaks here) the einsum would have an output letter
+without an input; the 2022 thesis added an explicit sum, here a ones tensor over
+the missing letters.  Repeated letters in ``s_k`` (a diagonal read) become a
+repeated output letter (the pullback lies on the diagonal); repeated letters in
+``out`` read the diagonal of ``P``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import nodes as N
+from .axes import anchor_axes, axis_sources
+from .errors import SemanticError
+from .nodes import Expr, topological
+
+PullbackRule = Callable[[Expr, int, Expr, int], "Expr | None"]
+
+
+def _resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
+    if isinstance(wrt, Expr):
+        if wrt.op != "var":
+            raise SemanticError(f"can only differentiate by a variable, not by `{wrt}`")
+        return wrt
+    if not isinstance(wrt, str):
+        raise SemanticError(f"wrt must be a variable name or tc.var(...), got {wrt!r}")
+    variables = expr.variables
+    if wrt not in variables:
+        known = ", ".join(variables) or "none"
+        raise SemanticError(
+            f"unknown variable '{wrt}': the expression's variables are {known} "
+            f"(pass tc.var('{wrt}', order) to differentiate by a variable it does not contain)"
+        )
+    return N.var(wrt, variables[wrt])
+
+
+def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
+    """The derivative ``d expr / d wrt`` as a new expression.
+
+    The result has order ``expr.order + wrt.order``: the expression's axes first,
+    then the variable's.  A variable the expression does not contain gives the
+    zero tensor.
+
+    Parameters
+    ----------
+    expr : Expr
+        What to differentiate.
+    wrt : str or Expr
+        A variable name of ``expr`` or a ``tc.var``.
+    simplify : bool
+        Run the simplifier on the result (default).  ``False`` gives the raw
+        reverse-mode DAG, useful to see what simplification does.
+
+    >>> import tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> str(tc.derivative(tc.derivative(f, "x"), "x"))
+    'A + A *(ij,->ji) 1'
+    """
+    if not isinstance(expr, Expr):
+        raise SemanticError(f"derivative needs a tenscalc expression, got {type(expr).__name__}")
+    x = _resolve_wrt(expr, wrt)
+    q = expr.order
+    result = _reverse_sweep(expr, x, q)
+    if simplify:
+        from .simplify import simplify as run_simplifier
+
+        result = run_simplifier(result)
+    sources = axis_sources(expr) + tuple((x.arg[0], x.order, k) for k in range(x.order))
+    anchor_axes(result, sources)
+    return result
+
+
+def _reverse_sweep(expr: Expr, x: Expr, q: int) -> Expr:
+    nodes = topological(expr)
+    depends: set[int] = set()
+    for node in nodes:
+        if node is x or any(id(c) in depends for c in node.children):
+            depends.add(id(node))
+    if id(x) not in depends:
+        return N.const(0, q + x.order)
+    seed = N.delta(q) if q else N.const(1, 0)
+    contributions: dict[int, list[Expr]] = {id(expr): [seed]}
+    for node in reversed(nodes):
+        if id(node) not in depends:
+            continue
+        parts = contributions.pop(id(node), None)
+        if not parts:
+            continue
+        pullback = parts[0] if len(parts) == 1 else N.add(parts)
+        if node is x:
+            return pullback
+        rule = PULLBACK_RULES[node.op]
+        for k, child in enumerate(node.children):
+            if id(child) in depends:
+                contribution = rule(node, k, pullback, q)
+                if contribution is not None:
+                    contributions.setdefault(id(child), []).append(contribution)
+    return N.const(0, q + x.order)
+
+
+def gradient(expr: Expr, wrt: str | Expr) -> Expr:
+    """The gradient of a scalar expression (``wrt``'s shape).
+
+    >>> import tenscalc as tc
+    >>> str(tc.gradient(tc.parse("X *(ij,ij->) X", {"X": 2}), "X"))
+    '2 *(,ij->ij) X'
+    """
+    if not isinstance(expr, Expr) or expr.order != 0:
+        order = getattr(expr, "order", "?")
+        raise SemanticError(
+            f"gradient needs a scalar (order 0) expression, this one has order {order}; use jacobian"
+        )
+    return derivative(expr, wrt)
+
+
+def jacobian(expr: Expr, wrt: str | Expr) -> Expr:
+    """The Jacobian ``d expr / d wrt`` of any order (same as :func:`derivative`)."""
+    return derivative(expr, wrt)
+
+
+def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr:
+    """Second derivative; ``hessian(f, x, y)[a, b] = d^2 f / dx[a] dy[b]``.
+
+    >>> import tenscalc as tc
+    >>> tc.hessian(tc.parse("U *(ij,ij->) U", {"U": 2}), "U").order
+    4
+    """
+    first = derivative(expr, wrt)
+    second_wrt = wrt2 if wrt2 is not None else _resolve_wrt(expr, wrt)
+    if isinstance(second_wrt, str):
+        second_wrt = _resolve_wrt(expr, second_wrt)
+    return derivative(first, second_wrt)
+
+
+def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
+    """The ``n``-th derivative by repeating :func:`derivative`."""
+    if not isinstance(n, int) or n < 0:
+        raise SemanticError(f"the derivative order must be a natural number, got {n!r}")
+    x = _resolve_wrt(expr, wrt)
+    result = expr
+    for _ in range(n):
+        result = derivative(result, x)
+    return result
+
+
+# ------------------------------------------------------------------ pullback rules
+
+
+def _shift(spec: tuple[int, ...], q: int) -> tuple[int, ...]:
+    return tuple(letter + q for letter in spec)
+
+
+def pull_add(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # d(sum c_k a_k) / d a_k = c_k
+    coefficient = node.arg[k]
+    return pullback if coefficient == 1 else N.scale(pullback, coefficient)
+
+
+def pull_mul(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    ins, out = node.arg
+    root = tuple(range(q))
+    operands = [pullback]
+    specs = [root + _shift(out, q)]
+    for j, (child, spec) in enumerate(zip(node.children, ins)):
+        if j == k:
+            continue
+        if N.is_zero(child):
+            return None
+        operands.append(child)
+        specs.append(_shift(spec, q))
+    target = root + _shift(ins[k], q)
+    present = set().union(*specs)
+    # letters of operand k found nowhere else: sum explicitly (the thesis' fix)
+    missing = tuple(dict.fromkeys(letter for letter in target if letter not in present))
+    if missing:
+        operands.append(N.const(1, len(missing)))
+        specs.append(missing)
+    return N.mul(operands, specs, target)
+
+
+def elementwise_pullback(pullback: Expr, q: int, factor: Expr) -> Expr:
+    """``P[R, s] * factor[s]``: the pullback through an elementwise map."""
+    s = tuple(range(q, q + factor.order))
+    return N.mul((pullback, factor), (tuple(range(q)) + s, s), tuple(range(q)) + s)
+
+
+def pull_func(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    factor = FUNCTION_DERIVATIVES[node.arg](node.children[0], node)
+    return None if factor is None else elementwise_pullback(pullback, q, factor)
+
+
+def _minus_one(e: Expr) -> Expr:
+    if e.op == "const":
+        return N.const(e.arg[0] - 1, 0)
+    return N.add((e, N.const(1, 0)), (1, -1))
+
+
+def pull_pow(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    base, exponent = node.children
+    s = tuple(range(base.order))
+    if k == 0:
+        # d(b^e)/db = e * b^(e-1)
+        lowered = N.power(base, _minus_one(exponent))
+        factor = N.mul((exponent, lowered), ((), s), s)
+        return elementwise_pullback(pullback, q, factor)
+    # d(b^e)/de = sum over entries of b^e * log(b), e being a scalar
+    shifted = _shift(s, q)
+    return N.mul(
+        (pullback, node, N.func("log", base)), (tuple(range(q)) + shifted, shifted, shifted), tuple(range(q))
+    )
+
+
+def pull_inv(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # d inv(X)[a,b] / dX[c,d] = -inv[a,c] inv[d,b]
+    r = tuple(range(q))
+    a, b, c, d = q, q + 1, q + 2, q + 3
+    return N.neg(N.mul((pullback, node, node), (r + (a, b), (a, c), (d, b)), r + (c, d)))
+
+
+def pull_det(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # d det(X) / dX[c,d] = det(X) inv(X)[d,c]
+    r = tuple(range(q))
+    c, d = q, q + 1
+    return N.mul((pullback, node, N.inv(node.children[0])), (r, (), (d, c)), r + (c, d))
+
+
+def _leaf(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    raise AssertionError("leaves have no children")
+
+
+PULLBACK_RULES: dict[str, PullbackRule] = {
+    "var": _leaf,
+    "const": _leaf,
+    "delta": _leaf,
+    "add": pull_add,
+    "mul": pull_mul,
+    "func": pull_func,
+    "pow": pull_pow,
+    "inv": pull_inv,
+    "det": pull_det,
+}
+
+
+# --------------------------------------------- derivatives of elementwise functions
+
+
+def _one(x: Expr) -> Expr:
+    return N.const(1, x.order)
+
+
+def _square(e: Expr) -> Expr:
+    return N.power(e, N.const(2, 0))
+
+
+FunctionDerivative = Callable[[Expr, Expr], "Expr | None"]
+
+# f'(x) as an expression, given x and the node f(x) (reused where it is cheaper)
+FUNCTION_DERIVATIVES: dict[str, FunctionDerivative] = {
+    "sin": lambda x, fx: N.func("cos", x),
+    "cos": lambda x, fx: N.neg(N.func("sin", x)),
+    "tan": lambda x, fx: N.add((_one(x), _square(fx))),
+    "arcsin": lambda x, fx: N.power(N.add((_one(x), _square(x)), (1, -1)), N.const(-0.5, 0)),
+    "arccos": lambda x, fx: N.neg(N.power(N.add((_one(x), _square(x)), (1, -1)), N.const(-0.5, 0))),
+    "arctan": lambda x, fx: N.reciprocal(N.add((_one(x), _square(x)))),
+    "tanh": lambda x, fx: N.add((_one(x), _square(fx)), (1, -1)),
+    "exp": lambda x, fx: fx,
+    "log": lambda x, fx: N.reciprocal(x),
+    "abs": lambda x, fx: N.func("sign", x),
+    "sign": lambda x, fx: None,  # zero almost everywhere; sign'(0) is taken as 0
+    "relu": lambda x, fx: N.func("sign", fx),  # 1 where x > 0, else 0 (relu'(0) = 0)
+}

@@ -1,0 +1,410 @@
+"""Simplification as data: rewrite rules per node kind, run to a fixed point.
+
+Each rule is a function ``rule(node, ctx) -> Expr | None`` with a one-line
+comment showing the rewrite.  Rule sets are lists (combine them with ``+``); the
+driver rewrites bottom-up, memoised per node, and repeats whole passes until the
+root no longer changes, raising if that does not happen within a bound (a rewrite
+loop is a bug, never silently accepted).
+
+What keeps derivatives small: deltas are absorbed into neighbouring products by
+renaming letters, nested products are fused (when that cannot duplicate work),
+factors 0 and 1 and terms 0 disappear, constants fold, identical summands merge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import nodes as N
+from .errors import TensCalcError
+from .nodes import Expr, topological
+
+Rule = Callable[[Expr, "Context"], "Expr | None"]
+
+MAX_PASSES = 60
+MAX_LOCAL_REWRITES = 200
+
+
+@dataclass
+class Context:
+    """What rules may know beyond the node: how many parents each node has."""
+
+    uses: dict[int, int] = field(default_factory=dict)
+
+    def single_use(self, node: Expr) -> bool:
+        return self.uses.get(id(node), 0) <= 1
+
+
+# ------------------------------------------------------------------------ products
+
+
+def _operands(node: Expr) -> list[tuple[Expr, tuple[int, ...]]]:
+    return list(zip(node.children, node.arg[0]))
+
+
+def _rebuild(pairs: list[tuple[Expr, tuple[int, ...]]], out: tuple[int, ...]) -> Expr:
+    return N.mul([p[0] for p in pairs], [p[1] for p in pairs], out)
+
+
+def mul_zero(node: Expr, ctx: Context) -> Expr | None:
+    # a *(..) 0 -> 0
+    if any(N.is_zero(c) for c in node.children):
+        return N.const(0, node.order)
+    return None
+
+
+def mul_identity(node: Expr, ctx: Context) -> Expr | None:
+    # a *(ij,->ij) -> a ; delta(n) with its pairs permuted -> delta(n)
+    if len(node.children) != 1:
+        return None
+    (child,), ((spec,), out) = node.children, node.arg
+    if spec == out and len(set(spec)) == len(spec):
+        return child
+    if child.op == "delta" and len(set(spec)) == len(spec) and sorted(spec) == sorted(out):
+        n = child.arg
+        pairs = {frozenset((spec[t], spec[n + t])) for t in range(n)}
+        if all(frozenset((out[t], out[n + t])) in pairs for t in range(n)):
+            return child
+    return None
+
+
+def mul_pull_scale(node: Expr, ctx: Context) -> Expr | None:
+    # a *(..) (c b) -> c (a *(..) b)
+    factor = 1
+    pairs = []
+    changed = False
+    for child, spec in _operands(node):
+        if child.op == "add" and len(child.children) == 1:
+            factor *= child.arg[0]
+            pairs.append((child.children[0], spec))
+            changed = True
+        else:
+            pairs.append((child, spec))
+    if not changed:
+        return None
+    return N.scale(_rebuild(pairs, node.arg[1]), factor)
+
+
+def mul_constants(node: Expr, ctx: Context) -> Expr | None:
+    # a *(ij,->ij) 2 -> 2 a ; ones over letters found elsewhere -> dropped
+    pairs = _operands(node)
+    if len(pairs) < 2:
+        return None
+    factor = 1
+    keep: list[tuple[Expr, tuple[int, ...]]] = []
+    for k, (child, spec) in enumerate(pairs):
+        if child.op == "const":
+            # its letters stay bound (and summed) by the operands that remain
+            elsewhere = set().union(*(s for _, s in keep), *(s for _, s in pairs[k + 1 :]))
+            if set(spec) <= elsewhere and (keep or k + 1 < len(pairs)):
+                factor *= child.arg[0]
+                continue
+        keep.append((child, spec))
+    if len(keep) == len(pairs) or not keep:
+        return None
+    inner = _rebuild(keep, node.arg[1])
+    return inner if factor == 1 else N.scale(inner, factor)
+
+
+def mul_all_constant(node: Expr, ctx: Context) -> Expr | None:
+    # 2 *(,->) 3 -> 6 (only when no letter is summed and no diagonal is written)
+    if not all(c.op == "const" for c in node.children):
+        return None
+    ins, out = node.arg
+    letters = set().union(*ins)
+    if letters != set(out) or len(set(out)) != len(out):
+        return None
+    value = 1
+    for c in node.children:
+        value *= c.arg[0]
+    return N.const(value, node.order)
+
+
+def mul_fuse(node: Expr, ctx: Context) -> Expr | None:
+    # (a *(..) b) *(..) c -> a *(...) b *(...) c  (one n-ary product)
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "mul":
+            continue
+        if not (ctx.single_use(child) or _has_delta(child) or _is_cheap(child)):
+            continue
+        return _inline(pairs, k, node.arg[1])
+    return None
+
+
+def _has_delta(node: Expr) -> bool:
+    return any(c.op == "delta" for c in node.children)
+
+
+def _is_cheap(node: Expr) -> bool:
+    # a product with at most one non-constant operand is a relabelling or scaling
+    return sum(c.op != "const" for c in node.children) <= 1
+
+
+def _inline(pairs, k: int, out: tuple[int, ...]) -> Expr:
+    child, spec = pairs[k]
+    child_ins, child_out = child.arg
+    # letters of the parent keep their ids; the child's get fresh ones
+    used = set(out).union(*(s for _, s in pairs))
+    fresh = max(used, default=-1) + 1
+    parent_of: dict[int, int] = {}
+
+    def find(a: int) -> int:
+        while parent_of.get(a, a) != a:
+            a = parent_of[a]
+        return a
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent_of[max(ra, rb)] = min(ra, rb)
+
+    child_map = {letter: fresh + letter for letter in set().union(*child_ins)}
+    for position, letter in enumerate(child_out):
+        union(child_map[letter], spec[position])
+    new_pairs = []
+    for j, (c, s) in enumerate(pairs):
+        if j == k:
+            for cc, cs in zip(child.children, child_ins):
+                new_pairs.append((cc, tuple(find(child_map[x]) for x in cs)))
+        else:
+            new_pairs.append((c, tuple(find(x) for x in s)))
+    return _rebuild(new_pairs, tuple(find(x) for x in out))
+
+
+def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:
+    # A *(ij,jk->ik) delta(1) -> A   (rename k to j and drop the delta)
+    pairs = _operands(node)
+    if len(pairs) < 2:
+        return None
+    ins, out = node.arg
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "delta":
+            continue
+        n = child.arg
+        others = set().union(*(s for j, (c, s) in enumerate(pairs) if j != k and c.op != "delta"))
+        rename: dict[int, int] = {}
+        kept_pairs = []
+        for t in range(n):
+            a, b = spec[t], spec[n + t]
+            a, b = rename.get(a, a), rename.get(b, b)
+            if a == b:
+                continue  # delta_aa inside a sum over a is handled by keeping it
+            if a in others or b in others:
+                keep, drop = (a, b) if a in others else (b, a)
+                rename = {x: (keep if y == drop else y) for x, y in rename.items()}
+                rename[drop] = keep
+            else:
+                kept_pairs.append((spec[t], spec[n + t]))
+        if not rename:
+            continue
+
+        def r(x: int) -> int:
+            return rename.get(x, x)
+
+        new_pairs = [(c, tuple(r(x) for x in s)) for j, (c, s) in enumerate(pairs) if j != k]
+        if kept_pairs:
+            m = len(kept_pairs)
+            rest = tuple(r(a) for a, _ in kept_pairs) + tuple(r(b) for _, b in kept_pairs)
+            new_pairs.append((N.delta(m), rest))
+        return _rebuild(new_pairs, tuple(r(x) for x in out))
+    return None
+
+
+def mul_drop_delta0(node: Expr, ctx: Context) -> Expr | None:
+    # a *(ij,->ij) delta(0) -> a
+    pairs = _operands(node)
+    if len(pairs) > 1 and any(c.op == "delta" and c.arg == 0 for c, _ in pairs):
+        return _rebuild([(c, s) for c, s in pairs if not (c.op == "delta" and c.arg == 0)], node.arg[1])
+    return None
+
+
+def mul_sort_operands(node: Expr, ctx: Context) -> Expr | None:
+    # b *(j,ij->i) A -> A *(ij,j->i) b  (a canonical operand order lets equal products merge)
+    pairs = _operands(node)
+    ordered = sorted(pairs, key=lambda p: p[0].digest)
+    if [id(p[0]) for p in ordered] == [id(p[0]) for p in pairs]:
+        return None
+    return _rebuild(ordered, node.arg[1])
+
+
+MUL_RULES: list[Rule] = [
+    mul_zero,
+    mul_drop_delta0,
+    mul_pull_scale,
+    mul_fuse,
+    mul_absorb_delta,
+    mul_constants,
+    mul_all_constant,
+    mul_identity,
+    mul_sort_operands,
+]
+
+
+# ---------------------------------------------------------------------------- sums
+
+
+def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
+    # x + 0 -> x ; x + x -> 2 x ; 2 + 3 -> 5 ; (a + b) + c -> a + b + c (single use)
+    merged: dict[int, list] = {}
+    order: list[int] = []
+    constant = 0
+    changed = False
+    for child, coef in zip(node.children, node.arg):
+        terms = [(child, coef)]
+        if child.op == "add" and ctx.single_use(child):
+            terms = [(c, coef * k) for c, k in zip(child.children, child.arg)]
+            changed = True
+        for c, k in terms:
+            if c.op == "const":
+                constant += k * c.arg[0]
+                changed = changed or c.arg[0] == 0 or sum(ch.op == "const" for ch in node.children) > 1
+                continue
+            if id(c) in merged:
+                merged[id(c)][1] += k
+                changed = True
+            else:
+                merged[id(c)] = [c, k]
+                order.append(id(c))
+    has_constant_child = any(c.op == "const" and c.arg[0] != 0 for c in node.children)
+    if not changed and not any(merged[i][1] == 0 for i in order):
+        return None
+    children = [merged[i][0] for i in order if merged[i][1] != 0]
+    coefs = [merged[i][1] for i in order if merged[i][1] != 0]
+    if constant != 0 or (has_constant_child and not children):
+        children.append(N.const(constant, node.order))
+        coefs.append(1)
+    if not children:
+        return N.const(0, node.order)
+    result = N.add(children, coefs)
+    return None if result is node else result
+
+
+def add_scale_constant(node: Expr, ctx: Context) -> Expr | None:
+    # 3 (2) -> 6 : a scaled constant is a constant
+    if len(node.children) == 1 and node.children[0].op == "const":
+        return N.const(node.arg[0] * node.children[0].arg[0], node.order)
+    return None
+
+
+ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms]
+
+
+# ----------------------------------------------------------- functions and powers
+
+_NUMERIC = {
+    "sin": math.sin, "cos": math.cos, "tan": math.tan, "arcsin": math.asin, "arccos": math.acos,
+    "arctan": math.atan, "tanh": math.tanh, "exp": math.exp, "log": math.log, "abs": abs,
+    "sign": lambda v: float(np.sign(v)), "relu": lambda v: max(v, 0.0),
+}
+
+
+def func_constant(node: Expr, ctx: Context) -> Expr | None:
+    # exp(0) -> 1 : functions of constants fold (when the value is finite)
+    child = node.children[0]
+    if child.op != "const":
+        return None
+    try:
+        value = _NUMERIC[node.arg](child.arg[0])
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(value):
+        return None
+    if float(value).is_integer() and isinstance(child.arg[0], int):
+        value = int(value)
+    return N.const(value, node.order)
+
+
+def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
+    # x^1 -> x ; x^0 -> 1 ; 2^3 -> 8
+    base, exponent = node.children
+    if exponent.op != "const":
+        return None
+    e = exponent.arg[0]
+    if e == 1:
+        return base
+    if e == 0:
+        return N.const(1, node.order)
+    if base.op == "const":
+        try:
+            value = base.arg[0] ** e
+        except (ZeroDivisionError, OverflowError):
+            return None
+        if isinstance(value, complex) or not math.isfinite(value):
+            return None
+        return N.const(value, node.order)
+    return None
+
+
+FUNC_RULES: list[Rule] = [func_constant]
+POW_RULES: list[Rule] = [pow_simplify]
+
+RULES: dict[str, list[Rule]] = {
+    "var": [],
+    "const": [],
+    "delta": [],
+    "add": ADD_RULES,
+    "mul": MUL_RULES,
+    "func": FUNC_RULES,
+    "pow": POW_RULES,
+    "inv": [],
+    "det": [],
+}
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
+    """Rewrite ``root`` with the rule sets until nothing changes.
+
+    >>> import tenscalc as tc
+    >>> x = tc.var("x", 1)
+    >>> str(tc.simplify(x + x - 0))
+    '2 *(,i->i) x'
+    """
+    table = RULES if rules is None else rules
+    for _ in range(MAX_PASSES):
+        new_root = _one_pass(root, table)
+        if new_root is root:
+            return root
+        root = new_root
+    raise TensCalcError(f"simplification did not reach a fixed point within {MAX_PASSES} passes (a rule loop)")
+
+
+def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
+    nodes = topological(root)
+    ctx = Context()
+    for node in nodes:
+        for child in node.children:
+            ctx.uses[id(child)] = ctx.uses.get(id(child), 0) + 1
+    mapped: dict[int, Expr] = {}
+    for node in nodes:
+        children = tuple(mapped[id(c)] for c in node.children)
+        current = node
+        if any(a is not b for a, b in zip(children, node.children)):
+            current = N.make(node.op, children, node.arg)
+            for old, new in zip(node.children, children):
+                if old is not new:
+                    ctx.uses[id(new)] = ctx.uses.get(id(new), 0) + ctx.uses.get(id(old), 0)
+        current = _rewrite_locally(current, table, ctx)
+        mapped[id(node)] = current
+    return mapped[id(root)]
+
+
+def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> Expr:
+    for _ in range(MAX_LOCAL_REWRITES):
+        for rule in table.get(node.op, ()):
+            replacement = rule(node, ctx)
+            if replacement is not None and replacement is not node:
+                if replacement.order != node.order:
+                    raise AssertionError(f"rule {rule.__name__} changed the order of a node")
+                node = replacement
+                break
+        else:
+            return node
+    raise TensCalcError("simplification of one node did not terminate (a rule loop)")
