@@ -14,27 +14,45 @@ evaluation still knows the lengths; the nodes themselves stay immutable.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .nodes import Expr, topological
 
-# root -> per axis, the (variable name, variable order, axis) whose length it has
-_anchors: weakref.WeakKeyDictionary[Expr, tuple[tuple[str, int, int] | None, ...]] = weakref.WeakKeyDictionary()
+Source = tuple[str, int, int]  # (variable name, variable order, axis)
+
+# root -> candidate anchorings, newest first.  Interned nodes can be the derivative
+# of several expressions (the Hessians of x.x and y.y are both 2 delta(1)), so a
+# root may carry several; evaluation uses the newest whose variables are given.
+_anchors: weakref.WeakKeyDictionary[Expr, list[tuple[Source | None, ...]]] = weakref.WeakKeyDictionary()
+MAX_ANCHORINGS = 8
 
 
-def anchor_axes(root: Expr, sources: tuple[tuple[str, int, int] | None, ...]) -> None:
+def anchor_axes(root: Expr, sources: tuple[Source | None, ...]) -> None:
     """Record that axis ``k`` of ``root`` has the length of ``sources[k]``."""
     if len(sources) != root.order:
         raise ValueError("one source per axis")
-    old = _anchors.get(root)
-    if old is not None:  # keep what was known, fill the gaps
-        sources = tuple(o if o is not None else s for o, s in zip(old, sources))
-    _anchors[root] = sources
-    _graphs.pop(root, None)  # the cached union-find no longer knows everything
+    if all(s is None for s in sources):
+        return
+    candidates = [c for c in _anchors.get(root, []) if c != sources]
+    _anchors[root] = [sources] + candidates[: MAX_ANCHORINGS - 1]
 
 
-def anchors_of(root: Expr) -> tuple[tuple[str, int, int] | None, ...] | None:
-    return _anchors.get(root)
+def anchors_of(root: Expr) -> list[tuple[Source | None, ...]]:
+    return list(_anchors.get(root, []))
+
+
+def _choose_anchoring(root: Expr, available: Iterable[str] | None) -> tuple[Source | None, ...] | None:
+    candidates = _anchors.get(root)
+    if not candidates:
+        return None
+    if available is None:
+        return candidates[0]
+    names = set(available)
+    for candidate in candidates:
+        if all(s is None or s[0] in names for s in candidate):
+            return candidate
+    return None
 
 
 @dataclass
@@ -63,19 +81,28 @@ class AxisGraph:
         return tuple(self.find(start + k) for k in range(node.order))
 
 
-_graphs: weakref.WeakKeyDictionary[Expr, AxisGraph] = weakref.WeakKeyDictionary()
+_graphs: weakref.WeakKeyDictionary[Expr, dict] = weakref.WeakKeyDictionary()
 
 
-def axis_graph(root: Expr) -> AxisGraph:
-    """The (cached) axis union-find of the DAG under ``root``, anchors included."""
-    graph = _graphs.get(root)
+def axis_graph(root: Expr, available: Iterable[str] | None = None) -> AxisGraph:
+    """The (cached) axis union-find of the DAG under ``root``.
+
+    It includes the newest anchoring of ``root`` whose variables are all among
+    ``available`` (all anchorings qualify when ``available`` is None).
+    """
+    anchoring = _choose_anchoring(root, available)
+    per_root = _graphs.get(root)
+    if per_root is None:
+        per_root = {}
+        _graphs[root] = per_root
+    graph = per_root.get(anchoring)
     if graph is None:
-        graph = _build(root)
-        _graphs[root] = graph
+        graph = _build(root, anchoring)
+        per_root[anchoring] = graph
     return graph
 
 
-def _build(root: Expr) -> AxisGraph:
+def _build(root: Expr, anchors: tuple[Source | None, ...] | None) -> AxisGraph:
     nodes = topological(root)
     first: dict[int, int] = {}
     count = 0
@@ -128,7 +155,6 @@ def _build(root: Expr) -> AxisGraph:
                         letter_slot[letter] = c + k
             for k, letter in enumerate(out):
                 union(base + k, letter_slot[letter])
-    anchors = _anchors.get(root)
     if anchors:
         # anchored axes behave like an extra occurrence of the variable's axis
         for k, source in enumerate(anchors):

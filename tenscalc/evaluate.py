@@ -45,7 +45,7 @@ def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, **kwargs: Any)
         raise EvaluationError(f"evaluate needs a tenscalc expression, got {type(expr).__name__}")
     merged = dict(values or {})
     merged.update(kwargs)
-    graph = axis_graph(expr)
+    graph = axis_graph(expr, merged.keys())
     arrays = prepare_arrays(graph, merged)
     lengths = bind_lengths(graph, arrays)
     result = run_interpreter(graph, arrays, lengths)
@@ -217,15 +217,22 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
     factor = 1.0
     operands: list[np.ndarray] = []
     specs: list[tuple[int, ...]] = []
-    for k, (child, spec, value) in enumerate(zip(children, ins, kids)):
+    # Letters carried by the operands that are kept.  A constant whose letters all
+    # occur in a kept operand is just a scalar factor; otherwise it must stay, since
+    # it alone gives the result an output axis (`x *(i,j->ij) 1`) or a summed axis
+    # its length (`x *(i,j->i) 1` is x times the length of j).
+    kept: set[int] = set()
+    for child, spec in zip(children, ins):
+        if child.op != "const":
+            kept.update(spec)
+    for child, spec, value in zip(children, ins, kids):
         if child.op == "const":
             if child.arg[0] == 0:
                 return np.zeros(shape)
-            # a constant whose letters all occur elsewhere is just a scalar factor
-            others = set(out).union(*(s for j, s in enumerate(ins) if j != k))
-            if not spec or set(spec) <= others:
+            if set(spec) <= kept:
                 factor *= child.arg[0]
                 continue
+            kept.update(spec)
         unique = tuple(dict.fromkeys(spec))
         if len(unique) != len(spec):
             value = np.einsum(_letters(spec) + "->" + _letters(unique), value)

@@ -1,0 +1,195 @@
+"""Checking derivatives: finite differences and random data with distinct axis lengths.
+
+>>> import tenscalc as tc
+>>> from tenscalc.testing import check_derivative
+>>> report = check_derivative(tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), "x", order=2)
+>>> report.ok
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import nodes as N
+from .axes import axis_graph
+from .differentiate import _resolve_wrt, derivative
+from .evaluate import evaluate
+from .nodes import Expr, topological
+
+FIRST_LENGTH = 2
+
+
+def _combined(exprs: Expr | Sequence[Expr]) -> Expr:
+    """One node holding all ``exprs`` (an outer product) so their axes share one graph."""
+    if isinstance(exprs, Expr):
+        return exprs
+    exprs = list(exprs)
+    specs, start = [], 0
+    for e in exprs:
+        specs.append(tuple(range(start, start + e.order)))
+        start += e.order
+    return N.mul(exprs, specs, tuple(range(start)))
+
+
+def axis_lengths(exprs: Expr | Sequence[Expr], first: int = FIRST_LENGTH) -> dict[str, tuple[int, ...]]:
+    """Shapes for every variable, giving each independent axis its own length 2, 3, 4...
+
+    Axes that must be equal (same letter in a product, a square matrix) share a
+    length; all others differ, so that a transposed axis cannot pass a check.
+    """
+    graph = axis_graph(_combined(exprs))
+    length_of: dict[int, int] = {}
+    shapes: dict[str, list[int]] = {}
+    for name, order, axis, slot in graph.var_slots:
+        cls = graph.find(slot)
+        if cls not in length_of:
+            length_of[cls] = first + len(length_of)
+        shapes.setdefault(name, [0] * order)[axis] = length_of[cls]
+    for node in graph.nodes:
+        if node.op == "var" and node.arg[1] == 0:
+            shapes.setdefault(node.arg[0], [])
+    return {name: tuple(shape) for name, shape in shapes.items()}
+
+
+def _needs_positive(exprs: Expr | Sequence[Expr]) -> bool:
+    for node in topological([_combined(exprs)]):
+        if node.op == "func" and node.arg in ("log", "arcsin", "arccos"):
+            return True
+        if node.op == "pow":
+            e = node.children[1]
+            if e.op != "const" or not float(e.arg[0]).is_integer():
+                return True
+    return False
+
+
+def random_values(
+    exprs: Expr | Sequence[Expr],
+    seed: int = 0,
+    low: float | None = None,
+    high: float | None = None,
+    first_length: int = FIRST_LENGTH,
+) -> dict[str, np.ndarray]:
+    """Random arrays for every variable, with distinct axis lengths.
+
+    Entries are uniform in ``[low, high]``; by default ``[-1.5, 1.5]``, or
+    ``[0.1, 0.9]`` when the expression has ``log``, ``arcsin``/``arccos`` or
+    non-integer powers.  Square matrices get ``n * I`` added so that ``inv`` and
+    ``det`` are well conditioned.
+    """
+    rng = np.random.default_rng(seed)
+    if low is None or high is None:
+        low, high = (0.1, 0.9) if _needs_positive(exprs) else (-1.5, 1.5)
+    values = {}
+    for name, shape in axis_lengths(exprs, first_length).items():
+        array = rng.uniform(low, high, size=shape)
+        if len(shape) == 2 and shape[0] == shape[1]:
+            array = array + shape[0] * np.eye(shape[0])
+        values[name] = array if shape else float(array)
+    return values
+
+
+@dataclass
+class DerivativeCheck:
+    """Outcome of :func:`check_derivative`."""
+
+    ok: bool
+    max_error: float
+    worst_index: tuple[int, ...] | None
+    symbolic: float
+    numeric: float
+    method: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _central_differences(f, x: np.ndarray, h: float) -> np.ndarray:
+    """Full Jacobian of ``f`` at ``x`` by central differences (f's axes, then x's)."""
+    columns = []
+    for index in np.ndindex(*x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        columns.append((np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * h))
+    fx = np.asarray(f(x))
+    stacked = np.stack(columns, axis=-1) if columns else np.zeros(fx.shape + (0,))
+    return stacked.reshape(fx.shape + x.shape)
+
+
+def check_derivative(
+    expr: Expr,
+    wrt: str | Expr,
+    order: int = 1,
+    values: Mapping[str, np.ndarray] | None = None,
+    seed: int = 0,
+    h: float = 1e-6,
+    tolerance: float = 1e-5,
+    full_jacobian_max: int = 60,
+    directions: int = 6,
+) -> DerivativeCheck:
+    """Compare the symbolic derivative of ``expr`` with central finite differences.
+
+    ``order=2`` checks the second derivative against differences of the
+    (symbolic, already checked) first derivative.  For variables with at most
+    ``full_jacobian_max`` entries the full Jacobian is compared; for larger ones,
+    ``directions`` random directional derivatives.  The error is relative:
+    ``max |symbolic - numeric| / max(1, max |numeric|)``.
+    """
+    x = _resolve_wrt(expr, wrt)
+    name = x.arg[0]
+    target = expr
+    for _ in range(order - 1):
+        target = derivative(target, x)
+    symbolic_expr = derivative(target, x)
+    values = dict(values) if values is not None else random_values([expr, symbolic_expr], seed)
+    if name not in values:
+        values.update({k: v for k, v in random_values([expr, x], seed).items() if k == name})
+    point = np.asarray(values[name], dtype=float)
+
+    def f(at: np.ndarray) -> np.ndarray:
+        return evaluate(target, {**values, name: at})
+
+    symbolic = evaluate(symbolic_expr, values)
+    if point.size <= full_jacobian_max:
+        numeric = _central_differences(f, point, h)
+        method = "full Jacobian by central differences"
+        compare_sym, compare_num = symbolic, numeric
+    else:
+        rng = np.random.default_rng(seed + 1)
+        sym_cols, num_cols = [], []
+        axes = tuple(range(target.order, target.order + x.order))
+        for _ in range(directions):
+            v = rng.standard_normal(point.shape)
+            sym_cols.append(np.tensordot(symbolic, v, axes=(axes, tuple(range(x.order)))))
+            num_cols.append((np.asarray(f(point + h * v)) - np.asarray(f(point - h * v))) / (2 * h))
+        compare_sym, compare_num = np.stack(sym_cols), np.stack(num_cols)
+        method = f"{directions} random directional derivatives"
+    if compare_sym.shape != compare_num.shape:
+        return DerivativeCheck(False, np.inf, None, np.nan, np.nan, method,
+                               f"shape mismatch: symbolic {compare_sym.shape} vs numeric {compare_num.shape}")
+    difference = np.abs(compare_sym - compare_num)
+    scale = max(1.0, float(np.max(np.abs(compare_num))) if compare_num.size else 1.0)
+    if difference.size == 0:
+        return DerivativeCheck(True, 0.0, None, 0.0, 0.0, method, "empty derivative: nothing to compare")
+    worst = np.unravel_index(int(np.nanargmax(np.where(np.isnan(difference), np.inf, difference))), difference.shape)
+    error = float(difference[worst]) / scale if np.isfinite(difference[worst]) else float("inf")
+    ok = bool(error <= tolerance)
+    message = (
+        f"{'ok' if ok else 'MISMATCH'}: order-{order} derivative by '{name}' ({method}); "
+        f"max relative error {error:.3g} at entry {tuple(int(i) for i in worst)}: "
+        f"symbolic {compare_sym[worst]:.10g}, numeric {compare_num[worst]:.10g}"
+    )
+    return DerivativeCheck(ok, error, tuple(int(i) for i in worst), float(compare_sym[worst]),
+                           float(compare_num[worst]), method, message)
+
+
+def assert_derivative(expr: Expr, wrt: str | Expr, order: int = 1, **kwargs) -> DerivativeCheck:
+    """Like :func:`check_derivative` but raise ``AssertionError`` (with the worst entry) on a mismatch."""
+    report = check_derivative(expr, wrt, order=order, **kwargs)
+    if not report.ok:
+        raise AssertionError(report.message)
+    return report
