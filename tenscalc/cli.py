@@ -1,0 +1,298 @@
+"""The ``tenscalc`` command: parse a problem, print it and its derivatives.
+
+The problem comes from the positional argument (the text itself), from
+``-f/--file PATH`` or from standard input (no argument, or ``-``).  Exit status:
+0 on success, 1 when ``--check`` finds a derivative that disagrees with finite
+differences, 2 on bad input (every ``TensCalcError``, unreadable files, bad
+options), always with a message on stderr and never a traceback.
+
+>>> from tenscalc.cli import main
+>>> main(["--orders", "x=1", "x *(i,i->) x"])
+expression  x *(i,i->) x
+order       0
+variables   x 1
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from . import __version__
+from . import nodes as N
+from .errors import SemanticError, TensCalcError
+from .evaluate import evaluate
+from .nodes import Expr, count_nodes
+from .orders import Problem, build_problem
+
+EXAMPLE = "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x"
+"""The built-in example of ``--example``: the quadratic form xᵀAx, by x."""
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+_EPILOG = """\
+examples:
+  tenscalc --example
+  tenscalc 'declare X 2 expression log(det(X)) derivative wrt X'
+  tenscalc --orders x=1,A=2 --wrt x --hessian 'x *(i,ij->j) A *(j,j->) x'
+  echo 'declare W 2 x 1 expression tanh(W *(ij,j->i) x) derivative wrt W' | tenscalc --check
+  tenscalc -f problem.txt --order 3
+
+An expression that starts with '-' must follow '--':  tenscalc --orders x=1 -- '-x'
+"""
+
+
+class CliError(Exception):
+    """Bad use of the command itself (missing input, unreadable file, ...)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with ``argv`` (default ``sys.argv[1:]``) and return its exit status.
+
+    >>> from tenscalc.cli import main
+    >>> main(["--orders", "c=0", "c + 1"])
+    expression  c + 1
+    order       0
+    variables   c 0
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors: argparse already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    try:
+        return run(args, sys.stdout)
+    except (TensCalcError, CliError) as exc:
+        # The message of a TensCalcError already shows the source line and a caret.
+        print(f"tenscalc: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (`tenscalc ... | head -1`): stop quietly
+        _silence_stdout()
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``tenscalc`` command."""
+    parser = argparse.ArgumentParser(
+        prog="tenscalc",
+        description="Parse a tensor expression problem and print it with its exact derivatives.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "problem",
+        nargs="?",
+        metavar="PROBLEM",
+        help="the problem text, e.g. 'declare x 1 expression x *(i,i->) x derivative wrt x' "
+        "(default, or '-': read standard input)",
+    )
+    parser.add_argument("-f", "--file", metavar="PATH", help="read the problem from PATH ('-': standard input)")
+    parser.add_argument("--example", action="store_true", help=f"run the built-in example: {EXAMPLE}")
+    parser.add_argument(
+        "--orders",
+        metavar="NAME=ORDER,...",
+        action="append",
+        type=parse_orders,
+        default=[],
+        help="orders of variables not declared in the text, e.g. x=1,A=2",
+    )
+    parser.add_argument("--wrt", metavar="NAME", help="differentiate by NAME (overrides 'derivative wrt')")
+    how_many = parser.add_mutually_exclusive_group()
+    how_many.add_argument("--hessian", action="store_true", help="also print the second derivative")
+    how_many.add_argument("--order", metavar="N", type=positive_int, help="print the derivatives up to the N-th")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="compare the derivatives with finite differences at random data; exit 1 if they disagree",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random data of --check (default 0)")
+    parser.add_argument("--version", action="version", version=f"tenscalc {__version__}")
+    return parser
+
+
+def parse_orders(text: str) -> dict[str, int]:
+    """Parse ``"x=1,A=2"`` into ``{"x": 1, "A": 2}`` (an ``--orders`` value).
+
+    >>> parse_orders("x=1, A=2")
+    {'x': 1, 'A': 2}
+    """
+    orders: dict[str, int] = {}
+    for item in text.split(","):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not item.strip():
+            continue
+        if not sep or not name or not value.isdigit():
+            raise argparse.ArgumentTypeError(f"expected NAME=ORDER pairs such as x=1,A=2, got {item.strip()!r}")
+        orders[name] = int(value)
+    return orders
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1 (the value of ``--order``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Do what the parsed command line asks, writing to ``out``; return the exit status."""
+    orders: dict[str, int] = {}
+    for given in args.orders:
+        orders.update(given)
+    problem = build_problem(read_problem(args), orders or None)
+    count = derivative_count(args)
+    name = args.wrt or problem.wrt
+    if name is None and (count or args.check):
+        raise CliError("nothing to differentiate by: add 'derivative wrt NAME' to the problem or pass --wrt NAME")
+    wrt = None if name is None else wrt_variable(problem, name)  # checked before anything is printed
+    show_expression(problem.expr, out)
+    if name is None or wrt is None:
+        return EXIT_OK
+    found = derivatives(problem.expr, wrt, count or 1)
+    for k, d in enumerate(found, start=1):
+        show_derivative(k, problem.expr, name, d, out)
+    if args.check:
+        return check(problem.expr, wrt, name, len(found), args.seed, out)
+    return EXIT_OK
+
+
+def read_problem(args: argparse.Namespace) -> str:
+    """The problem text the command line names: ``--example``, the argument, a file or stdin."""
+    if args.example:
+        if args.problem is not None or args.file is not None:
+            raise CliError("--example takes no problem text and no --file")
+        return EXAMPLE
+    if args.problem is not None and args.file is not None:
+        raise CliError("give the problem either as text or with --file, not both")
+    if args.file is not None and args.file != "-":
+        return read_file(args.file)
+    if args.file == "-" or args.problem is None or args.problem == "-":
+        return read_stdin()
+    return args.problem
+
+
+def read_file(path: str) -> str:
+    """The text of the file at ``path``; a clean ``CliError`` when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CliError(f"cannot read {path!r}: {reason}") from None
+
+
+def read_stdin() -> str:
+    """The problem text on standard input."""
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        raise CliError("no problem given: pass its text, --file PATH, or pipe it on standard input")
+    if stream.isatty():
+        print("tenscalc: reading a problem from standard input (end it with Ctrl-D)", file=sys.stderr)
+    text = stream.read()
+    if not text.strip():
+        raise CliError("no problem given: standard input is empty")
+    return text
+
+
+def derivative_count(args: argparse.Namespace) -> int:
+    """How many derivatives were asked for (0: the default, one when there is a variable)."""
+    if args.order is not None:
+        return args.order
+    if args.hessian or args.example:
+        return 2
+    return 0
+
+
+def wrt_variable(problem: Problem, name: str) -> Expr:
+    """The variable node to differentiate by, which must be declared."""
+    if name not in problem.orders:
+        declared = ", ".join(sorted(problem.orders)) or "none"
+        raise SemanticError(f"cannot differentiate by '{name}': it is not declared (declared: {declared})")
+    return N.var(name, problem.orders[name])
+
+
+def derivatives(expr: Expr, wrt: Expr, count: int) -> list[Expr]:
+    """The first ``count`` derivatives of ``expr`` by ``wrt``, each simplified.
+
+    The k-th is the derivative of the (k-1)-th, so each has ``wrt``'s axes appended once more.
+    """
+    from . import derivative, simplify
+
+    found: list[Expr] = []
+    current = expr
+    for _ in range(count):
+        current = simplify(derivative(current, wrt))
+        found.append(current)
+    return found
+
+
+def derivative_label(k: int, expr_order: int) -> str:
+    """What to call the ``k``-th derivative of an expression of order ``expr_order``."""
+    if k == 1:
+        return "gradient" if expr_order == 0 else "Jacobian"
+    if k == 2:
+        return "Hessian" if expr_order == 0 else "second derivative"
+    return f"derivative {k}"
+
+
+def show_expression(expr: Expr, out: TextIO) -> None:
+    """Print the expression, its order and its variables."""
+    variables = ", ".join(f"{name} {order}" for name, order in expr.variables.items()) or "none"
+    out.write(f"expression  {expr}\norder       {expr.order}\nvariables   {variables}\n")
+
+
+def show_derivative(k: int, expr: Expr, name: str, d: Expr, out: TextIO) -> None:
+    """Print the ``k``-th derivative: a header line, then the expression indented on its own line."""
+    out.write(f"\n{derivative_label(k, expr.order)} wrt {name} (order {d.order}, {count_nodes(d)} nodes):\n  {d}\n")
+
+
+def check(expr: Expr, wrt: Expr, name: str, count: int, seed: int, out: TextIO) -> int:
+    """Compare derivatives 1..``count`` with finite differences; EXIT_CHECK_FAILED if one disagrees."""
+    from .testing import check_derivative, random_values
+
+    values = random_values(expr, seed=seed)
+    shapes = ", ".join(f"{name} {_shape(values[name])}" for name in sorted(values)) or "none"
+    out.write(f"\ncheck at random data (seed {seed}; shapes: {shapes}):\n")
+    out.write(f"  value                {_describe(evaluate(expr, values))}\n")
+    all_ok = True
+    for k in range(1, count + 1):
+        report = check_derivative(expr, wrt, order=k, seed=seed)
+        verdict = "ok" if report.ok else "FAILED"
+        label = f"{derivative_label(k, expr.order)} wrt {name}"
+        out.write(f"  {label:<20} max relative error {report.max_error:.2e} vs finite differences: {verdict}\n")
+        all_ok = all_ok and bool(report.ok)
+    return EXIT_OK if all_ok else EXIT_CHECK_FAILED
+
+
+def _shape(array: object) -> str:
+    shape = getattr(array, "shape", ())
+    return "x".join(str(n) for n in shape) if shape else "scalar"
+
+
+def _describe(value: object) -> str:
+    shape = getattr(value, "shape", ())
+    if not shape:
+        return f"{float(value):.6g}"  # type: ignore[arg-type]
+    return f"array of shape {'x'.join(str(n) for n in shape)}"
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
