@@ -147,8 +147,8 @@ class _TypeChecker:
             for spec, operand, o in ((s1, syn.children[0], nat[0]), (s2, syn.children[1], nat[1])):
                 if o is not None and len(spec) != o:
                     raise SemanticError(
-                        f"index string '{spec}' has {len(spec)} letters but {self.snippet(operand)} "
-                        f"has order {o}",
+                        f"index string '{spec}' has {len(spec)} letter{'' if len(spec) == 1 else 's'} but "
+                        f"{self.snippet(operand)} has order {o}",
                         self.text,
                         star,
                     )

@@ -91,6 +91,10 @@ class Parser:
         token = token or self.tok
         raise ParseError(f"expected {expected} but found {token.describe()}", self.text, token.pos)
 
+    def spelling(self, token: Token) -> str:
+        """The token as the user wrote it (keywords and functions are lower-cased)."""
+        return self.text[token.pos : token.pos + len(token.text)]
+
     def prev_end(self) -> int:
         token = self.tokens[self.i - 1] if self.i else self.tok
         return token.pos + len(token.text)
@@ -133,7 +137,9 @@ class Parser:
         while self.at("name") or self.at("function"):
             token = self.advance()
             if token.kind == "function":
-                raise ParseError(f"'{token.text}' is reserved and cannot name a variable", self.text, token.pos)
+                raise ParseError(
+                    f"'{self.spelling(token)}' is reserved and cannot name a variable", self.text, token.pos
+                )
             if not self.at("number") or not self.tok.text.isdigit():
                 self.fail(f"the order (a natural number) of '{token.text}'")
             order_token = self.advance()
@@ -143,7 +149,7 @@ class Parser:
             decl.positions[token.text] = token.pos
         if self.at("keyword") and self.tok.text not in ("expression",):
             raise ParseError(
-                f"'{self.tok.text}' is reserved and cannot name a variable", self.text, self.tok.pos
+                f"'{self.spelling(self.tok)}' is reserved and cannot name a variable", self.text, self.tok.pos
             )
         return decl
 
@@ -193,18 +199,19 @@ class Parser:
     def index_letters(self) -> str:
         letters = ""
         while self.at("name") or self.at("function") or self.at("keyword"):
-            token = self.tok
-            if not (token.text.isascii() and token.text.isalpha() and token.text.islower()):
+            token = self.advance()
+            # keywords and function names are lower-cased by the lexer; index letters
+            # are read from the source, so `*(abs,s->ab)` is the letters a, b, s and
+            # `*(ABS,...)` is an error like any other uppercase letter
+            word = self.spelling(token)
+            bad = next((k for k, ch in enumerate(word) if not ("a" <= ch <= "z")), None)
+            if bad is not None:  # the caret goes under the offending character
                 raise ParseError(
-                    f"index strings are lowercase letters, found '{token.text}'", self.text, token.pos
-                )
-            if token.kind != "name":  # e.g. 'exp' as letters e, x, p is fine but confusing
-                raise ParseError(
-                    f"'{token.text}' is a reserved word; separate index letters with spaces or pick others",
+                    f"index strings are lowercase letters, found '{word[bad]}' in '{word}'",
                     self.text,
-                    token.pos,
+                    token.pos + bad,
                 )
-            letters += self.advance().text
+            letters += word
         return letters
 
     def factor(self) -> Syn:
