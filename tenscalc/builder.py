@@ -129,7 +129,7 @@ def einsum(spec: str, *operands: Operand) -> Expr:
     >>> import tenscalc as tc
     >>> A, x = tc.var("A", 2), tc.var("x", 1)
     >>> str(tc.einsum("i,ij,j->", x, A, x))
-    'x *(i,ij->j) A *(j,j->) x'
+    'x *(i,ij->j) A *(i,i->) x'
     """
     if not isinstance(spec, str) or "->" not in spec:
         raise SemanticError(f"einsum needs an explicit spec such as 'ij,j->i', got {spec!r}")

@@ -69,7 +69,7 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
     >>> import tenscalc as tc
     >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
     >>> str(tc.derivative(tc.derivative(f, "x"), "x"))
-    'A + A *(ij,->ji) 1'
+    'A *(ij,->ji) 1 + A'
     """
     if not isinstance(expr, Expr):
         raise SemanticError(f"derivative needs a tenscalc expression, got {type(expr).__name__}")

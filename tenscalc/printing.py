@@ -148,22 +148,49 @@ def _print_mul(node, texts):
     if len(node.children) == 1:  # unary product: write it with a scalar 1
         operand = texts[id(node.children[0])]
         return f"{_wrap(operand, TERM)} *({letters_for(ins[0])},->{letters_for(out)}) 1", TERM
-    # n operands: print as a left-nested chain of binary products
-    left_text = _wrap(texts[id(node.children[0])], TERM)
+    # n operands: print as a left-nested chain of binary products, in an order
+    # that keeps the intermediates small (re-parsed text should evaluate well)
+    order = _chain_order(ins, out)
+    children = [node.children[k] for k in order]
+    ins = [ins[k] for k in order]
+    left_text = _wrap(texts[id(children[0])], TERM)
     left_spec = ins[0]
-    for k in range(1, len(node.children)):
+    for k in range(1, len(children)):
         right_spec = ins[k]
-        if k == len(node.children) - 1:
+        if k == len(children) - 1:
             result = out
         else:
             later = set(out).union(*ins[k + 1 :])
             result = tuple(dict.fromkeys(x for x in left_spec + right_spec if x in later))
-        right_text = _wrap(texts[id(node.children[k])], FACTOR)
+        right_text = _wrap(texts[id(children[k])], FACTOR)
         left_text = (
             f"{left_text} *({letters_for(left_spec)},{letters_for(right_spec)}->{letters_for(result)}) {right_text}"
         )
         left_spec = result
     return left_text, TERM
+
+
+def _chain_order(ins, out) -> list[int]:
+    """Greedy operand order for printing: start with the largest operand, then
+    always take the operand that leaves the fewest letters in the intermediate."""
+    if len(ins) <= 2:
+        return list(range(len(ins)))
+    remaining = list(range(len(ins)))
+    first = max(remaining, key=lambda k: (len(set(ins[k])), -k))
+    chosen = [first]
+    remaining.remove(first)
+    current = set(ins[first])
+    while remaining:
+        def letters_after(k: int) -> int:
+            later = set(out).union(*(ins[j] for j in remaining if j != k))
+            return len((current | set(ins[k])) & later)
+
+        best = min(remaining, key=lambda k: (letters_after(k), -len(current & set(ins[k])), k))
+        chosen.append(best)
+        remaining.remove(best)
+        later = set(out).union(*(ins[j] for j in remaining))
+        current = (current | set(ins[best])) & later
+    return chosen
 
 
 _PRINTERS = {

@@ -291,7 +291,52 @@ def add_scale_constant(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
-ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms]
+def _positional_operands(term: Expr) -> dict[tuple[int, tuple[int, ...]], int] | None:
+    """Operands of a product whose letters are all distinct output letters, keyed
+    by (node id, output positions); None when the output writes a diagonal."""
+    ins, out = term.arg
+    if len(set(out)) != len(out):
+        return None
+    found = {}
+    for k, (child, spec) in enumerate(zip(term.children, ins)):
+        if child.op == "const" or len(set(spec)) != len(spec) or not set(spec) <= set(out):
+            continue
+        found.setdefault((id(child), tuple(out.index(letter) for letter in spec)), k)
+    return found
+
+
+def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
+    # a *(i,ij->ij) X - b *(i,ij->ij) X -> (a - b) *(i,ij->ij) X   (distributive law)
+    terms = node.children
+    if len(terms) < 2 or any(t.op != "mul" for t in terms):
+        return None
+    keyed = [_positional_operands(t) for t in terms]
+    if any(k is None for k in keyed):
+        return None
+    common = set(keyed[0]).intersection(*keyed[1:])
+    for key in sorted(common, key=lambda key: (-len(key[1]), key[1])):
+        rests, rest_positions = [], None
+        for term, keys in zip(terms, keyed):
+            ins, out = term.arg
+            skip = keys[key]
+            remaining = [(c, s) for j, (c, s) in enumerate(zip(term.children, ins)) if j != skip]
+            if not remaining:
+                break
+            letters = set().union(*(s for _, s in remaining))
+            positions = tuple(p for p, letter in enumerate(out) if letter in letters)
+            if rest_positions is None:
+                rest_positions = positions
+            elif positions != rest_positions:
+                break
+            rests.append(_rebuild(remaining, tuple(out[p] for p in positions)))
+        else:
+            shared = next(c for c in terms[0].children if id(c) == key[0])
+            total = N.add(rests, node.arg)
+            return N.mul((shared, total), (key[1], rest_positions), tuple(range(node.order)))
+    return None
+
+
+ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms, add_factor_common]
 
 
 # ----------------------------------------------------------- functions and powers
