@@ -36,6 +36,12 @@ def _resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
     if isinstance(wrt, Expr):
         if wrt.op != "var":
             raise SemanticError(f"can only differentiate by a variable, not by `{wrt}`")
+        name, order = wrt.arg
+        known = expr.variables.get(name)
+        if known is not None and known != order:
+            raise SemanticError(
+                f"'{name}' has order {known} in the expression but tc.var('{name}', {order}) was given"
+            )
         return wrt
     if not isinstance(wrt, str):
         raise SemanticError(f"wrt must be a variable name or tc.var(...), got {wrt!r}")

@@ -27,6 +27,12 @@ Rule = Callable[[Expr, "Context"], "Expr | None"]
 
 MAX_PASSES = 60
 MAX_LOCAL_REWRITES = 200
+# Fusing products (and flattening sums) without a bound turns a chain of n
+# single-use products into products of n, n-1, ... operands: O(n^2) work.  Bounded
+# fusion keeps simplification linear; 8 operands is also about where opt_einsum
+# stops searching contraction paths exhaustively.
+MAX_FUSED_OPERANDS = 8
+MAX_FLATTENED_TERMS = 64
 
 
 @dataclass
@@ -130,7 +136,11 @@ def mul_fuse(node: Expr, ctx: Context) -> Expr | None:
     for k, (child, spec) in enumerate(pairs):
         if child.op != "mul":
             continue
-        if not (ctx.single_use(child) or _has_delta(child) or _is_cheap(child)):
+        if _is_cheap(child):
+            return _inline(pairs, k, node.arg[1])
+        if not (ctx.single_use(child) or _has_delta(child)):
+            continue
+        if len(pairs) - 1 + len(child.children) > MAX_FUSED_OPERANDS:
             continue
         return _inline(pairs, k, node.arg[1])
     return None
@@ -256,7 +266,11 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
     changed = False
     for child, coef in zip(node.children, node.arg):
         terms = [(child, coef)]
-        if child.op == "add" and ctx.single_use(child):
+        if (
+            child.op == "add"
+            and ctx.single_use(child)
+            and len(node.children) + len(child.children) <= MAX_FLATTENED_TERMS
+        ):
             terms = [(c, coef * k) for c, k in zip(child.children, child.arg)]
             changed = True
         for c, k in terms:
