@@ -256,7 +256,9 @@ def show_expression(expr: Expr, out: TextIO) -> None:
 
 def show_derivative(k: int, expr: Expr, name: str, d: Expr, out: TextIO) -> None:
     """Print the ``k``-th derivative: a header line, then the expression indented on its own line."""
-    out.write(f"\n{derivative_label(k, expr.order)} wrt {name} (order {d.order}, {count_nodes(d)} nodes):\n  {d}\n")
+    nodes = count_nodes(d)
+    size = f"{nodes} node" if nodes == 1 else f"{nodes} nodes"
+    out.write(f"\n{derivative_label(k, expr.order)} wrt {name} (order {d.order}, {size}):\n  {d}\n")
 
 
 def check(expr: Expr, wrt: Expr, name: str, count: int, seed: int, out: TextIO) -> int:
