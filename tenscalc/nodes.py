@@ -92,6 +92,9 @@ class Expr:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("tenscalc expressions are immutable")
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("tenscalc expressions are immutable")
+
     def __reduce__(self):  # pickling rebuilds through the factory, keeping interning intact
         return (make, (self.op, self.children, self.arg))
 
@@ -295,7 +298,7 @@ def _canon_add(children, coefficients):
     terms: list[tuple[Expr, int | float]] = []
     for child, c in zip(children, coefficients):
         if child.op == "add" and len(child.children) == 1:
-            terms.append((child.children[0], _mul_coef(c, child.arg[0])))
+            terms.append((child.children[0], c * child.arg[0]))
         else:
             terms.append((child, c))
     if len(terms) == 1 and terms[0][1] == 1:
@@ -304,12 +307,6 @@ def _canon_add(children, coefficients):
     # printing), then by structural digest (deterministic across processes)
     terms.sort(key=lambda t: (t[1] < 0, t[0].op == "const", t[0].digest, type(t[1]).__name__, t[1]))
     return tuple(t[0] for t in terms), tuple(t[1] for t in terms), order
-
-
-def _mul_coef(a: int | float, b: int | float) -> int | float:
-    product = a * b
-    # keep integers integral (2 * 0.5 stays 1.0, but -1 * -1 stays 1)
-    return product
 
 
 def canonical_specs(ins: Sequence[Sequence[int]], out: Sequence[int]) -> tuple[tuple[Spec, ...], Spec]:
@@ -327,7 +324,11 @@ def canonical_specs(ins: Sequence[Sequence[int]], out: Sequence[int]) -> tuple[t
 
 
 def _letter(letter: Any) -> str:
-    return repr(letter) if not isinstance(letter, int) else repr(chr(ord("i") + letter % 18))
+    if isinstance(letter, int):
+        from .printing import LETTERS
+
+        return repr(LETTERS[letter % len(LETTERS)])
+    return repr(letter)
 
 
 def _canon_mul(children, arg):
