@@ -101,11 +101,6 @@ def test_nodes_are_immutable():
     assert e.op == "mul" and e.order == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG in nodes.py (reported, not ours to edit): Expr defines __setattr__ but not __delattr__, "
-    "so `del node.op` empties a slot of an interned, shared node",
-)
 def test_node_attributes_cannot_be_deleted():
     # a private node, so that the bug cannot corrupt nodes other tests use
     e = N.func("tanh", N.var("only_in_the_delattr_test", 1))
