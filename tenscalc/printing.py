@@ -61,9 +61,30 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
             "shared subexpressions are repeated in text); draw it or count its nodes instead"
         )
     texts: dict[int, tuple[str, int]] = {}
+    flexible: dict[int, bool] = {}
     for node in topological(root):
         texts[id(node)] = _PRINTERS[node.op](node, texts)
-    return texts[id(root)][0]
+        flexible[id(node)] = _order_from_context(node, flexible)
+    text = texts[id(root)][0]
+    if flexible[id(root)] and root.order > 0:
+        # Only constants: as text its order would default to 0.  Scaling a ones
+        # tensor of the right order states the order (products fix their operands'
+        # orders, so this can only happen at the root).
+        letters = letters_for(tuple(range(root.order)))
+        text = f"({text}) *(,{letters}->{letters}) 1"
+    return text
+
+
+def _order_from_context(node: Expr, flexible: dict[int, bool]) -> bool:
+    """Whether the printed text of ``node`` takes its order from its context
+    (it is built of constants only, without a product or a variable)."""
+    if node.op == "const":
+        return True
+    if node.op in ("add", "func"):
+        return all(flexible[id(c)] for c in node.children)
+    if node.op == "pow":
+        return flexible[id(node.children[0])]
+    return False
 
 
 def _wrap(entry: tuple[str, int], minimum: int) -> str:

@@ -242,12 +242,43 @@ def mul_sort_operands(node: Expr, ctx: Context) -> Expr | None:
     return _rebuild(ordered, node.arg[1])
 
 
+def _power_parts(node: Expr) -> tuple[Expr, int | float]:
+    """``b^c`` with a constant ``c`` as ``(b, c)``, anything else as ``(node, 1)``."""
+    if node.op == "pow" and node.children[1].op == "const":
+        return node.children[0], node.children[1].arg[0]
+    return node, 1
+
+
+def mul_merge_powers(node: Expr, ctx: Context) -> Expr | None:
+    # det(X)^(-1) *(,->) det(X) -> det(X)^0 -> 1 ;  x *(i,i->i) x^2 -> x^3
+    pairs = _operands(node)
+    groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for k, (child, spec) in enumerate(pairs):
+        if len(set(spec)) != len(spec):
+            continue
+        base, _ = _power_parts(child)
+        if base.op == "const":
+            continue
+        groups.setdefault((id(base), spec), []).append(k)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        base = _power_parts(pairs[members[0]][0])[0]
+        exponent = sum(_power_parts(pairs[k][0])[1] for k in members)
+        merged = N.power(base, N.const(exponent, 0))
+        rest = [p for k, p in enumerate(pairs) if k not in members[1:]]
+        rest[members[0]] = (merged, pairs[members[0]][1])
+        return _rebuild(rest, node.arg[1])
+    return None
+
+
 MUL_RULES: list[Rule] = [
     mul_zero,
     mul_drop_delta0,
     mul_pull_scale,
     mul_fuse,
     mul_absorb_delta,
+    mul_merge_powers,
     mul_constants,
     mul_all_constant,
     mul_identity,
