@@ -66,16 +66,32 @@ def _pair(a: Operand, b: Operand, what: str) -> tuple[Expr, Expr]:
     return x, y
 
 
+def _chain(x: Expr, y: Expr, sign: int) -> Expr:
+    # Python evaluates `a + b - c` left to right, as the grammar's `expr = term
+    # {(+|-) term}` does, and the parser builds one flat sum for it; a sum on the
+    # left is therefore extended rather than nested, so both give the same node.
+    # (A sum on the right came from explicit parentheses, `a - (b + c)`, and stays.)
+    if x.op == "add" and len(x.children) > 1:
+        return N.add(x.children + (y,), x.arg + (sign,))
+    return N.add((x, y), (1, sign))
+
+
 def add(a: Operand, b: Operand) -> Expr:
-    """``a + b`` (numbers broadcast to the other operand's order)."""
+    """``a + b`` (numbers broadcast to the other operand's order).
+
+    >>> import tenscalc as tc
+    >>> x, y, w = tc.var("x", 1), tc.var("y", 1), tc.var("w", 1)
+    >>> x + y - w is tc.parse("x + y - w", {"x": 1, "y": 1, "w": 1})
+    True
+    """
     x, y = _pair(a, b, "add")
-    return N.add((x, y))
+    return _chain(x, y, 1)
 
 
 def sub(a: Operand, b: Operand) -> Expr:
     """``a - b``."""
     x, y = _pair(a, b, "subtract")
-    return N.add((x, y), (1, -1))
+    return _chain(x, y, -1)
 
 
 def multiply(a: Operand, b: Operand) -> Expr:
