@@ -3,56 +3,24 @@
 Orders are declared, lengths are not: they come from the arrays given at
 evaluation.  Every axis of every node is a slot; a union-find joins slots that
 must be equal (equal letters in a product, the operands of a sum, the two axes of
-a square matrix, paired axes of a delta ...).  Variables anchor their slots.
+a square matrix ...).  Variables anchor their slots.
 
-A derivative ``D = d y / d x`` may lose every mention of ``x`` (the Hessian of
-``x *(i,i->) x`` is ``2 delta(1)``), yet its trailing axes have ``x``'s shape.
-:func:`anchor_axes` records such facts for a root in a side table so that
-evaluation still knows the lengths; the nodes themselves stay immutable.
+Nodes without variables (constants, deltas and what is built of them only) are
+interned once but used at different shapes (``1`` under ``log`` and ``1`` as a
+ones vector), so they get no slots shared between their uses: their shape is
+taken at each use, and only the equalities they impose themselves (the paired
+axes of a delta, the two axes of ``inv``) are carried to the use.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .nodes import Expr, topological
 
 Source = tuple[str, int, int]  # (variable name, variable order, axis)
-
-# root -> candidate anchorings, newest first.  Interned nodes can be the derivative
-# of several expressions (the Hessians of x.x and y.y are both 2 delta(1)), so a
-# root may carry several; evaluation uses the newest whose variables are given.
-_anchors: weakref.WeakKeyDictionary[Expr, list[tuple[Source | None, ...]]] = weakref.WeakKeyDictionary()
-MAX_ANCHORINGS = 8
-
-
-def anchor_axes(root: Expr, sources: tuple[Source | None, ...]) -> None:
-    """Record that axis ``k`` of ``root`` has the length of ``sources[k]``."""
-    if len(sources) != root.order:
-        raise ValueError("one source per axis")
-    if all(s is None for s in sources):
-        return
-    candidates = [c for c in _anchors.get(root, []) if c != sources]
-    _anchors[root] = [sources] + candidates[: MAX_ANCHORINGS - 1]
-
-
-def anchors_of(root: Expr) -> list[tuple[Source | None, ...]]:
-    return list(_anchors.get(root, []))
-
-
-def _choose_anchoring(root: Expr, available: Iterable[str] | None) -> tuple[Source | None, ...] | None:
-    candidates = _anchors.get(root)
-    if not candidates:
-        return None
-    if available is None:
-        return candidates[0]
-    names = set(available)
-    for candidate in candidates:
-        if all(s is None or s[0] in names for s in candidate):
-            return candidate
-    return None
 
 
 @dataclass
@@ -63,6 +31,12 @@ class AxisGraph:
     first_slot: dict[int, int]  # id(node) -> first slot of its axes
     parent: list[int]
     var_slots: list[tuple[str, int, int, int]]  # (name, order, axis, slot)
+    # Nodes without variables (constants, deltas and what is built of them only)
+    # are interned once but used at different shapes, so they are not unified
+    # with their parents: their shape is taken at each use (see use_shape).
+    variable_free: set[int] = field(default_factory=set)
+    letter_slots: dict[int, dict[int, int]] = field(default_factory=dict)  # id(mul) -> letter -> slot
+    equal_axes: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # variable-free node -> equal axes
 
     def find(self, slot: int) -> int:
         parent = self.parent
@@ -80,29 +54,36 @@ class AxisGraph:
         start = self.first_slot[id(node)]
         return tuple(self.find(start + k) for k in range(node.order))
 
+    def use_classes(self, parent: Expr, k: int) -> tuple[int, ...] | None:
+        """Axis classes child ``k`` of ``parent`` has at that use (None: not fixed there)."""
+        op = parent.op
+        if op in ("add", "func", "inv") or (op == "pow" and k == 0):
+            return self.classes(parent)
+        if op == "pow":
+            return ()
+        if op == "mul":
+            letters = self.letter_slots[id(parent)]
+            return tuple(self.find(letters[letter]) for letter in parent.arg[0][k])
+        return None
 
-_graphs: weakref.WeakKeyDictionary[Expr, dict] = weakref.WeakKeyDictionary()
+
+_graphs: weakref.WeakKeyDictionary[Expr, AxisGraph] = weakref.WeakKeyDictionary()
 
 
 def axis_graph(root: Expr, available: Iterable[str] | None = None) -> AxisGraph:
     """The (cached) axis union-find of the DAG under ``root``.
 
-    It includes the newest anchoring of ``root`` whose variables are all among
-    ``available`` (all anchorings qualify when ``available`` is None).
+    ``available`` is accepted for compatibility and ignored: every length a
+    derivative needs is bound inside the expression itself.
     """
-    anchoring = _choose_anchoring(root, available)
-    per_root = _graphs.get(root)
-    if per_root is None:
-        per_root = {}
-        _graphs[root] = per_root
-    graph = per_root.get(anchoring)
+    graph = _graphs.get(root)
     if graph is None:
-        graph = _build(root, anchoring)
-        per_root[anchoring] = graph
+        graph = _build(root)
+        _graphs[root] = graph
     return graph
 
 
-def _build(root: Expr, anchors: tuple[Source | None, ...] | None) -> AxisGraph:
+def _build(root: Expr) -> AxisGraph:
     nodes = topological(root)
     first: dict[int, int] = {}
     count = 0
@@ -117,25 +98,42 @@ def _build(root: Expr, anchors: tuple[Source | None, ...] | None) -> AxisGraph:
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
+    free = graph.variable_free
+    equal_axes = graph.equal_axes
+    for node in nodes:
+        if node.op != "var" and all(id(c) in free for c in node.children):
+            free.add(id(node))
+            equal_axes[id(node)] = _intrinsic_equalities(node, equal_axes)
+
+    def bound(child: Expr) -> bool:
+        return id(child) not in free
+
     for node in nodes:
         base = first[id(node)]
         op = node.op
+        if id(node) in free and node is not root:
+            continue  # shaped at each use instead
         if op == "var":
             name, order = node.arg
             graph.var_slots.extend((name, order, k, base + k) for k in range(order))
         elif op in ("add", "func"):
             for child in node.children:
-                for k in range(node.order):
-                    union(base + k, first[id(child)] + k)
+                if bound(child):
+                    for k in range(node.order):
+                        union(base + k, first[id(child)] + k)
+                else:
+                    for a, b in equal_axes[id(child)]:
+                        union(base + a, base + b)
         elif op == "pow":
             child = node.children[0]
-            for k in range(node.order):
+            for k in range(node.order if bound(child) else 0):
                 union(base + k, first[id(child)] + k)
         elif op == "inv":
-            c = first[id(node.children[0])]
-            union(base, c)
-            union(base + 1, c + 1)
-            union(c, c + 1)
+            union(base, base + 1)
+            if bound(node.children[0]):
+                c = first[id(node.children[0])]
+                union(base, c)
+                union(base + 1, c + 1)
         elif op == "det":
             c = first[id(node.children[0])]
             union(c, c + 1)
@@ -146,25 +144,50 @@ def _build(root: Expr, anchors: tuple[Source | None, ...] | None) -> AxisGraph:
         elif op == "mul":
             ins, out = node.arg
             letter_slot: dict[int, int] = {}
+            for letter in sorted(set().union(*ins)):
+                letter_slot[letter] = len(parent)
+                parent.append(len(parent))
             for child, spec in zip(node.children, ins):
-                c = first[id(child)]
-                for k, letter in enumerate(spec):
-                    if letter in letter_slot:
+                if bound(child):
+                    c = first[id(child)]
+                    for k, letter in enumerate(spec):
                         union(letter_slot[letter], c + k)
-                    else:
-                        letter_slot[letter] = c + k
+                else:
+                    for a, b in equal_axes[id(child)]:
+                        union(letter_slot[spec[a]], letter_slot[spec[b]])
             for k, letter in enumerate(out):
                 union(base + k, letter_slot[letter])
-    if anchors:
-        # anchored axes behave like an extra occurrence of the variable's axis
-        for k, source in enumerate(anchors):
-            if source is None:
-                continue
-            name, order, axis = source
-            parent.append(len(parent))
-            graph.var_slots.append((name, order, axis, len(parent) - 1))
-            union(first[id(root)] + k, len(parent) - 1)
+            graph.letter_slots[id(node)] = letter_slot
     return graph
+
+
+def _intrinsic_equalities(node: Expr, known: dict[int, list[tuple[int, int]]]) -> list[tuple[int, int]]:
+    """Pairs of axes of a variable-free node that have equal lengths at every use."""
+    op = node.op
+    if op == "delta":
+        return [(t, node.arg + t) for t in range(node.arg)]
+    if op in ("add", "func"):
+        return sorted({pair for c in node.children for pair in known[id(c)]})
+    if op == "pow":
+        return known[id(node.children[0])]
+    if op == "inv":
+        return [(0, 1)]
+    if op == "mul":
+        ins, out = node.arg
+        same: dict[int, int] = {}
+
+        def find(a: int) -> int:
+            while same.get(a, a) != a:
+                a = same[a]
+            return a
+
+        for child, spec in zip(node.children, ins):
+            for a, b in known[id(child)]:
+                ra, rb = find(spec[a]), find(spec[b])
+                if ra != rb:
+                    same[max(ra, rb)] = min(ra, rb)
+        return [(a, b) for a in range(len(out)) for b in range(a + 1, len(out)) if find(out[a]) == find(out[b])]
+    return []
 
 
 def axis_sources(root: Expr) -> tuple[tuple[str, int, int] | None, ...]:

@@ -25,9 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import nodes as N
-from .axes import anchor_axes, axis_sources
+from .axes import axis_sources
 from .errors import SemanticError
 from .nodes import Expr, topological
+from .simplify import bind_free_axes
+from .simplify import simplify as run_simplifier
 
 PullbackRule = Callable[[Expr, int, Expr, int], "Expr | None"]
 
@@ -83,12 +85,9 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
     q = expr.order
     result = _reverse_sweep(expr, x, q)
     if simplify:
-        from .simplify import simplify as run_simplifier
-
         result = run_simplifier(result)
     sources = axis_sources(expr) + tuple((x.arg[0], x.order, k) for k in range(x.order))
-    anchor_axes(result, sources)
-    return result
+    return bind_free_axes(result, sources)
 
 
 def _reverse_sweep(expr: Expr, x: Expr, q: int) -> Expr:

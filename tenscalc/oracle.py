@@ -15,8 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import sympy
 
-from .axes import axis_graph
-from .evaluate import bind_lengths, node_shape
+from .evaluate import resolve_sizes, run_interpreter
 from .nodes import Expr
 
 _SYMPY_FUNCTIONS = {
@@ -53,14 +52,8 @@ def expand(expr: Expr, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     ``arrays`` maps variable names to object arrays of SymPy expressions (symbols
     or exact numbers such as ``sympy.Rational``).
     """
-    graph = axis_graph(expr, arrays.keys())
-    lengths = bind_lengths(graph, {k: np.asarray(v, dtype=object) for k, v in arrays.items()})
-    values: dict[int, np.ndarray] = {}
-    for node in graph.nodes:
-        shape = node_shape(graph, lengths, node)
-        kids = [values[id(c)] for c in node.children]
-        values[id(node)] = _EXPANDERS[node.op](node, kids, shape, arrays)
-    return values[id(graph.nodes[-1])]
+    graph, checked, lengths = resolve_sizes(expr, arrays, convert=False)
+    return run_interpreter(graph, checked, lengths, _EXPANDERS)
 
 
 def _filled(shape, value) -> np.ndarray:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import nodes as N
+from .axes import axis_graph, axis_sources
 from .errors import TensCalcError
 from .nodes import Expr, topological
 
@@ -109,11 +110,21 @@ def mul_constants(node: Expr, ctx: Context) -> Expr | None:
             if set(spec) <= elsewhere and (keep or k + 1 < len(pairs)):
                 factor *= child.arg[0]
                 continue
+        elif _is_ones_with_shape(child):
+            # x^0 only binds axis lengths: redundant when operands with variables bind them
+            binding = [s for j, (c, s) in enumerate(pairs) if j != k and c.variables and not _is_ones_with_shape(c)]
+            if set(spec) <= set().union(*binding):
+                continue
         keep.append((child, spec))
     if len(keep) == len(pairs) or not keep:
         return None
     inner = _rebuild(keep, node.arg[1])
     return inner if factor == 1 else N.scale(inner, factor)
+
+
+def _is_ones_with_shape(node: Expr) -> bool:
+    """``b^0`` for a ``b`` with variables: a ones tensor that fixes axis lengths."""
+    return node.op == "pow" and N.is_const(node.children[1], 0) and bool(node.children[0].variables)
 
 
 def mul_all_constant(node: Expr, ctx: Context) -> Expr | None:
@@ -196,7 +207,7 @@ def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:
         if child.op != "delta":
             continue
         n = child.arg
-        others = set().union(*(s for j, (c, s) in enumerate(pairs) if j != k and c.op != "delta"))
+        others = set().union(*(s for j, (c, s) in enumerate(pairs) if j != k))
         rename: dict[int, int] = {}
         kept_pairs = []
         for t in range(n):
@@ -295,7 +306,11 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
     order: list[int] = []
     constant = 0
     changed = False
+    has_variables = any(c.variables and not _is_ones_with_shape(c) for c in node.children)
     for child, coef in zip(node.children, node.arg):
+        if has_variables and _is_ones_with_shape(child):
+            child = N.const(1, node.order)  # a sibling with variables fixes the shape
+            changed = True
         terms = [(child, coef)]
         if (
             child.op == "add"
@@ -417,7 +432,7 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
     e = exponent.arg[0]
     if e == 1:
         return base
-    if e == 0:
+    if e == 0 and not base.variables:
         return N.const(1, node.order)
     if base.op == "const":
         try:
@@ -458,10 +473,11 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     '2 *(,i->i) x'
     """
     table = RULES if rules is None else rules
+    sources = axis_sources(root)  # rules may drop what fixed a length: bind it again
     for _ in range(MAX_PASSES):
         new_root = _one_pass(root, table)
         if new_root is root:
-            return root
+            return bind_free_axes(root, sources)
         root = new_root
     raise TensCalcError(f"simplification did not reach a fixed point within {MAX_PASSES} passes (a rule loop)")
 
@@ -498,3 +514,47 @@ def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> 
         else:
             return node
     raise TensCalcError("simplification of one node did not terminate (a rule loop)")
+
+
+def bind_free_axes(result: Expr, sources: tuple) -> Expr:
+    """Make every axis length of ``result`` follow from a variable it contains.
+
+    A derivative can lose every mention of the variables that fix its shape (the
+    Hessian of ``x *(i,i->) x`` is ``2 delta(1)``).  For each axis whose length no
+    variable fixes, multiply by a ones tensor written with the variable that has
+    that length: ``x^0``, or ``(v *(ijk,->j) 1)^0`` for one axis of ``v``.  It
+    costs O(size of the variable), keeps the result an ordinary expression that
+    prints, re-parses and evaluates on its own, and the simplifier keeps it.
+    """
+    graph = axis_graph(result)
+    bound = {graph.find(slot) for *_, slot in graph.var_slots}
+    classes = graph.classes(result)
+    wanted: dict[tuple[str, int], list[tuple[int, int]]] = {}  # variable -> (its axis, result axis)
+    seen: set[int] = set()
+    for position, (cls, source) in enumerate(zip(classes, sources)):
+        if cls in bound or cls in seen or source is None:
+            continue
+        seen.add(cls)
+        name, order, axis = source
+        wanted.setdefault((name, order), []).append((axis, position))
+    if not wanted:
+        return result
+    factors: list[tuple[Expr, tuple[int, ...]]] = []
+    for (name, order), pairs in wanted.items():
+        variable = N.var(name, order)
+        axes = [axis for axis, _ in pairs]
+        if sorted(axes) == list(range(order)):  # all of v's axes: one v^0
+            by_axis = dict(pairs)
+            factors.append((N.power(variable, N.const(0, 0)), tuple(by_axis[a] for a in range(order))))
+            continue
+        for axis, position in pairs:  # one axis of v: (v summed over the others)^0
+            picked = variable if order == 1 else N.mul((variable,), (tuple(range(order)),), (axis,))
+            factors.append((N.power(picked, N.const(0, 0)), (position,)))
+    operands = [f for f, _ in factors]
+    specs = [spec for _, spec in factors]
+    if result.op == "const" and set().union(*specs) == set(range(result.order)):
+        ones = N.mul(operands, specs, tuple(range(result.order)))
+        return ones if result.arg[0] == 1 else N.scale(ones, result.arg[0])
+    operands.insert(0, result)
+    specs.insert(0, tuple(range(result.order)))
+    return N.mul(operands, specs, tuple(range(result.order)))
