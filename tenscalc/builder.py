@@ -66,12 +66,18 @@ def _pair(a: Operand, b: Operand, what: str) -> tuple[Expr, Expr]:
     return x, y
 
 
+# Longest sum the builder extends in place; see _chain.
+FLAT_SUM_LIMIT = 64
+
+
 def _chain(x: Expr, y: Expr, sign: int) -> Expr:
     # Python evaluates `a + b - c` left to right, as the grammar's `expr = term
     # {(+|-) term}` does, and the parser builds one flat sum for it; a sum on the
     # left is therefore extended rather than nested, so both give the same node.
     # (A sum on the right came from explicit parentheses, `a - (b + c)`, and stays.)
-    if x.op == "add" and len(x.children) > 1:
+    # Every extension builds a new node with all the terms, so `sum(terms)` would be
+    # quadratic: past FLAT_SUM_LIMIT terms a new sum is started instead.
+    if x.op == "add" and 1 < len(x.children) < FLAT_SUM_LIMIT:
         return N.add(x.children + (y,), x.arg + (sign,))
     return N.add((x, y), (1, sign))
 

@@ -46,7 +46,7 @@ def test_var_rejects_bad_orders(order):
         (lambda: x + y, "x + y"),
         (lambda: x - y, "x - y"),
         (lambda: -x, "-x"),
-        (lambda: -(-x), "--x"),
+        (lambda: -(-x), "--x"),  # noqa: B002 - a double negation, not a decrement
         (lambda: +x, "x"),
         (lambda: x - -y, "x - -y"),
         (lambda: x + y - w, "x + y - w"),
@@ -105,6 +105,23 @@ def test_multiplication_by_an_order_0_operand_is_scaling(build, text):
 )
 def test_numbers_on_either_side(build, text):
     assert build() is P(text)
+
+
+def test_chained_sums_are_the_parsers_flat_sum():
+    orders = {f"v{k}": 1 for k in range(20)}
+    terms = [tc.var(f"v{k}", 1) for k in range(20)]
+    built = terms[0]
+    text = "v0"
+    for k in range(1, 20):
+        if k % 3:
+            built, text = built + terms[k], f"{text} + v{k}"
+        else:
+            built, text = built - terms[k], f"{text} - v{k}"
+    assert built is tc.parse(text, orders)
+    assert len(built.children) == 20
+    # a sum on the right came from parentheses and stays a sum of its own
+    assert x - (y + w) is P("x - (y + w)")
+    assert x - (y + w) is not P("x - y + w")
 
 
 def test_int_and_float_numbers_stay_distinct():

@@ -57,9 +57,18 @@ CASES = [
         "cannot add expressions of different orders: `x` has order 1 but `A *(ij,jk->ik) B` has order 2",
         8,
     ),
-    ("x / A", tc.SemanticError, "cannot divide expressions of different orders: `x` has order 1 but `A` has order 2", 4),
-    ("delta(1) + x", tc.SemanticError,
-     "cannot add expressions of different orders: `delta(1)` has order 2 but `x` has order 1", 11),
+    (
+        "x / A",
+        tc.SemanticError,
+        "cannot divide expressions of different orders: `x` has order 1 but `A` has order 2",
+        4,
+    ),
+    (
+        "delta(1) + x",
+        tc.SemanticError,
+        "cannot add expressions of different orders: `delta(1)` has order 2 but `x` has order 1",
+        11,
+    ),
     ("x^y", tc.SemanticError, "the exponent `y` has order 1; exponents must be of order 0", 2),
     ("x^(y + w)", tc.SemanticError, "the exponent `y + w` has order 1; exponents must be of order 0", 3),
     ("c^A + 1", tc.SemanticError, "the exponent `A` has order 2; exponents must be of order 0", 2),
@@ -88,7 +97,12 @@ CASES = [
         "expected exactly one variable after 'wrt' but found a second one, 'b'",
         46,
     ),
-    ("declare a 1 expression a derivative x", tc.ParseError, "expected 'wrt' after 'derivative' but found name 'x'", 36),
+    (
+        "declare a 1 expression a derivative x",
+        tc.ParseError,
+        "expected 'wrt' after 'derivative' but found name 'x'",
+        36,
+    ),
     (
         "declare a 1 expression a derivative wrt",
         tc.ParseError,
@@ -101,8 +115,12 @@ CASES = [
     ("declare x 1 wrt 1 expression x", tc.ParseError, "'wrt' is reserved and cannot name a variable", 12),
     ("declare delta 2 expression delta", tc.ParseError, "'delta' is reserved and cannot name a variable", 8),
     ("declare a x expression a", tc.ParseError, "expected the order (a natural number) of 'a' but found name 'x'", 10),
-    ("declare a 1.5 expression a", tc.ParseError,
-     "expected the order (a natural number) of 'a' but found number '1.5'", 10),
+    (
+        "declare a 1.5 expression a",
+        tc.ParseError,
+        "expected the order (a natural number) of 'a' but found number '1.5'",
+        10,
+    ),
     ("declare a 1 a", tc.ParseError, "expected the order (a natural number) of 'a' but found the end of the input", 13),
     ("declare a 1 x + a", tc.ParseError, "expected the order (a natural number) of 'x' but found '+'", 14),
     ("declare a 1", tc.ParseError, "expected 'expression' after the declarations but found the end of the input", 11),
@@ -149,7 +167,7 @@ def test_declared_and_python_orders_must_agree():
 
 
 def test_syntax_errors_are_parse_errors_and_meaning_errors_are_semantic():
-    for text, cls, _, _ in CASES:
+    for _, cls, _, _ in CASES:
         assert issubclass(cls, tc.TensCalcError)
     assert issubclass(tc.ParseError, tc.TensCalcError)
     assert issubclass(tc.SemanticError, tc.TensCalcError)

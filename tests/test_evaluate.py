@@ -210,7 +210,7 @@ def test_broadcast_constants_in_sums(values):
 
 
 def test_broadcast_constants_in_products(values):
-    A, x, u = values["A"], values["x"], values["u"]
+    A = values["A"]
     check("(A + 1) *(ij,j->i) 1", values, (A + 1).sum(axis=1))  # row sums of A + 1
     check("1 *(i,ij->j) A", values, A.sum(axis=0))
     check("1 *(,ij->) A", values, A.sum())
@@ -340,7 +340,7 @@ def test_division(values):
 
 
 def test_sums_and_negation(values):
-    x, y, A = values["x"], values["y"], values["A"]
+    x, y = values["x"], values["y"]
     check("x + y", values, x + y)
     check("x - y", values, x - y)
     check("-x", values, -x)
@@ -423,7 +423,9 @@ def test_wrong_order():
         tc.evaluate(e, {"A": np.ones((2, 3)), "x": np.ones((3, 1))})
     assert str(info.value) == "variable 'x' is declared with order 1 but the array given has 2 axes (shape (3, 1))"
     e = tc.parse("c *(,i->i) x", {"c": 0, "x": 1})
-    with pytest.raises(tc.EvaluationError, match="variable 'c' is declared with order 0 but the array given has 1 axes"):
+    with pytest.raises(
+        tc.EvaluationError, match="variable 'c' is declared with order 0 but the array given has 1 axes"
+    ):
         tc.evaluate(e, {"c": [2.0], "x": np.ones(3)})
 
 
