@@ -192,6 +192,27 @@ class Expr:
     def _repr_pretty_(self, p, cycle) -> None:  # IPython plain-text display
         p.text(repr(self))
 
+    def to_latex(self, notation: str = "auto") -> str:
+        """The expression in LaTeX (see :func:`tenscalc.latex`)."""
+        from .latex import latex
+
+        return latex(self, notation)
+
+    def _repr_latex_(self) -> str | None:
+        from .latex import notebook_latex
+
+        return notebook_latex(self)
+
+    def _repr_svg_(self) -> str | None:  # a drawing of the DAG (needs Graphviz)
+        from .viz import svg
+
+        return svg(self)
+
+    def _repr_html_(self) -> str | None:  # text and drawing; None falls back to LaTeX
+        from .viz import html
+
+        return html(self)
+
 
 # --------------------------------------------------------------------------------------
 # the factory
@@ -303,6 +324,9 @@ def _canon_add(children, coefficients):
             terms.append((child, c))
     if len(terms) == 1 and terms[0][1] == 1:
         return terms[0][0]
+    if len(terms) == 1 and terms[0][0].op == "const":  # -2 is the constant -2, as the parser reads it
+        value, const_order = terms[0][0].arg
+        return make("const", (), (terms[0][1] * value, const_order))
     # canonical order: positive terms first and constants last (for readable
     # printing), then by structural digest (deterministic across processes)
     terms.sort(key=lambda t: (t[1] < 0, t[0].op == "const", t[0].digest, type(t[1]).__name__, t[1]))
