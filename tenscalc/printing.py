@@ -191,6 +191,12 @@ def _print_mul(node, texts):
     return left_text, TERM
 
 
+def _letters_after(k: int, current: set, ins, out, remaining: list[int]) -> int:
+    """Letters the intermediate keeps if operand ``k`` is contracted next."""
+    later = set(out).union(*(ins[j] for j in remaining if j != k))
+    return len((current | set(ins[k])) & later)
+
+
 def _chain_order(ins, out) -> list[int]:
     """Greedy operand order for printing: start with the largest operand, then
     always take the operand that leaves the fewest letters in the intermediate."""
@@ -202,11 +208,10 @@ def _chain_order(ins, out) -> list[int]:
     remaining.remove(first)
     current = set(ins[first])
     while remaining:
-        def letters_after(k: int) -> int:
-            later = set(out).union(*(ins[j] for j in remaining if j != k))
-            return len((current | set(ins[k])) & later)
-
-        best = min(remaining, key=lambda k: (letters_after(k), -len(current & set(ins[k])), k))
+        best = min(
+            remaining,
+            key=lambda k: (_letters_after(k, current, ins, out, remaining), -len(current & set(ins[k])), k),
+        )
         chosen.append(best)
         remaining.remove(best)
         later = set(out).union(*(ins[j] for j in remaining))

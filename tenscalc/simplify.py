@@ -144,7 +144,7 @@ def mul_all_constant(node: Expr, ctx: Context) -> Expr | None:
 def mul_fuse(node: Expr, ctx: Context) -> Expr | None:
     # (a *(..) b) *(..) c -> a *(...) b *(...) c  (one n-ary product)
     pairs = _operands(node)
-    for k, (child, spec) in enumerate(pairs):
+    for k, (child, _) in enumerate(pairs):
         if child.op != "mul":
             continue
         if _is_cheap(child):
@@ -224,15 +224,12 @@ def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:
         if not rename:
             continue
 
-        def r(x: int) -> int:
-            return rename.get(x, x)
-
-        new_pairs = [(c, tuple(r(x) for x in s)) for j, (c, s) in enumerate(pairs) if j != k]
+        new_pairs = [(c, tuple(rename.get(x, x) for x in s)) for j, (c, s) in enumerate(pairs) if j != k]
         if kept_pairs:
             m = len(kept_pairs)
-            rest = tuple(r(a) for a, _ in kept_pairs) + tuple(r(b) for _, b in kept_pairs)
+            rest = tuple(rename.get(a, a) for a, _ in kept_pairs) + tuple(rename.get(b, b) for _, b in kept_pairs)
             new_pairs.append((N.delta(m), rest))
-        return _rebuild(new_pairs, tuple(r(x) for x in out))
+        return _rebuild(new_pairs, tuple(rename.get(x, x) for x in out))
     return None
 
 
