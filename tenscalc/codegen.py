@@ -1,0 +1,409 @@
+"""Generated code: a standalone NumPy/opt_einsum function for one or more expressions.
+
+:func:`to_python` writes the source of a function that computes a list of
+expressions (typically a value, its gradient and its Hessian) from arrays given as
+keyword arguments.  The function needs only NumPy and opt_einsum, never tenscalc;
+every node shared by the expressions is computed once, in one statement.
+
+Nothing the user writes reaches the source as text except the function name and
+the variable names, and both must be plain identifiers (checked here), so the
+source cannot be made to do anything but compute.  Numbers are written with
+``repr`` of a Python ``int``/``float``; index specs are made of letters chosen here.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import opt_einsum
+
+from .axes import axis_graph
+from .errors import TensCalcError
+from .nodes import Expr, topological
+from .printing import text_length, to_text
+
+# names the generated module defines itself; user names may not start with "_"
+RESERVED = frozenset({"_np", "_contract"})
+_SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
+
+NUMPY_FUNCTIONS = {
+    "sin": "_np.sin",
+    "cos": "_np.cos",
+    "tan": "_np.tan",
+    "arcsin": "_np.arcsin",
+    "arccos": "_np.arccos",
+    "arctan": "_np.arctan",
+    "tanh": "_np.tanh",
+    "exp": "_np.exp",
+    "log": "_np.log",
+    "abs": "_np.abs",
+    "sign": "_np.sign",
+}
+
+
+def _check_identifier(name: object, what: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
+        raise TensCalcError(f"{what} {name!r} is not a plain Python identifier (letters, digits and '_')")
+    return name
+
+
+def _literal(value: int | float) -> str:
+    """Python source for a number (only ints and floats reach here)."""
+    if type(value) is int:
+        return repr(value)
+    if type(value) is not float:
+        raise TensCalcError(f"unexpected constant {value!r}")
+    if math.isnan(value):
+        return "_np.nan"
+    if math.isinf(value):
+        return "_np.inf" if value > 0 else "(-_np.inf)"
+    return repr(value)
+
+
+def _letters(spec: Sequence[int]) -> str:
+    return "".join(opt_einsum.get_symbol(k) for k in spec)
+
+
+@dataclass
+class _Value:
+    """A node's value in the generated code: a Python expression (a temporary, a
+    parameter or a literal), whether it is a scalar standing for a constant tensor,
+    and the Python expressions of its axis lengths (None where unknown)."""
+
+    text: str
+    scalar: bool
+    shape: tuple[str | None, ...]
+
+
+class _Writer:
+    """Collects the statements of the generated function, one per shared node.
+
+    Nodes made of constants only (constants, deltas ...) are interned once but may
+    be used at several shapes, so they are written at each use, at the shape that
+    use needs (once per shape), exactly as ``evaluate`` computes them.
+    """
+
+    def __init__(self, roots: list[Expr], name: str):
+        self.roots = roots
+        self.name = name
+        self.lines: list[str] = []
+        self.values: dict[int, _Value] = {}
+        self.free_values: dict[tuple[int, tuple], _Value] = {}
+        self.graphs: dict[int, object] = {}  # id(node) -> the axis graph that sizes it
+        self.sources: dict[int, dict[int, str]] = {}  # id(graph) -> class -> "x.shape[k]"
+        self.orders: dict[str, int] = {}
+        self.checks: list[tuple[str, str]] = []
+
+    # -- sizes -------------------------------------------------------------------------
+    def bind_sizes(self) -> list[str]:
+        """Which axis of which argument fixes each length; returns the parameters."""
+        for root in self.roots:
+            graph = axis_graph(root)
+            source: dict[int, str] = {}
+            for var_name, order, axis, slot in graph.var_slots:
+                self.orders[var_name] = order
+                length = f"{var_name}.shape[{axis}]"
+                cls = graph.find(slot)
+                if cls not in source:
+                    source[cls] = length
+                elif source[cls] != length:
+                    self.checks.append((source[cls], length))
+            self.sources[id(graph)] = source
+            for node in graph.nodes:
+                self.graphs.setdefault(id(node), graph)
+                if node.op == "var":
+                    self.orders[node.arg[0]] = node.arg[1]
+        unique: dict[frozenset, tuple[str, str]] = {}
+        for pair in self.checks:
+            unique.setdefault(frozenset(pair), pair)
+        self.checks = list(unique.values())
+        params = sorted(self.orders)
+        for name in params:
+            _check_identifier(name, "variable name")
+            if name.startswith("_"):
+                raise TensCalcError(f"variable name {name!r}: names starting with '_' are reserved in generated code")
+        return params
+
+    def _shape(self, graph, classes) -> tuple[str | None, ...]:
+        source = self.sources[id(graph)]
+        return tuple(source.get(c) for c in classes)
+
+    @staticmethod
+    def _free(graph, node: Expr) -> bool:
+        return id(node) in getattr(graph, "variable_free", ())
+
+    # -- statements --------------------------------------------------------------------
+    def bind(self, text: str) -> str:
+        temp = f"_t{len(self.lines)}"
+        self.lines.append(f"{temp} = {text}")
+        return temp
+
+    def write(self) -> list[_Value]:
+        for node in topological(self.roots):
+            graph = self.graphs[id(node)]
+            if self._free(graph, node) and not any(node is r for r in self.roots):
+                continue  # written at each use
+            shape = self._shape(graph, graph.classes(node))
+            if self._free(graph, node):
+                self.values[id(node)] = self.free_value(node, shape)
+                continue
+            kids = []
+            for k, child in enumerate(node.children):
+                if self._free(graph, child):
+                    classes = graph.use_classes(node, k)
+                    use = self._shape(graph, classes) if classes is not None else (None,) * child.order
+                    kids.append(self.free_value(child, use))
+                else:
+                    kids.append(self.values[id(child)])
+            self.values[id(node)] = self.build(node, kids, shape)
+        return [self.values[id(root)] for root in self.roots]
+
+    def free_value(self, node: Expr, shape: tuple[str | None, ...]) -> _Value:
+        """A constant-only subtree at one shape (iterative, memoised per shape)."""
+        stack: list[tuple[Expr, tuple, bool]] = [(node, shape, False)]
+        while stack:
+            current, at, expanded = stack.pop()
+            key = (id(current), at)
+            if key in self.free_values:
+                continue
+            child_shapes = [_child_shape(current, k, at) for k in range(len(current.children))]
+            if not expanded:
+                stack.append((current, at, True))
+                stack.extend((c, s, False) for c, s in zip(current.children, child_shapes))
+                continue
+            kids = [self.free_values[(id(c), s)] for c, s in zip(current.children, child_shapes)]
+            self.free_values[key] = self.build(current, kids, at)
+        return self.free_values[(id(node), shape)]
+
+    def build(self, node: Expr, kids: list[_Value], shape: tuple[str | None, ...]) -> _Value:
+        return getattr(self, "_write_" + node.op)(node, kids, shape)
+
+    def full(self, node: Expr, value: _Value) -> str:
+        """``value`` with its full shape (a broadcast scalar materialised)."""
+        if value.scalar and node.order > 0:
+            return f"_np.full({_shape_text(node, value.shape)}, {value.text})"
+        return value.text
+
+    def _write_var(self, node, kids, shape):
+        return _Value(node.arg[0], False, shape)
+
+    def _write_const(self, node, kids, shape):
+        return _Value(_literal(node.arg[0]), True, shape)
+
+    def _write_delta(self, node, kids, shape):
+        n = node.arg
+        if n == 0:
+            return _Value("1.0", True, shape)
+        text = _shape_text(node, shape)
+        size = " * ".join(a for a in shape[:n])
+        return _Value(self.bind(f"_np.eye({size}).reshape({text})"), False, shape)
+
+    def _write_add(self, node, kids, shape):
+        parts = []
+        for i, (kid, coef) in enumerate(zip(kids, node.arg)):
+            term = kid.text if abs(coef) == 1 else f"{_literal(abs(coef))} * {kid.text}"
+            if i == 0:
+                parts.append(term if coef > 0 else f"-{term}")
+            else:
+                parts.append(f" {'+' if coef > 0 else '-'} {term}")
+        text = "".join(parts)
+        scalar = all(kid.scalar for kid in kids)
+        return _Value(text if scalar else self.bind(text), scalar, shape)
+
+    def _write_func(self, node, kids, shape):
+        (kid,) = kids
+        text = f"_np.maximum({kid.text}, 0.0)" if node.arg == "relu" else f"{NUMPY_FUNCTIONS[node.arg]}({kid.text})"
+        return _Value(text if kid.scalar else self.bind(text), kid.scalar, shape)
+
+    def _write_pow(self, node, kids, shape):
+        base, exponent = kids
+        e = node.children[1].arg[0] if node.children[1].op == "const" else None
+        if e == 2:
+            text = f"{base.text} * {base.text}"
+        elif e == -1:
+            text = f"1.0 / {base.text}"
+        else:
+            text = f"_np.power({base.text}, {exponent.text})"
+        return _Value(text if base.scalar else self.bind(text), base.scalar, shape)
+
+    def _write_inv(self, node, kids, shape):
+        return _Value(self.bind(f"_np.linalg.inv({self.full(node.children[0], kids[0])})"), False, shape)
+
+    def _write_det(self, node, kids, shape):
+        return _Value(self.bind(f"_np.linalg.det({self.full(node.children[0], kids[0])})"), False, shape)
+
+    def _write_mul(self, node, kids, shape):
+        ins, out = node.arg
+        kept: set[int] = set()
+        for kid, spec in zip(kids, ins):
+            if not kid.scalar:
+                kept.update(spec)
+        factors: list[str] = []
+        operands: list[str] = []
+        specs: list[tuple[int, ...]] = []
+        for child, kid, spec in zip(node.children, kids, ins):
+            if kid.scalar and set(spec) <= kept:
+                factors.append(kid.text)  # a broadcast scalar is just a factor
+                continue
+            if kid.scalar:
+                kept.update(spec)
+            value = self.full(child, kid)
+            unique = tuple(dict.fromkeys(spec))
+            if len(unique) != len(spec):  # repeated letters read a diagonal
+                value = f'_np.einsum("{_letters(spec)}->{_letters(unique)}", {value})'
+                spec = unique
+            operands.append(value)
+            specs.append(spec)
+        unique_out = tuple(dict.fromkeys(out))
+        if operands:
+            spec_text = ",".join(_letters(s) for s in specs) + "->" + _letters(unique_out)
+            text = f'_contract("{spec_text}", {", ".join(operands)})'
+        else:
+            text = "1.0"
+        if factors:
+            text = " * ".join(f"({f})" if f.startswith("-") else f for f in factors) + " * " + text
+        if len(unique_out) == len(out):
+            if not operands:
+                return _Value(text, True, shape)
+            return _Value(self.bind(text), False, shape)
+        # repeated output letters write onto a diagonal
+        if not operands:
+            unique_shape = tuple(shape[out.index(letter)] for letter in unique_out)
+            text = f"_np.full({_shape_text(node, unique_shape)}, {text})"
+        temp = self.bind(f"_np.zeros({_shape_text(node, shape)})")
+        self.lines.append(f'_np.einsum("{_letters(out)}->{_letters(unique_out)}", {temp})[...] = {text}')
+        return _Value(temp, False, shape)
+
+    # -- the module --------------------------------------------------------------------
+    def source(self, params: list[str], results: list[_Value], single: bool, header: str) -> str:
+        body: list[str] = []
+        for name in params:
+            body.append(f"{name} = _np.asarray({name}, dtype=float)")
+        for name in params:
+            order = self.orders[name]
+            body.append(f"if {name}.ndim != {order}:")
+            body.append(f'    raise ValueError(f"{name} must have {order} axes, got shape {{{name}.shape}}")')
+        for a, b in self.checks:
+            body.append(f"if {a} != {b}:")
+            body.append(f'    raise ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
+        body.extend(self.lines)
+        texts = []
+        for root, value in zip(self.roots, results):
+            if value.scalar and root.order == 0:
+                texts.append(f"_np.float64({value.text})")
+            else:
+                texts.append(self.full(root, value))
+        body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
+        signature = f"def {self.name}(*, {', '.join(params)}):" if params else f"def {self.name}():"
+        lines = [header, "import numpy as _np", "from opt_einsum import contract as _contract", "", "", signature]
+        lines.extend("    " + line for line in body)
+        return "\n".join(lines) + "\n"
+
+
+def _shape_text(node: Expr, shape: tuple[str | None, ...]) -> str:
+    if any(a is None for a in shape):
+        raise TensCalcError(
+            f"cannot tell the axis lengths of `{_short(node)}`: no variable fixes them "
+            "(a constant or delta that is not combined with any variable axis)"
+        )
+    return _tuple_text(shape)
+
+
+def _tuple_text(items) -> str:
+    items = list(items)
+    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+
+
+def _child_shape(node: Expr, k: int, shape: tuple) -> tuple:
+    """Axis lengths of child ``k`` of a constant-only node used at ``shape``."""
+    op = node.op
+    if op in ("add", "func", "inv") or (op == "pow" and k == 0):
+        return shape
+    if op == "pow":
+        return ()
+    if op == "mul":
+        ins, out = node.arg
+        length = dict(zip(out, shape))
+        return tuple(length.get(letter) for letter in ins[k])
+    return (None,) * node.children[k].order
+
+
+def _short(node: Expr) -> str:
+    text = to_text(node) if text_length(node) < 400 else f"a node of kind {node.op}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _describe(exprs: list[Expr], name: str, single: bool) -> str:
+    lines = [
+        f"# Generated by tenscalc: {name}(...) returns " + ("the value of" if single else "a tuple with the values of")
+    ]
+    for k, e in enumerate(exprs):
+        text = to_text(e) if text_length(e) < 2_000 else f"<{e.op} node of order {e.order}>"
+        if len(text) > 150:
+            text = text[:147] + "..."
+        if not _SAFE_TEXT.fullmatch(text):  # never let odd text into the source
+            text = f"<expression of order {e.order}>"
+        lines.append(f"#   [{k}] {text}")
+    lines.append("# It needs NumPy and opt_einsum only.")
+    return "\n".join(lines)
+
+
+def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
+    """Source of a standalone function computing ``exprs`` with NumPy and opt_einsum.
+
+    Parameters
+    ----------
+    exprs : Expr or sequence of Expr
+        What to compute, e.g. ``[f, tc.gradient(f, "x"), tc.hessian(f, "x")]``.
+    name : str
+        The function's name (a plain Python identifier).
+
+    Returns
+    -------
+    str
+        Python source defining ``name``.  The function takes every variable as a
+        keyword-only argument and returns a tuple of arrays in the order of
+        ``exprs`` (a single array when ``exprs`` is one expression).  Nodes shared
+        by the expressions are computed once.
+
+    Raises
+    ------
+    TensCalcError
+        When ``name`` or a variable name is not a plain identifier (or is a
+        Python keyword), so that no text can be injected into the code.
+
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> source = tc.to_python([f, tc.gradient(f, "x")], name="quadratic")
+    >>> namespace = {}
+    >>> exec(source, namespace)
+    >>> value, grad = namespace["quadratic"](x=[1.0, 2.0], A=np.eye(2))
+    >>> float(value), grad.tolist()
+    (5.0, [2.0, 4.0])
+    """
+    _check_identifier(name, "function name")
+    if name in RESERVED:
+        raise TensCalcError(f"function name {name!r} is reserved in generated code")
+    single = isinstance(exprs, Expr)
+    roots = [exprs] if single else list(exprs)
+    if not roots:
+        raise TensCalcError("to_python needs at least one expression")
+    for root in roots:
+        if not isinstance(root, Expr):
+            raise TensCalcError(f"to_python needs tenscalc expressions, got {type(root).__name__}")
+    writer = _Writer(roots, name)
+    params = writer.bind_sizes()
+    results = writer.write()
+    return writer.source(params, results, single, _describe(roots, name, single))
+
+
+def to_function(exprs: Expr | Sequence[Expr], name: str = "f"):
+    """Compile the source of :func:`to_python` and return the function itself."""
+    source = to_python(exprs, name)
+    namespace: dict[str, object] = {}
+    exec(compile(source, f"<tenscalc {name}>", "exec"), namespace)  # noqa: S102 - our own, validated source
+    return namespace[name]
