@@ -32,13 +32,11 @@ from .builder import (
     var,
 )
 from .codegen import to_python
-from .compiler import CompiledFunction, compile
 from .differentiate import derivative, gradient, hessian, jacobian, nth_derivative
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .evaluate import evaluate
 from .latex import latex
 from .nodes import Expr, count_edges, count_nodes
-from .directional import hvp
 from .orders import Problem, build_problem
 from .simplify import simplify
 from .viz import dot_source, to_dot
@@ -80,7 +78,6 @@ __all__ = [
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
     "inv", "det", "adj", "count_nodes", "count_edges",
     "derivative", "gradient", "jacobian", "hessian", "nth_derivative", "simplify",
-    "compile", "CompiledFunction", "hvp",
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]
