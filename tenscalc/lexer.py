@@ -51,7 +51,11 @@ def tokenize(text: str) -> list[Token]:
             else:
                 i += 1
         if i >= n:
-            tokens.append(Token("end", "", n))
+            # "end of input" is reported right after the last token, not past trailing
+            # blank lines and comments (a file ending in a newline would otherwise
+            # show an empty line under the message)
+            end = tokens[-1].pos + len(tokens[-1].text) if tokens else 0
+            tokens.append(Token("end", "", end))
             return tokens
         ch = text[i]
         if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):

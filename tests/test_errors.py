@@ -22,7 +22,7 @@ CASES = [
     ("x + * y", tc.ParseError, f"expected {OPERAND} but found '*'", 4),
     ("", tc.ParseError, f"expected {OPERAND} but found the end of the input", 0),
     ("x ^", tc.ParseError, f"expected {OPERAND} but found the end of the input", 3),
-    ("x / ", tc.ParseError, f"expected {OPERAND} but found the end of the input", 4),
+    ("x / ", tc.ParseError, f"expected {OPERAND} but found the end of the input", 3),  # right after '/',
     ("x *(i,i->)", tc.ParseError, f"expected {OPERAND} but found the end of the input", 10),
     ("*(i,i->) x", tc.ParseError, f"expected {OPERAND} but found '*'", 0),
     ("x^-1", tc.ParseError, f"expected {OPERAND} but found '-'", 2),  # exponent is an atom
@@ -201,6 +201,27 @@ def test_multi_line_parse_error_caret():
         "  " + " " * 10 + "^",
     ]
     assert lines[1][lines[2].index("^")] == ")"  # the caret is under the offending token
+
+
+def test_end_of_input_is_reported_after_the_last_token():
+    # problems read from files end with a newline, often with comments after the expression
+    text = "declare x 1\nexpression\n  (x + 1\n\n# the end\n"
+    with pytest.raises(tc.ParseError) as info:
+        tc.parse_problem(text)
+    err = info.value
+    assert err.reason == "expected ')' but found the end of the input"
+    assert err.position == text.index("1\n\n") + 1
+    assert str(err).splitlines() == [
+        "expected ')' but found the end of the input (line 3, column 9)",
+        "    (x + 1",
+        "  " + " " * 8 + "^",
+    ]
+    with pytest.raises(tc.ParseError) as info:
+        tc.parse("x +  # comment\n\n", {"x": 1})
+    assert info.value.position == 3
+    with pytest.raises(tc.ParseError) as info:
+        tc.parse("  # nothing but a comment\n", {"x": 1})
+    assert info.value.position == 0
 
 
 def test_caret_with_tabs():
