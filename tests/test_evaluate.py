@@ -248,6 +248,28 @@ def test_fused_products_with_constants(values):
     np.testing.assert_allclose(tc.evaluate(e, values), 6 * values["x"][:, None] + values["A"])
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("(1 + 1) *(i,i->) x", lambda v: 2 * v["x"].sum()),
+        ("-(1 + 1) + A", lambda v: v["A"] - 2),
+        ("(-1)^2 + A", lambda v: v["A"] + 1),
+        ("1 / (1 + 1) + A", lambda v: v["A"] + 0.5),
+        ("delta(1) + 1 + S", lambda v: v["S"] + 1 + np.eye(3)),
+        ("exp(1) *(,ij->ij) A", lambda v: np.e * v["A"]),
+        ("A *(ij,->ij) (1 + 1)", lambda v: 2 * v["A"]),
+        ("sign(0) *(,i->i) x + relu(-1) + abs(-2)", lambda v: np.full(3, 2.0)),
+        ("2^2^3 + c", lambda v: 64 + v["c"]),
+        ("inv(M) *(ij,jk->ik) M + 1", lambda v: np.eye(4) + 1),
+        ("det(2 *(,ij->ij) M)", lambda v: 16 * np.linalg.det(v["M"])),
+        ("log(A *(ij,ij->ij) A + 1) / log(10)", lambda v: np.log10(v["A"] ** 2 + 1)),
+        ("T *(abs,s->ab) v", lambda v: v["T"] @ v["v"]),  # index letters spelling a function name
+    ],
+)
+def test_constants_taking_their_order_from_context(values, text, expected):
+    check(text, values, expected(values))
+
+
 def test_scalar_constants(values):
     check("2 + 3", values, 5.0)
     check("-(1 + 2)", values, -3.0)
