@@ -47,7 +47,15 @@ def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, **kwargs: Any)
     merged.update(kwargs)
     graph, arrays, lengths = resolve_sizes(expr, merged)
     result = run_interpreter(graph, arrays, lengths)
-    return np.array(result) if not isinstance(result, np.ndarray) or not result.flags.writeable else result
+    if (
+        not isinstance(result, np.ndarray)
+        or not result.flags.writeable
+        # `x`, a transpose or a diagonal can come back as a view of the caller's
+        # array: writing into the result must not change the input
+        or any(np.may_share_memory(result, array) for array in arrays.values())
+    ):
+        result = np.array(result)
+    return result
 
 
 def resolve_sizes(

@@ -425,6 +425,16 @@ def test_scalar_result_is_a_0d_array():
     assert isinstance(result, np.ndarray) and result.shape == () and float(result) == 25.0
 
 
+@pytest.mark.parametrize("text", ["S", "S *(ij,->ji) 1", "S *(ii,->i) 1", "S *(ij,->ij) 1", "S *(ij,->ij) 1 + 0"])
+def test_result_never_aliases_an_input(text):
+    S = np.arange(9.0).reshape(3, 3)
+    original = S.copy()
+    result = ev(text, {"S": S})
+    assert not np.shares_memory(result, S)
+    result[...] = -1.0  # writing into the result leaves the caller's array alone
+    np.testing.assert_array_equal(S, original)
+
+
 def test_unused_values_are_ignored():
     assert float(tc.evaluate(tc.parse("c + 1", {"c": 0}), {"c": 1.0, "unused": np.ones(7)})) == 2.0
 
