@@ -147,7 +147,9 @@ class Parser:
                 raise ParseError(f"variable '{token.text}' is declared twice", self.text, token.pos)
             decl.orders[token.text] = int(order_token.text)
             decl.positions[token.text] = token.pos
-        if self.at("keyword") and self.tok.text not in ("expression",):
+        # a keyword followed by an order was meant as a name (`declare wrt 1`); any
+        # other keyword means 'expression' is missing (`declare x 1 derivative ...`)
+        if self.at("keyword") and self.tok.text != "expression" and self.tokens[self.i + 1].kind == "number":
             raise ParseError(
                 f"'{self.spelling(self.tok)}' is reserved and cannot name a variable", self.text, self.tok.pos
             )

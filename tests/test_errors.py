@@ -124,6 +124,12 @@ CASES = [
     ("declare a 1 a", tc.ParseError, "expected the order (a natural number) of 'a' but found the end of the input", 13),
     ("declare a 1 x + a", tc.ParseError, "expected the order (a natural number) of 'x' but found '+'", 14),
     ("declare a 1", tc.ParseError, "expected 'expression' after the declarations but found the end of the input", 11),
+    (
+        "declare a 1 derivative wrt a",
+        tc.ParseError,
+        "expected 'expression' after the declarations but found keyword 'derivative'",
+        12,
+    ),
     ("declare a 1 expression", tc.ParseError, f"expected {OPERAND} but found the end of the input", 22),
 ]
 
