@@ -1,0 +1,183 @@
+"""Generated NumPy code: executed and compared with ``tc.evaluate``."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc.testing import random_values
+
+PROBLEMS_PATH = pathlib.Path(__file__).resolve().parents[2] / "shared" / "bench" / "problems.py"
+
+
+def _problems() -> dict:
+    if not PROBLEMS_PATH.exists():
+        pytest.skip(f"{PROBLEMS_PATH} is not here")
+    spec = importlib.util.spec_from_file_location("bench_problems", PROBLEMS_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PROBLEMS
+
+
+def compile_source(source: str, name: str):
+    namespace: dict = {}
+    exec(compile(source, "<generated>", "exec"), namespace)
+    return namespace[name]
+
+
+PROBLEM_NAMES = ["quadratic", "logreg", "matfac", "mlp"]
+
+
+@pytest.mark.parametrize("problem", PROBLEM_NAMES)
+def test_problem_value_gradient_hessian(problem):
+    p = _problems()[problem]
+    f = tc.parse(p["src"], p["orders"])
+    gradient = tc.derivative(f, p["wrt"])
+    hessian = tc.derivative(gradient, p["wrt"])
+    exprs = [f, gradient, hessian]
+    source = tc.to_python(exprs, name=problem)
+    function = compile_source(source, problem)
+    values = random_values(exprs, seed=3)  # distinct axis lengths 2, 3, 4 ...
+    results = function(**values)
+    assert isinstance(results, tuple) and len(results) == 3
+    for expr, result in zip(exprs, results):
+        expected = tc.evaluate(expr, values)
+        assert np.shape(result) == expected.shape
+        np.testing.assert_allclose(result, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("problem", PROBLEM_NAMES)
+def test_raw_derivatives_too(problem):
+    """The unsimplified derivative DAG has deltas and constants sized by variables."""
+    p = _problems()[problem]
+    f = tc.parse(p["src"], p["orders"])
+    raw = tc.derivative(f, p["wrt"], simplify=False)
+    function = compile_source(tc.to_python([raw], name="g"), "g")
+    values = random_values([f, raw], seed=5)
+    (result,) = function(**values)
+    np.testing.assert_allclose(result, tc.evaluate(raw, values), rtol=1e-10, atol=1e-12)
+
+
+def test_shared_subexpressions_are_computed_once():
+    p = _problems()["logreg"]
+    f = tc.parse(p["src"], p["orders"])
+    g = tc.gradient(f, "w")
+    h = tc.hessian(f, "w")
+    source = tc.to_python([f, g, h])
+    # one statement per node that is not a variable or constant: exp(-y (X w)) once, etc.
+    exp_calls = source.count("_np.exp(")
+    distinct_exps = {n for n in tc.nodes.topological([f, g, h]) if n.op == "func" and n.arg == "exp"}
+    assert exp_calls == len(distinct_exps)
+
+
+def test_single_expression_returns_a_bare_value():
+    f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+    function = compile_source(tc.to_python(f, name="mv"), "mv")
+    A, x = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(function(A=A, x=x), A @ x)
+
+
+def test_arguments_are_keyword_only_and_checked():
+    f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+    function = compile_source(tc.to_python([f]), "f")
+    with pytest.raises(TypeError):
+        function(np.eye(2), np.ones(2))
+    with pytest.raises(ValueError, match="x must have 1 axes"):
+        function(A=np.eye(2), x=np.ones((2, 2)))
+    with pytest.raises(ValueError, match="must equal"):
+        function(A=np.eye(2), x=np.ones(3))
+
+
+def test_constant_and_delta_sizes_come_from_the_arguments():
+    x = tc.var("x", 1)
+    h = tc.hessian(tc.einsum("i,i->", x, x), "x")  # 2 delta(1): no x left in it
+    function = compile_source(tc.to_python([h], name="h"), "h")
+    (result,) = function(x=np.ones(4))
+    np.testing.assert_allclose(result, 2 * np.eye(4))
+
+
+def test_every_construct():
+    orders = {"A": 2, "x": 1, "y": 1, "c": 0, "T": 3}
+    texts = [
+        "A *(ii,->) 1",
+        "x *(i,->ii) 1",
+        "A *(ij,->ji) 1",
+        "x *(i,j->ij) y",
+        "inv(A) + adj(A) - det(A) *(,ij->ij) A",
+        "sin(x) + cos(x) + tan(x) + arctan(x) + tanh(x) + exp(x) + abs(x) + sign(x) + relu(x)",
+        "log(x^2 + 1) + arcsin(x / 4) + arccos(x / 4)",
+        "x^c + x^3 - x^(-1)",
+        "T *(ijk,k->ij) y + A",
+        "(A + 1) *(ij,j->i) 1",
+        "delta(1) *(ij,jk->ik) A",
+    ]
+    exprs = [tc.parse(t, orders) for t in texts]
+    values = {
+        "A": np.array([[3.0, 1.0], [0.5, 2.0]]),
+        "x": np.array([0.3, -0.7]),
+        "y": np.array([1.5, -0.5, 2.0]),
+        "c": 2.0,
+        "T": np.arange(12.0).reshape(2, 2, 3) / 10,
+    }
+    values["x"] = np.array([0.3, 0.7])  # positive: x^c with a variable exponent
+    function = compile_source(tc.to_python(exprs, name="every"), "every")
+    results = function(**values)
+    for text, expr, result in zip(texts, exprs, results):
+        used = {k: v for k, v in values.items() if k in expr.variables}
+        np.testing.assert_allclose(result, tc.evaluate(expr, used), rtol=1e-12, err_msg=text)
+
+
+@pytest.mark.parametrize(
+    "name", ["1f", "f-g", "f(x)", "import os", "class", "lambda", "f\n", "", "_np", "_contract", "fünf", None, 3]
+)
+def test_function_names_are_validated(name):
+    f = tc.parse("x", {"x": 1})
+    with pytest.raises(tc.TensCalcError):
+        tc.to_python(f, name=name)
+
+
+def test_variable_names_are_validated():
+    from tenscalc import nodes as N
+
+    for bad in ("class", "_t0", "_np"):  # keywords and names reserved for the generated code
+        expr = N.var(bad, 1)
+        with pytest.raises(tc.TensCalcError):
+            tc.to_python(expr)
+
+
+def test_source_is_plain_python_without_tenscalc():
+    f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    source = tc.to_python([f, tc.gradient(f, "x"), tc.hessian(f, "x")], name="quad")
+    tree = ast.parse(source)
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module.split(".")[0])
+    assert imported == {"numpy", "opt_einsum"}
+    # run it in a fresh interpreter where tenscalc cannot be imported at all
+    script = (
+        "import sys\n"
+        "sys.modules['tenscalc'] = None\n"
+        f"exec(compile({source!r}, 'generated', 'exec'))\n"
+        "import numpy as np\n"
+        "value, grad, hess = quad(x=np.array([1.0, 2.0]), A=np.array([[1.0, 2.0], [3.0, 4.0]]))\n"
+        "print(float(value), grad.tolist(), hess.tolist())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    # x^T A x = 1 + 2*2 + 2*3 + 4*4 = 27 ; gradient (A + A^T) x = (2 + 10, 5 + 16) ; Hessian A + A^T
+    assert out.strip() == "27.0 [12.0, 21.0] [[2.0, 5.0], [5.0, 8.0]]"
+
+
+def test_deterministic_source():
+    f = tc.parse("tanh(X *(mj,hj->mh) W) *(mh,h->) v", {"X": 2, "W": 2, "v": 1})
+    exprs = [f, tc.gradient(f, "W")]
+    assert tc.to_python(exprs) == tc.to_python(exprs)
