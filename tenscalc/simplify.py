@@ -405,8 +405,12 @@ _NUMERIC = {
 }
 
 
+_EXACT_FUNCTIONS = ("abs", "sign", "relu")
+
+
 def func_constant(node: Expr, ctx: Context) -> Expr | None:
-    # exp(0) -> 1 : functions of constants fold (when the value is finite)
+    # exp(0) -> 1 ; abs(-2) -> 2 : functions of constants fold when the result is exact
+    # (log(2) stays log(2): a rounded float would make derivatives inexact)
     child = node.children[0]
     if child.op != "const":
         return None
@@ -415,6 +419,8 @@ def func_constant(node: Expr, ctx: Context) -> Expr | None:
     except (ValueError, OverflowError):
         return None
     if not math.isfinite(value):
+        return None
+    if node.arg not in _EXACT_FUNCTIONS and not float(value).is_integer():
         return None
     if float(value).is_integer() and isinstance(child.arg[0], int):
         value = int(value)
