@@ -42,7 +42,7 @@ def text_length(root: Expr) -> int:
     return lengths[id(root)]
 
 
-MAX_TEXT = 2_000_000
+MAX_TEXT = 50_000_000
 
 
 def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
@@ -56,9 +56,12 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
     if estimate > max_length:
         from .errors import TensCalcError
 
+        nodes = topological(root)
+        shared = sum(len(n.children) for n in nodes) > len(nodes) - 1
+        why = ", because shared subexpressions are repeated in text" if shared else ""
         raise TensCalcError(
-            f"the expression is too large to print as text (about {estimate:,} characters, because "
-            "shared subexpressions are repeated in text); draw it or count its nodes instead"
+            f"the expression is too large to print as text (about {estimate:,} characters{why}); "
+            "draw it or count its nodes instead"
         )
     texts: dict[int, tuple[str, int]] = {}
     flexible: dict[int, bool] = {}
