@@ -32,7 +32,9 @@ from .builder import (
     var,
 )
 from .codegen import to_python
+from .compiler import CompiledFunction, compile
 from .differentiate import derivative, gradient, hessian, jacobian, nth_derivative
+from .directional import hvp
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .evaluate import evaluate
 from .latex import latex
@@ -78,6 +80,7 @@ __all__ = [
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
     "inv", "det", "adj", "count_nodes", "count_edges",
     "derivative", "gradient", "jacobian", "hessian", "nth_derivative", "simplify",
+    "compile", "CompiledFunction", "hvp",
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]

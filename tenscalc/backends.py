@@ -1,0 +1,406 @@
+"""Array backends for compiled evaluation: NumPy, PyTorch, JAX, CuPy and Dask.
+
+A compiled plan (:mod:`tenscalc.compiler`) is written against the small
+interface of :class:`Backend`.  Contractions go through opt_einsum's backend
+dispatch (``contract_expression(...)(*arrays, backend=name)``); elementwise
+functions, ``inv`` and ``det`` through autoray, so no per-backend function table
+lives here.  NumPy has a faster contraction path of its own
+(:mod:`tenscalc.compiler.kernels`) because per-call overhead matters most there.
+
+Heavy libraries are optional: a backend's library is imported when the backend
+is first used, and a missing one raises :class:`~tenscalc.errors.EvaluationError`
+naming the ``pip install`` line.
+
+>>> from tenscalc.backends import get_backend
+>>> get_backend("numpy").name
+'numpy'
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import opt_einsum
+
+from .errors import EvaluationError
+
+BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
+
+_INSTALL = {
+    "torch": "pip install torch==2.13.0",
+    "jax": "pip install jax jaxlib",
+    "cupy": "pip install cupy-cuda12x (needs a CUDA GPU)",
+    "dask": 'pip install "dask[array]" distributed',
+}
+
+
+def letters(spec: Sequence[int]) -> str:
+    """Int letters as an einsum string."""
+    return "".join(opt_einsum.get_symbol(k) for k in spec)
+
+
+def diagonal_strides(strides: Sequence[int], out: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Unique letters of ``out`` and, for each, the summed stride of its positions:
+    the strides of the diagonal view of an array laid out as ``out``."""
+    unique = tuple(dict.fromkeys(out))
+    return unique, tuple(sum(s for s, letter in zip(strides, out) if letter == u) for u in unique)
+
+
+class Backend:
+    """What a compiled plan needs from an array library.
+
+    Subclasses override what their library does differently; the defaults use
+    autoray and opt_einsum and never mutate arrays (so they suit JAX and Dask).
+    """
+
+    name = "generic"
+    #: whether results may be written in place through views (NumPy, PyTorch)
+    mutable = False
+
+    def __init__(self) -> None:
+        self._functions: dict[str, Callable] = {}
+
+    # ------------------------------------------------------------ setup
+    def load(self) -> None:
+        """Import the library, raising a clear error when it is not installed."""
+        try:
+            importlib.import_module(self.module_name)
+        except ImportError:
+            raise EvaluationError(
+                f"backend {self.name!r} needs the {self.module_name} package: {_INSTALL.get(self.name, '')}"
+            ) from None
+
+    @property
+    def module_name(self) -> str:
+        return self.name
+
+    def convert(self, name: str, value: Any) -> Any:
+        """The backend array for a user's value (NumPy arrays and numbers are moved in)."""
+        import autoray
+
+        if autoray.infer_backend(value) == self.name:
+            return value
+        return self.from_numpy(_numeric(name, value))
+
+    def from_numpy(self, array: np.ndarray, like: Any = None) -> Any:
+        import autoray
+
+        return autoray.do("asarray", array, like=self.name)
+
+    def to_numpy(self, value: Any) -> np.ndarray:
+        import autoray
+
+        return np.asarray(autoray.to_numpy(value))
+
+    def dtype_kind(self, value: Any) -> str:
+        return np.dtype(str(value.dtype).replace("torch.", "")).kind
+
+    # ------------------------------------------------------------ elementwise
+    def func(self, name: str) -> Callable[[Any], Any]:
+        """The elementwise function ``name`` of the language (``relu`` included)."""
+        fn = self._functions.get(name)
+        if fn is None:
+            fn = self._lookup(name)
+            self._functions[name] = fn
+        return fn
+
+    def _lookup(self, name: str) -> Callable[[Any], Any]:
+        import autoray
+
+        if name == "relu":
+            maximum = autoray.get_lib_fn(self.name, "maximum")
+            return lambda x: maximum(x, 0.0)
+        try:
+            return autoray.get_lib_fn(self.name, name)
+        except Exception as exc:  # noqa: BLE001 - autoray raises several kinds
+            raise EvaluationError(f"backend {self.name!r} has no function {name!r}: {exc}") from None
+
+    def power(self, base: Any, exponent: Any) -> Any:
+        return base**exponent
+
+    def inv(self, x: Any) -> Any:
+        return self.func("linalg.inv")(x)
+
+    def det(self, x: Any) -> Any:
+        return self.func("linalg.det")(x)
+
+    # ------------------------------------------------------------ construction
+    def full(self, shape: tuple[int, ...], value: float, like: Any = None) -> Any:
+        return self.from_numpy(np.full(shape, float(value)), like)
+
+    def zeros(self, shape: tuple[int, ...], like: Any) -> Any:
+        import autoray
+
+        return autoray.do("zeros", shape, dtype=like.dtype, like=self.name)
+
+    def broadcast(self, x: Any, shape: tuple[int, ...]) -> Any:
+        import autoray
+
+        return autoray.do("broadcast_to", x, shape)
+
+    def eye(self, shape: tuple[int, ...], like: Any = None) -> Any:
+        """delta(n) of the given (2n-axis) shape."""
+        n = len(shape) // 2
+        size = math.prod(shape[:n])
+        return self.from_numpy(np.eye(size).reshape(shape), like)
+
+    # ------------------------------------------------------------ index work
+    def einsum(self, eq: str, *arrays: Any) -> Any:
+        from opt_einsum.backends import get_func
+
+        return get_func("einsum", self.name)(eq, *arrays)
+
+    def read_diagonal(self, x: Any, spec: Sequence[int]) -> Any:
+        unique = tuple(dict.fromkeys(spec))
+        return self.einsum(letters(spec) + "->" + letters(unique), x)
+
+    def transpose(self, x: Any, perm: Sequence[int]) -> Any:
+        import autoray
+
+        return autoray.do("transpose", x, tuple(perm))
+
+    def reshape(self, x: Any, shape: tuple[int, ...]) -> Any:
+        import autoray
+
+        return autoray.do("reshape", x, shape)
+
+    def write_diagonal(self, core: Any, out: Sequence[int], shape: tuple[int, ...]) -> Any:
+        """The array of ``shape`` laid out as ``out`` (repeated letters) that is
+        ``core`` (laid out as the unique letters) on its diagonal and 0 elsewhere."""
+        unique = tuple(dict.fromkeys(out))
+        # one identity matrix per repeated position: core[a..] * I[a, a'] ...
+        spec_out, eyes, specs = [], [], [letters(unique)]
+        fresh = max(out) + 1
+        seen: set[int] = set()
+        for position, letter in enumerate(out):
+            if letter in seen:
+                spec_out.append(fresh)
+                eyes.append(self.eye((shape[position], shape[position]), core))
+                specs.append(letters((letter, fresh)))
+                fresh += 1
+            else:
+                seen.add(letter)
+                spec_out.append(letter)
+        return self.einsum(",".join(specs) + "->" + letters(spec_out), core, *eyes)
+
+    def add_diagonal(self, x: Any, n: int, coef: float, shape: tuple[int, ...], fresh: bool) -> Any:
+        """``x + coef * delta(n)``."""
+        return x + coef * self.eye(shape, x)
+
+    def contraction(self, eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> Callable[..., Any]:
+        """A callable contracting arrays of these shapes along a precomputed path."""
+        expression = opt_einsum.contract_expression(eq, *shapes, optimize=path)
+        backend = self.name
+        return lambda *arrays: expression(*arrays, backend=backend)
+
+    def finish(self, value: Any) -> Any:
+        """A root's value as handed to the user."""
+        return value
+
+
+def _numeric(name: str, value: Any) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except Exception as exc:  # noqa: BLE001 - anything np.asarray rejects
+        raise EvaluationError(f"the value of '{name}' is not an array: {exc}") from None
+    if array.dtype.kind in "biu":
+        return array.astype(np.float64)
+    if array.dtype.kind not in "fc":
+        raise EvaluationError(f"the value of '{name}' has dtype {array.dtype}; numbers are needed")
+    return array
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    mutable = True
+
+    def load(self) -> None:
+        pass
+
+    def convert(self, name: str, value: Any) -> np.ndarray:
+        if type(value) is np.ndarray and value.dtype.kind in "fc":
+            return value
+        return _numeric(name, value)
+
+    def from_numpy(self, array: np.ndarray, like: Any = None) -> np.ndarray:
+        return array
+
+    def to_numpy(self, value: Any) -> np.ndarray:
+        return np.asarray(value)
+
+    def dtype_kind(self, value: Any) -> str:
+        return value.dtype.kind
+
+    def _lookup(self, name: str) -> Callable[[Any], Any]:
+        if name == "relu":
+            return lambda x: np.maximum(x, 0.0)
+        return super()._lookup(name)
+
+    def power(self, base, exponent):
+        return np.power(base, exponent)
+
+    def full(self, shape, value, like=None):
+        dtype = like.dtype if like is not None else np.float64
+        return np.full(shape, value, dtype=dtype)
+
+    def zeros(self, shape, like):
+        return np.zeros(shape, dtype=np.result_type(like, np.float64))
+
+    def broadcast(self, x, shape):
+        return np.broadcast_to(x, shape)
+
+    def eye(self, shape, like=None):
+        n = len(shape) // 2
+        return np.eye(math.prod(shape[:n])).reshape(shape)
+
+    def einsum(self, eq, *arrays):
+        return np.einsum(eq, *arrays)
+
+    def transpose(self, x, perm):
+        return x.transpose(perm)
+
+    def reshape(self, x, shape):
+        return x.reshape(shape)
+
+    def write_diagonal(self, core, out, shape):
+        full = np.zeros(shape, dtype=np.result_type(core, np.float64))  # calloc: untouched pages stay free
+        unique = tuple(dict.fromkeys(out))
+        view = np.einsum(letters(out) + "->" + letters(unique), full)  # a writeable view
+        view[...] = core
+        return full
+
+    def add_diagonal(self, x, n, coef, shape, fresh):
+        if not fresh or not x.flags.writeable or x.shape != shape:
+            x = np.array(np.broadcast_to(x, shape), dtype=np.result_type(x, np.float64))
+        spec = tuple(range(n)) * 2
+        np.einsum(letters(spec) + "->" + letters(range(n)), x)[...] += coef
+        return x
+
+    def contraction(self, eq, shapes, path):
+        from .compiler.kernels import numpy_contraction
+
+        return numpy_contraction(eq, shapes, path)
+
+    def finish(self, value):
+        if type(value) is not np.ndarray:
+            return np.asarray(value)
+        return value if value.flags.writeable else np.array(value)
+
+
+class TorchBackend(Backend):
+    name = "torch"
+    mutable = True
+
+    def from_numpy(self, array, like=None):
+        import torch
+
+        device = getattr(like, "device", None)
+        return torch.as_tensor(array, device=device)
+
+    def _lookup(self, name):
+        if name == "relu":
+            import torch
+
+            return torch.relu
+        return super()._lookup(name)
+
+    def full(self, shape, value, like=None):
+        import torch
+
+        if like is None:
+            return torch.full(shape, float(value), dtype=torch.float64)
+        return torch.full(shape, float(value), dtype=like.dtype, device=like.device)
+
+    def zeros(self, shape, like):
+        import torch
+
+        return torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+    def eye(self, shape, like=None):
+        import torch
+
+        n = len(shape) // 2
+        kwargs = {"dtype": like.dtype, "device": like.device} if like is not None else {"dtype": torch.float64}
+        return torch.eye(math.prod(shape[:n]), **kwargs).reshape(shape)
+
+    def transpose(self, x, perm):
+        return x.permute(*perm)
+
+    def write_diagonal(self, core, out, shape):
+        full = self.zeros(shape, core)
+        unique, strides = diagonal_strides(full.stride(), out)
+        view = full.as_strided(tuple(shape[out.index(u)] for u in unique), strides)
+        view.copy_(core.expand(view.shape) if core.shape != view.shape else core)
+        return full
+
+    def add_diagonal(self, x, n, coef, shape, fresh):
+        if not fresh or tuple(x.shape) != shape:
+            x = x.expand(shape).clone()
+        spec = tuple(range(n)) * 2
+        unique, strides = diagonal_strides(x.stride(), spec)
+        x.as_strided(shape[:n], strides).add_(coef)
+        return x
+
+
+class JaxBackend(Backend):
+    name = "jax"
+
+    def load(self) -> None:
+        super().load()
+
+
+class CupyBackend(Backend):
+    name = "cupy"
+
+
+class DaskBackend(Backend):
+    name = "dask"
+
+    def from_numpy(self, array, like=None):
+        import dask.array as da
+
+        return da.from_array(array)
+
+    def det(self, x):
+        raise EvaluationError("det is not available for backend 'dask' (dask.array.linalg has no det)")
+
+
+_REGISTRY: dict[str, type[Backend]] = {
+    "numpy": NumpyBackend,
+    "torch": TorchBackend,
+    "jax": JaxBackend,
+    "cupy": CupyBackend,
+    "dask": DaskBackend,
+}
+_instances: dict[str, Backend] = {}
+
+
+def get_backend(name: str | Backend) -> Backend:
+    """The backend called ``name`` (one of :data:`BACKENDS`), its library imported."""
+    if isinstance(name, Backend):
+        return name
+    if name not in _REGISTRY:
+        raise EvaluationError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    backend = _instances.get(name)
+    if backend is None:
+        backend = _REGISTRY[name]()
+        backend.load()
+        _instances[name] = backend
+    return backend
+
+
+def available_backends() -> list[str]:
+    """The backends whose library is installed."""
+    found = []
+    for name in BACKENDS:
+        module = "cupy" if name == "cupy" else name
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - a broken install counts as missing
+            continue
+        found.append(name)
+    return found
