@@ -246,7 +246,8 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 
 def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     terms: tuple[Term, ...] = step.data
-    bound = [_bind_term(term, shape, shapes, resolver, backend) for term in terms]
+    alone = is_output and len(terms) == 1
+    bound = [_bind_term(term, shape, shapes, resolver, backend, alone) for term in terms]
     size = math.prod(shape)
     cost = OpCost.combine([c for _, c in bound])
     if len(bound) == 1:
@@ -263,7 +264,9 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     return run, cost
 
 
-def _bind_term(term: Term, shape: tuple[int, ...], shapes, resolver: ShapeResolver, backend: Backend):
+def _bind_term(
+    term: Term, shape: tuple[int, ...], shapes, resolver: ShapeResolver, backend: Backend, is_output: bool = False
+):
     out = term.out
     unique = tuple(dict.fromkeys(out))
     sizes: dict[int, int] = {}
@@ -370,6 +373,8 @@ def _bind_term(term: Term, shape: tuple[int, ...], shapes, resolver: ShapeResolv
             return backend.write_diagonal(produce(env), out, shape)
 
         return embedded, OpCost(flops + out_size, n_ops + 1, max(largest, out_size))
+    if broadcast and is_output:  # handed to the user as a fresh array
+        return produce, OpCost(flops + out_size, n_ops + 1, max(largest, out_size))
     return produce, OpCost(flops, n_ops, largest)
 
 
