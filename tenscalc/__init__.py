@@ -57,6 +57,8 @@ def parse(text: str, orders: dict[str, int] | None = None) -> Expr:
     orders : dict, optional
         Orders of variables not declared in the text.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}).order
     1

@@ -74,6 +74,8 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
         Run the simplifier on the result (default).  ``False`` gives the raw
         reverse-mode DAG, useful to see what simplification does.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
     >>> str(tc.derivative(tc.derivative(f, "x"), "x"))

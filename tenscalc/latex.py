@@ -69,6 +69,8 @@ def latex(expr: Expr, notation: str = "auto") -> str:
         order 3 or more, or a product that is no chain of matrix products);
         ``"auto"`` (default) picks matrix notation when it exists.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
     >>> tc.latex(f, notation="index")
@@ -175,6 +177,11 @@ def _display_order(node: Expr) -> list[int]:
         for k, (child, coef) in enumerate(zip(node.children, node.arg))
     ]
     return [key[-1] for key in sorted(keys)]
+
+
+def _is_power_zero(node: Expr) -> bool:
+    """``b^0``: a tensor of ones (derivatives use it to carry axis lengths)."""
+    return node.op == "pow" and node.children[1].op == "const" and node.children[1].arg[0] == 0
 
 
 def _negative_constant_exponent(node: Expr) -> int | float | None:
@@ -331,15 +338,15 @@ class _IndexPrinter:
         scope = frozenset(taken)
         covered = set()
         for child, letters in factors:
-            if child.op != "const":
+            if child.op != "const" and not _is_power_zero(child):
                 covered.update(names[x] for x in letters)
         numerator: list[tuple[str, object]] = []  # ("task", index) or ("text", text)
         denominator: list[tuple[str, object]] = []
         children: list[_Task] = []
         for child, letters in factors:
             named = tuple(names[x] for x in letters)
-            if child.op == "const":
-                coef *= child.arg[0]
+            if child.op == "const" or _is_power_zero(child):
+                coef *= child.arg[0] if child.op == "const" else 1
                 loose = [x for x in dict.fromkeys(named) if x not in covered and x in task.letters]
                 if loose:
                     numerator.append(("text", ("\\mathbf{1}" + _subscript(loose), ATOM)))
@@ -577,15 +584,15 @@ def _m_mul(node, kids, readings):
     operands: list[_Operand] = []
     others = set()
     for child, spec in zip(node.children, ins):
-        if child.op != "const":
+        if child.op != "const" and not _is_power_zero(child):
             others.update(spec)
     for child, spec, reading in zip(node.children, ins, kids):
         if child.op == "add" and len(child.children) == 1:  # pull a scale out
             coef *= child.arg[0]
             child = child.children[0]
             reading = readings[id(child)]
-        if child.op == "const":
-            coef *= child.arg[0]
+        if child.op == "const" or _is_power_zero(child):
+            coef *= child.arg[0] if child.op == "const" else 1
             if not set(spec) <= others:
                 operands.extend(_Operand(ONES, [letter]) for letter in dict.fromkeys(spec))
             continue
