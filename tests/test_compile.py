@@ -277,3 +277,27 @@ def test_hvp_direction_name_cannot_clash():
     assert "d" in tc.hvp(tc.einsum("i,i->", x, x), "x", direction="d").variables
     with pytest.raises(tc.TensCalcError):
         tc.hvp(x, "x")
+
+
+def test_benchmark_script_quick_smoke(tmp_path):
+    """``benchmarks/run_benchmarks.py --quick`` runs without JAX or PyTorch and
+    writes a JSON with every problem (their columns left out)."""
+    import importlib.util
+    import json
+    import pathlib
+
+    script = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "run_benchmarks.py"
+    spec = importlib.util.spec_from_file_location("run_benchmarks", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "quick.json"
+    module.main(["--quick", "--skip", "jax,torch", "--repeats", "1", "--budget", "0", "--out", str(out)])
+    results = json.loads(out.read_text())
+    assert set(results["problems"]) == {"quadratic", "logreg", "matfac", "mlp"}
+    for row in results["problems"].values():
+        assert set(row["hessian"]) == {"tenscalc", "closed_form"}
+        assert row["gradient"]["tenscalc"]["median"] > 0 and row["hvp"]["tenscalc"]["median"] > 0
+        assert row["max_rel_error"] < 1e-10
+        assert row["symbolic"]["total"] > 0 and row["first_call"] > 0
+    assert [r["n"] for r in results["sweep"]["quadratic"]] == module.QUICK_SWEEP
+    assert results["machine"]["cores"] >= 1 and results["config"]["frameworks"] == []
