@@ -200,7 +200,8 @@ class _Writer:
             return _Value("1.0", True, shape)
         text = _shape_text(node, shape)
         size = " * ".join(a for a in shape[:n])
-        return _Value(self.bind(f"_np.eye({size}).reshape({text})"), False, shape)
+        # not bound to a temporary: a product absorbs it without ever building it
+        return _Value(f"_np.eye({size}).reshape({text})", False, shape)
 
     def _write_add(self, node, kids, shape):
         parts = []
@@ -238,6 +239,7 @@ class _Writer:
 
     def _write_mul(self, node, kids, shape):
         ins, out = node.arg
+        children, kids, ins, out = _absorb_deltas(node.children, kids, ins, out)
         kept: set[int] = set()
         for kid, spec in zip(kids, ins):
             if not kid.scalar:
@@ -245,7 +247,7 @@ class _Writer:
         factors: list[str] = []
         operands: list[str] = []
         specs: list[tuple[int, ...]] = []
-        for child, kid, spec in zip(node.children, kids, ins):
+        for child, kid, spec in zip(children, kids, ins):
             if kid.scalar and set(spec) <= kept:
                 factors.append(kid.text)  # a broadcast scalar is just a factor
                 continue
@@ -302,6 +304,40 @@ class _Writer:
         lines = [header, "import numpy as _np", "from opt_einsum import contract as _contract", "", "", signature]
         lines.extend("    " + line for line in body)
         return "\n".join(lines) + "\n"
+
+
+def _absorb_deltas(children, kids, ins, out):
+    """Drop delta operands by giving their paired letters one name (an einsum with a
+    repeated output letter then writes the diagonal), so no identity is built."""
+    parent: dict[int, int] = {}
+
+    def find(a: int) -> int:
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    kept = []
+    for k, (child, kid, spec) in enumerate(zip(children, kids, ins)):
+        n = child.arg if child.op == "delta" else 0
+        pairs = [(spec[t], spec[n + t]) for t in range(n)]
+        # each pair needs a letter that another operand carries, or the result would
+        # have an axis that no operand gives a length to
+        others = {find(x) for j, s in enumerate(ins) if j != k and children[j].op != "delta" for x in s}
+        usable = all(find(a) in others or find(b) in others for a, b in pairs)
+        if n and usable and all(find(a) != find(b) for a, b in pairs) and len(set(spec)) == len(spec):
+            for a, b in pairs:
+                ra, rb = find(a), find(b)
+                parent[max(ra, rb)] = min(ra, rb)
+            continue
+        kept.append((child, kid, spec))
+    if len(kept) == len(children) or not kept:
+        return children, kids, ins, out
+    return (
+        [c for c, _, _ in kept],
+        [k for _, k, _ in kept],
+        [tuple(find(x) for x in s) for _, _, s in kept],
+        tuple(find(x) for x in out),
+    )
 
 
 def _shape_text(node: Expr, shape: tuple[str | None, ...]) -> str:

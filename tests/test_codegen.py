@@ -181,3 +181,16 @@ def test_deterministic_source():
     f = tc.parse("tanh(X *(mj,hj->mh) W) *(mh,h->) v", {"X": 2, "W": 2, "v": 1})
     exprs = [f, tc.gradient(f, "W")]
     assert tc.to_python(exprs) == tc.to_python(exprs)
+
+
+def test_deltas_next_to_variables_are_absorbed_not_built():
+    A = np.arange(6.0).reshape(2, 3)
+    absorbed = tc.parse("delta(1) *(ij,jk->ik) A", {"A": 2})
+    source = tc.to_python(absorbed)
+    assert "_np.eye" not in source
+    np.testing.assert_allclose(compile_source(source, "f")(A=A), A)
+    # a delta between two free axes is a genuine identity: built from the argument's length
+    x = tc.var("x", 1)
+    source = tc.to_python(tc.hessian(tc.einsum("i,i->", x, x), "x"))
+    assert "_np.eye(x.shape[0])" in source
+    np.testing.assert_allclose(compile_source(source, "f")(x=np.ones(3)), 2 * np.eye(3))
