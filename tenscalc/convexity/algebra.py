@@ -1,0 +1,266 @@
+"""Entry-wise rational algebra: signs that interval arithmetic cannot see.
+
+Interval arithmetic forgets that two occurrences of a node are the same number:
+the logistic loss gives the Hessian weight ``e (1+e)^-2 - (1+e)^-1`` with
+``e = exp(.) > 0``, whose intervals ``(0, inf) - (0, 1)`` have either sign,
+although the value is ``-(1+e)^-2 < 0``.  This module writes one *entry* of a
+node as a sum of monomials ``c * prod atom^exponent`` (an atom is a node read at
+given entry positions), clears denominators, expands the polynomial atoms that
+remain (``1 + e`` above), cancels, and bounds the result by intervals of the
+atoms.  Work is capped (a few dozen terms), so the cost per node is bounded.
+
+Monomials are also what the Cauchy-Schwarz template compares
+(``u[l]^2 / d[l]`` against a summand ``w[l]``; see :mod:`.rules`).
+
+>>> import tenscalc as tc
+>>> from tenscalc.convexity.algebra import expand
+>>> e = tc.parse("x *(i,i->i) x^(-1)", {"x": 1})
+>>> expand(e, (0,), lambda n: None)            # x * x^-1 = x^0 (x != 0 on the domain)
+{(): 1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+from .. import nodes as N
+from ..nodes import Expr
+from .facts import Interval, power
+
+Atom = tuple[Expr, tuple[int, ...]]
+Monomial = tuple[tuple[Atom, float], ...]
+Poly = dict[Monomial, float]
+IntervalOf = Callable[[Expr], "Interval | None"]
+
+MAX_TERMS = 48
+_TOL = 1e-12
+
+
+def _key(atom: Atom) -> tuple:
+    return (atom[0].serial, atom[1])
+
+
+def _norm(exponent: float) -> float | int:
+    if float(exponent).is_integer():
+        return int(exponent)
+    return exponent
+
+
+def mono_mul(a: Monomial, b: Monomial) -> Monomial:
+    merged: dict[Atom, float] = {}
+    order: dict[Atom, tuple] = {}
+    for atom, e in a + b:
+        merged[atom] = merged.get(atom, 0) + e
+        order[atom] = _key(atom)
+    return tuple(sorted(((atom, _norm(e)) for atom, e in merged.items() if abs(e) > 1e-15), key=lambda t: order[t[0]]))
+
+
+def mono_pow(m: Monomial, e: float) -> Monomial:
+    return tuple((atom, _norm(x * e)) for atom, x in m)
+
+
+def poly_mul(p: Poly, q: Poly) -> Poly | None:
+    out: Poly = {}
+    for m1, c1 in p.items():
+        for m2, c2 in q.items():
+            m = mono_mul(m1, m2)
+            out[m] = out.get(m, 0) + c1 * c2
+            if len(out) > MAX_TERMS:
+                return None
+    return out
+
+
+def poly_add(p: Poly, q: Poly, scale: float = 1) -> Poly | None:
+    out = dict(p)
+    for m, c in q.items():
+        out[m] = out.get(m, 0) + scale * c
+    return out if len(out) <= MAX_TERMS else None
+
+
+def cancel(p: Poly) -> Poly:
+    """Drop coefficients that cancelled (relative to the terms that produced them)."""
+    scale = max((abs(c) for c in p.values()), default=0.0)
+    return {m: c for m, c in p.items() if abs(c) > _TOL * max(scale, 1e-300)}
+
+
+def _const_value(node: Expr) -> float | None:
+    return node.arg[0] if node.op == "const" else None
+
+
+def _exponent(node: Expr) -> float | None:
+    if node.op == "pow" and node.children[1].op == "const":
+        return node.children[1].arg[0]
+    return None
+
+
+def is_elementwise_mul(node: Expr) -> bool:
+    """A product without summed letters or written diagonals: each output entry is
+    the product of one entry of each operand."""
+    if node.op != "mul":
+        return False
+    ins, out = node.arg
+    if len(set(out)) != len(out):
+        return False
+    letters = set(out)
+    return all(set(spec) <= letters for spec in ins)
+
+
+def expand(node: Expr, positions: tuple[int, ...], interval_of: IntervalOf, depth: int = 0) -> Poly | None:
+    """One entry of ``node`` (its axes at ``positions`` of a common frame) as a sum of
+    monomials over atoms, or None when that takes too many terms.
+
+    ``interval_of`` gives known intervals of nodes; it decides whether a non-integer
+    power may be distributed over a product (only over nonnegative factors).
+    """
+    if depth > 40:
+        return {((((node, positions), 1),)): 1}
+    value = _const_value(node)
+    if value is not None:
+        return {(): value} if value != 0 else {}
+    if node.op == "add":
+        total: Poly = {}
+        for child, coef in zip(node.children, node.arg):
+            part = expand(child, positions, interval_of, depth + 1)
+            if part is None:
+                return None
+            total = poly_add(total, part, coef)
+            if total is None:
+                return None
+        return cancel(total)
+    if node.op == "mul" and is_elementwise_mul(node):
+        ins, out = node.arg
+        result: Poly = {(): 1}
+        for child, spec in zip(node.children, ins):
+            child_positions = tuple(positions[out.index(letter)] for letter in spec)
+            part = expand(child, child_positions, interval_of, depth + 1)
+            if part is None:
+                return None
+            result = poly_mul(result, part)
+            if result is None:
+                return None
+        return cancel(result)
+    e = _exponent(node)
+    if e is not None:
+        base = node.children[0]
+        if e == 0:
+            return {(): 1}
+        inner = expand(base, positions, interval_of, depth + 1)
+        if inner is None:
+            return {((((base, positions), e),)): 1}
+        if not inner:  # 0^e: 0 for e > 0, undefined otherwise (outside the domain)
+            return {} if e > 0 else {((((base, positions), e),)): 1}
+        if float(e).is_integer() and 0 < e <= 4 and len(inner) > 1:
+            result = {(): 1}
+            for _ in range(int(e)):
+                result = poly_mul(result, inner)
+                if result is None:
+                    return {((((base, positions), e),)): 1}
+            return cancel(result)
+        if len(inner) == 1:
+            ((m, c),) = inner.items()
+            if float(e).is_integer():
+                return {mono_pow(m, e): c**e}
+            # a non-integer power distributes over nonnegative factors only
+            if c > 0 and all(_nonneg(atom, interval_of) for atom, _ in m):
+                return {mono_pow(m, e): c**e}
+        return {((((base, positions), e),)): 1}
+    return {((((node, positions), 1),)): 1}
+
+
+def _nonneg(atom: Atom, interval_of: IntervalOf) -> bool:
+    known = interval_of(atom[0])
+    return known is not None and known.nonneg
+
+
+def monomial_interval(m: Monomial, interval_of: IntervalOf) -> Interval:
+    result = Interval.point(1.0)
+    for (node, _), e in m:
+        known = interval_of(node)
+        if known is None:
+            known = Interval.real()
+        result = result * power(known, e)
+    return result
+
+
+def poly_interval(p: Poly, interval_of: IntervalOf) -> Interval:
+    total = Interval.point(0.0)
+    for m, c in p.items():
+        total = total + monomial_interval(m, interval_of).scale(c)
+    return total
+
+
+def rational_interval(node: Expr, interval_of: IntervalOf) -> Interval | None:
+    """Bound the entries of ``node`` by clearing denominators and cancelling.
+
+    Returns None when the expansion is too large.  The denominators cleared are
+    powers of atoms that appear with negative exponents, nonzero on the domain.
+    """
+    positions = tuple(range(node.order))
+    poly = expand(node, positions, interval_of)
+    if poly is None:
+        return None
+    factor: dict[Atom, float] = {}  # node value = poly_now * prod atom^(-factor)
+    for _ in range(4):
+        lowest: dict[Atom, float] = {}
+        for m in poly:
+            for atom, e in m:
+                if e < 0:
+                    lowest[atom] = min(lowest.get(atom, 0), e)
+        if lowest:
+            lift: Monomial = tuple(sorted(((a, _norm(-e)) for a, e in lowest.items()), key=lambda t: _key(t[0])))
+            lifted: Poly = {}
+            for m, c in poly.items():
+                mm = mono_mul(m, lift)
+                lifted[mm] = lifted.get(mm, 0) + c
+            poly = cancel(lifted)
+            for a, e in lowest.items():
+                factor[a] = factor.get(a, 0) - e
+        # expand atoms that are sums (or products of sums) raised to positive integer powers
+        changed = False
+        expanded: Poly = {}
+        for m, c in poly.items():
+            term: Poly = {(): c}
+            for atom, e in m:
+                sub = None
+                if float(e).is_integer() and 0 < e <= 4 and _expandable(atom[0]):
+                    inner = expand(atom[0], atom[1], interval_of)
+                    if inner is not None and inner != {((atom, 1),): 1}:
+                        sub = {(): 1}
+                        for _ in range(int(e)):
+                            sub = poly_mul(sub, inner)
+                            if sub is None:
+                                break
+                if sub is None:
+                    sub = {((atom, e),): 1}
+                else:
+                    changed = True
+                term = poly_mul(term, sub)
+                if term is None:
+                    return None
+            expanded = poly_add(expanded, term)
+            if expanded is None:
+                return None
+        poly = cancel(expanded)
+        if not changed:
+            break
+    value = poly_interval(poly, interval_of)
+    for atom, amount in factor.items():
+        known = interval_of(atom[0]) or Interval.real()
+        value = value * power(known, -amount)
+    return value
+
+
+def _expandable(node: Expr) -> bool:
+    return node.op == "add" or (node.op == "mul" and is_elementwise_mul(node))
+
+
+def as_fraction(value: float) -> Fraction:
+    return Fraction(value).limit_denominator(10**9)
+
+
+def is_single(p: Poly | None) -> bool:
+    return p is not None and len(p) == 1
+
+
+__all__ = ["expand", "rational_interval", "mono_mul", "mono_pow", "monomial_interval", "poly_interval", "N"]

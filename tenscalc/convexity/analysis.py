@@ -1,0 +1,159 @@
+"""The labelling pass: intervals for every node, matrix facts on demand.
+
+:class:`Analyzer` walks a DAG children-first and gives every node an
+:class:`~.facts.Interval` for its entries (one rule per node kind, from
+:data:`.rules.INTERVAL_RULES`), tightened by the domain (``log(u)`` ⇒ ``u > 0``)
+and, where intervals cannot decide a sign, by the rational algebra of
+:mod:`.algebra`.  Matrix facts (:class:`~.facts.Curvature`) are derived lazily,
+from the root down, only for the nodes a proof needs, and memoised: each node is
+labelled once, so the pass is linear in the size of the DAG (the per-node work
+is capped).
+
+Every fact records its rule and premises, so the proof can be printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ..nodes import Expr, topological
+from . import rules
+from .algebra import rational_interval
+from .facts import Curvature, Fact, Interval
+
+
+class Analyzer:
+    """Facts about the nodes of DAGs, under given variable assumptions.
+
+    Parameters
+    ----------
+    variables : mapping
+        name -> Interval for the entries of each variable.
+    tags : mapping
+        name -> set of matrix tags (``symmetric``, ``psd``, ``pd``, ``diagonal``).
+    refine : mapping
+        id(node) -> Interval known on the domain (from ``log``, fractional powers ...).
+    wrt : iterable of names
+        The variables the function is analysed in (a modulus must not depend on them).
+    overrides : mapping
+        id(node) -> Interval replacing the computed one (a kink examined at ``u = 0``).
+    kink_mode : bool
+        Powers with negative exponents may be evaluated at an attained 0.
+    """
+
+    def __init__(
+        self,
+        variables: Mapping[str, Interval],
+        tags: Mapping[str, set[str]] | None = None,
+        refine: Mapping[int, Interval] | None = None,
+        wrt: Iterable[str] = (),
+        overrides: Mapping[int, Interval] | None = None,
+        kink_mode: bool = False,
+    ):
+        self.variables = dict(variables)
+        self.tags = {k: set(v) for k, v in (tags or {}).items()}
+        self.refine = dict(refine or {})
+        self.wrt_names = set(wrt)
+        self.overrides = dict(overrides or {})
+        self.kink_mode = kink_mode
+        self.intervals: dict[int, Interval] = {}
+        self.interval_rules: dict[int, str] = {}
+        self.derivations: dict[tuple[int, tuple], rules.Derivation | None] = {}
+        self._active: set[tuple[int, tuple]] = set()
+        self._keep: list[Expr] = []  # nodes made while deriving stay alive while their ids are keys
+
+    # -- intervals ---------------------------------------------------------------------------
+    def variable_interval(self, name: str) -> Interval:
+        return self.variables.get(name, Interval.real())
+
+    def matrix_tags(self, name: str) -> set[str]:
+        return self.tags.get(name, set())
+
+    def interval(self, node: Expr) -> Interval:
+        known = self.intervals.get(id(node))
+        if known is not None:
+            return known
+        for n in topological(node):
+            if id(n) not in self.intervals:
+                self._label(n)
+        return self.intervals[id(node)]
+
+    def _label(self, node: Expr) -> None:
+        self._keep.append(node)
+        if id(node) in self.overrides:
+            self.intervals[id(node)] = self.overrides[id(node)]
+            self.interval_rules[id(node)] = "at the kink"
+            return
+        value = rules.INTERVAL_RULES[node.op](self, node)
+        how = f"{node.op} rule" if node.op != "func" else f"range of {node.arg}"
+        refined = self.refine.get(id(node))
+        if refined is not None:
+            narrowed = value.intersect(refined)
+            if narrowed != value:
+                how += " and the domain"
+            value = narrowed
+        if not value.empty and not (value.nonneg or value.nonpos) and node.op == "mul" and node.order == 0:
+            # a scalar quadratic form sum A(s) M(s,s') A(s') with a PSD middle is >= 0
+            self.intervals[id(node)] = value
+            ins, out = node.arg
+            d = rules.kernel_rule(self, list(zip(node.children, ins)), out, 0, ())
+            if d is not None and (d.curvature.psd or d.curvature.nsd):
+                value = value.intersect(Interval.nonnegative() if d.curvature.psd else Interval.nonpositive())
+                how = d.rule
+        if not value.empty and not (value.nonneg or value.nonpos) and node.op in ("add", "mul"):
+            self.intervals[id(node)] = value  # children are labelled; the algebra reads them
+            better = rational_interval(node, self._interval_or_none)
+            if better is not None and not better.is_indeterminate:
+                tighter = value.intersect(better)
+                if tighter != value:
+                    value = tighter
+                    how = "cleared denominators and cancelled"
+        self.intervals[id(node)] = value
+        self.interval_rules[id(node)] = how
+
+    def _interval_or_none(self, node: Expr) -> Interval | None:
+        try:
+            return self.interval(node)
+        except Exception:  # noqa: BLE001 - unknown node: no information
+            return None
+
+    # -- matrix facts --------------------------------------------------------------------------
+    def derive(self, node: Expr, perms: tuple | None = None) -> rules.Derivation | None:
+        """How ``node`` (order 2k, read over its first and last k axes) is semidefinite.
+
+        ``perms`` are the permutations of the last k axes allowed when reading it
+        (more than the identity for symmetric matrix variables).
+        """
+        if node.order % 2:
+            return None
+        k = node.order // 2
+        if perms is None:
+            perms = (rules.identity_perm(k),)
+        key = (id(node), perms)
+        if key in self.derivations:
+            return self.derivations[key]
+        if key in self._active:
+            return None
+        self._active.add(key)
+        self._keep.append(node)
+        self.interval(node)
+        try:
+            result = rules.CURVATURE_RULES[node.op](self, node, perms)
+        finally:
+            self._active.discard(key)
+        self.derivations[key] = result
+        return result
+
+    def curvature(self, node: Expr, perms: tuple | None = None) -> Curvature | None:
+        d = self.derive(node, perms)
+        return None if d is None else d.curvature
+
+    def fact(self, node: Expr, perms: tuple | None = None) -> Fact:
+        d = self.derive(node, perms) if node.order % 2 == 0 else None
+        return Fact(
+            self.interval(node),
+            None if d is None else d.curvature,
+            (d.rule if d is not None else self.interval_rules.get(id(node), "")),
+            d.detail if d is not None else "",
+            tuple(d.premises) if d is not None else (),
+        )

@@ -1,0 +1,524 @@
+"""``check_convexity``: certificates from the Hessian, counterexamples from numbers.
+
+The steps, for ``f`` and the variables ``wrt``:
+
+1. read the assumptions and the domain the expression implies (``log(u)`` ⇒
+   ``u > 0`` ...) and check that the domain is convex;
+2. build the Hessian DAG (the blocks ``hessian(f, x, y)`` for several variables)
+   and label it (:mod:`.analysis`): a PSD fact at the root proves convexity where
+   ``f`` is twice differentiable, NSD concavity;
+3. examine the non-smooth points (:mod:`.kinks`): kinks must bend the right way,
+   jumps are not allowed;
+4. unless both were proven, search numerically for counterexamples
+   (:mod:`.falsify`);
+5. combine into a verdict.  ``unknown`` means nothing was proven or refuted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import nodes as N
+from ..differentiate import derivative, hessian
+from ..errors import SemanticError
+from ..nodes import Expr, count_nodes
+from ..simplify import simplify
+from .analysis import Analyzer
+from .assumptions import (
+    Constraint,
+    implied_constraints,
+    normalize_assumptions,
+    refinements,
+    variable_intervals,
+    variable_tags,
+)
+from .facts import Curvature, Interval, Modulus
+from .falsify import Falsifier
+from .kinks import Kink, _affine_in, check_kinks, depends_on, find_kinks, substitute
+from .report import Certificate, ConvexityResult, ProofStep
+from .rules import Derivation, identity_perm
+
+
+def _resolve(expr: Any, wrt: Any, assumptions: Mapping[str, Any] | None):
+    from ..orders import Problem, build_problem
+
+    declared: Mapping[str, Any] = {}
+    problem_wrt = None
+    if isinstance(expr, str):
+        expr = build_problem(expr)
+    if isinstance(expr, Problem):
+        declared = getattr(expr, "assumptions", None) or {}
+        problem_wrt = expr.wrt
+        expr = expr.expr
+    if not isinstance(expr, Expr):
+        raise SemanticError(f"check_convexity needs an expression, a problem or its text, not {type(expr).__name__}")
+    if expr.order != 0:
+        raise SemanticError(
+            f"convexity is a property of scalar functions; this expression has order {expr.order} "
+            "(sum its entries, e.g. `... *(i,->) 1`, to check the sum)"
+        )
+    variables = expr.variables
+    if wrt is None:
+        wrt = problem_wrt
+    if wrt is None:
+        if len(variables) == 1:
+            wrt = next(iter(variables))
+        else:
+            raise SemanticError(
+                "say which variables the function is convex in: wrt='x' or wrt=['x', 'y'] "
+                f"(the expression has {', '.join(variables) or 'no variables'})"
+            )
+    names = [wrt] if isinstance(wrt, str) else [getattr(w, "arg", (w,))[0] if isinstance(w, Expr) else w for w in wrt]
+    if not names:
+        raise SemanticError("wrt names no variable")
+    for name in names:
+        if name not in variables:
+            raise SemanticError(
+                f"'{name}' is not a variable of the expression (its variables are {', '.join(variables) or 'none'})"
+            )
+    if len(set(names)) != len(names):
+        raise SemanticError("wrt names a variable twice")
+    merged: dict[str, Any] = {}
+    for source in (declared, assumptions or {}):
+        for name, value in source.items():
+            items = [value] if isinstance(value, str) or _pair(value) else list(value)
+            merged.setdefault(name, [])
+            merged[name].extend(items)
+    return expr, names, merged
+
+
+def _pair(value: Any) -> bool:
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value)
+    )
+
+
+def check_convexity(
+    expr: Expr | str | Any,
+    wrt: str | Sequence[str] | None = None,
+    assumptions: Mapping[str, Any] | None = None,
+    *,
+    falsify: bool = True,
+    seed: int = 0,
+    values: Mapping[str, Any] | None = None,
+    points: int = 12,
+    verify: bool = False,
+) -> ConvexityResult:
+    """Decide whether a scalar expression is convex or concave in ``wrt``.
+
+    Parameters
+    ----------
+    expr : Expr, str or Problem
+        The function (order 0).  A text may carry a ``declare`` block with
+        assumptions (``declare x 1 positive``) and ``derivative wrt x``.
+    wrt : str or list of str
+        The variable(s); several means joint convexity.  Other variables are
+        parameters: the verdict holds for all their values allowed by the
+        assumptions.
+    assumptions : mapping, optional
+        name -> ``"positive"``, ``("symmetric", "pd")``, ``(0, None)`` ... (see
+        :mod:`tenscalc.convexity.assumptions`).
+    falsify : bool
+        Search numerically for counterexamples (default).  Without it the
+        verdict is convex, concave, affine or unknown.
+    seed : int
+        Seed of the numeric search.
+    values : mapping, optional
+        Arrays fixing variables (parameters, or the shapes) for the numeric search.
+    points : int
+        How many points of the domain the numeric search samples.
+    verify : bool
+        Also search for counterexamples to what was proven (a self-test: finding
+        one would be a bug, reported in ``notes`` and making the verdict unknown).
+
+    Returns
+    -------
+    ConvexityResult
+        ``.verdict`` is one of ``"convex"``, ``"concave"``, ``"affine"``,
+        ``"not convex"``, ``"not concave"``, ``"neither"``, ``"unknown"``.
+
+    >>> import tenscalc as tc
+    >>> r = tc.check_convexity("declare x 1 A 2 expression (A *(ij,j->i) x) *(i,i->) (A *(ij,j->i) x)", "x")
+    >>> r.verdict
+    'convex'
+    >>> tc.check_convexity(tc.parse("sin(x)", {"x": 0}), "x").verdict
+    'neither'
+    """
+    f, names, given = _resolve(expr, wrt, assumptions)
+    orders = f.variables
+    assumed = normalize_assumptions(given, orders)
+    wrt_set = set(names)
+    notes: list[str] = []
+
+    constraints = implied_constraints(f)
+    refine = refinements(constraints)
+    intervals = variable_intervals(assumed, orders)
+    tags = variable_tags(assumed)
+    an = Analyzer(intervals, tags, refine, names)
+
+    domain_ok, domain_notes = _domain_convex(f, constraints, intervals, tags, wrt_set)
+    notes.extend(domain_notes)
+
+    # the Hessian and its facts
+    hess, proof, method = _certify_smooth(f, names, an, assumed, orders)
+    curvature = proof.curvature if proof is not None else Curvature()
+
+    # non-smooth points
+    kinks = find_kinks(f, wrt_set, an)
+    check_kinks(f, kinks, intervals, tags, refine, wrt_set)
+    kinks_convex = all(k.convex_ok for k in kinks)
+    kinks_concave = all(k.concave_ok for k in kinks)
+
+    convex_proven = curvature.psd and kinks_convex and domain_ok
+    concave_proven = curvature.nsd and kinks_concave and domain_ok
+
+    result_kinks = [k.describe() for k in kinks]
+    domain_text = [c.describe() for c in constraints if depends_on(c.node, set(orders))]
+
+    certificate_convex = certificate_concave = None
+    if convex_proven:
+        certificate_convex = _certificate("convex", hess, proof, an, kinks, domain_text, method)
+    if concave_proven:
+        certificate_concave = _certificate("concave", hess, proof, an, kinks, domain_text, method)
+
+    search = None
+    cex_convex = cex_concave = None
+    if falsify and not (convex_proven and concave_proven) or verify:
+        falsifier = Falsifier(f, names, assumed, [c for c in constraints], seed=seed, values=values)
+        want_convex = verify or not convex_proven
+        want_concave = verify or not concave_proven
+        search = falsifier.run(convex=want_convex, concave=want_concave, points=points)
+        cex_convex, cex_concave = search.convex, search.concave
+        if convex_proven and cex_convex is not None:
+            notes.append("INTERNAL INCONSISTENCY: convexity was proven but a counterexample was found")
+            convex_proven = False
+            certificate_convex = None
+        if concave_proven and cex_concave is not None:
+            notes.append("INTERNAL INCONSISTENCY: concavity was proven but a counterexample was found")
+            concave_proven = False
+            certificate_concave = None
+        if convex_proven:
+            cex_convex = None
+        if concave_proven:
+            cex_concave = None
+
+    verdict = _verdict(convex_proven, concave_proven, cex_convex is not None, cex_concave is not None)
+    strict = strong = False
+    modulus = None
+    modulus_value = None
+    if verdict == "convex":
+        strict = curvature.pd and not kinks
+        if curvature.lower is not None and curvature.lower.strong:
+            strong = True
+            modulus, modulus_value = curvature.lower.text, curvature.lower.value
+    elif verdict == "concave":
+        strict = curvature.nd and not kinks
+        if curvature.upper is not None and curvature.upper.strong:
+            strong = True
+            modulus, modulus_value = curvature.upper.text, curvature.upper.value
+    if strong:
+        strict = True
+    if verdict == "unknown":
+        reasons = []
+        if not domain_ok:
+            reasons.append("the domain was not shown to be convex")
+        if proof is None or not (curvature.psd or curvature.nsd):
+            reasons.append("no rule showed the Hessian semidefinite")
+        if any(k.kind == "sign" for k in kinks):
+            reasons.append("sign(...) of the variables makes the function jump")
+        elif kinks and not (kinks_convex or kinks_concave):
+            reasons.append("a kink could not be shown to bend the right way")
+        if falsify:
+            reasons.append(f"no counterexample at {search.points_in_domain if search else 0} sampled points")
+        notes.append("unknown: " + "; ".join(reasons) + " (this is not a claim that the function is not convex)")
+    return ConvexityResult(
+        verdict=verdict,
+        expression=f,
+        wrt=tuple(names),
+        strict=strict,
+        strong=strong,
+        modulus=modulus,
+        modulus_value=modulus_value,
+        convex_certificate=certificate_convex,
+        concave_certificate=certificate_concave,
+        convex_counterexample=cex_convex,
+        concave_counterexample=cex_concave,
+        assumptions={name: tuple(a.given) for name, a in assumed.items()},
+        implied_domain=domain_text,
+        hessian=hess,
+        kinks=result_kinks,
+        notes=notes,
+        search=search,
+        method=method,
+    )
+
+
+def _verdict(convex: bool, concave: bool, not_convex: bool, not_concave: bool) -> str:
+    if convex and concave:
+        return "affine"
+    if convex:
+        return "convex"
+    if concave:
+        return "concave"
+    if not_convex and not_concave:
+        return "neither"
+    if not_convex:
+        return "not convex"
+    if not_concave:
+        return "not concave"
+    return "unknown"
+
+
+# ------------------------------------------------------------------------------------------
+# the domain
+# ------------------------------------------------------------------------------------------
+
+
+def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt: set[str]) -> tuple[bool, list[str]]:
+    """Whether every constraint that involves ``wrt`` cuts out a convex set."""
+    plain = Analyzer(intervals, tags, {}, wrt)
+    notes = []
+    ok = True
+    for c in constraints:
+        if not depends_on(c.node, wrt):
+            continue
+        if _covered(plain, c):
+            continue
+        if c.kind in ("positive", "nonnegative", "unit") and _affine_in(c.node, wrt):
+            continue
+        if c.kind in ("positive", "nonnegative") and c.node.order == 0:
+            inner = check_convexity(
+                c.node, sorted(wrt & set(c.node.variables)), _as_given(intervals, tags, c.node), falsify=False
+            )
+            if inner.verdict in ("concave", "affine"):
+                continue
+        ok = False
+        notes.append(f"the domain constraint {c.describe()} was not shown to cut out a convex set")
+    return ok, notes
+
+
+def _as_given(intervals, tags, node: Expr) -> dict[str, Any]:
+    given: dict[str, Any] = {}
+    for name in node.variables:
+        iv = intervals.get(name, Interval.real())
+        items: list[Any] = []
+        if iv.lo > -float("inf") or iv.hi < float("inf"):
+            items.append((None if iv.lo == -float("inf") else iv.lo, None if iv.hi == float("inf") else iv.hi))
+            if iv.lo == 0 and not iv.lo_closed:
+                items.append("positive")
+            if iv.hi == 0 and not iv.hi_closed:
+                items.append("negative")
+        items.extend(sorted(tags.get(name, ())))
+        if items:
+            given[name] = tuple(items)
+    return given
+
+
+def _covered(an: Analyzer, c: Constraint) -> bool:
+    iv = an.interval(c.node)
+    if c.kind == "positive":
+        return iv.pos
+    if c.kind == "nonnegative":
+        return iv.nonneg
+    if c.kind == "nonzero":
+        return iv.pos or iv.neg
+    if c.kind == "unit":
+        return iv.lo >= -1 and iv.hi <= 1
+    if c.kind == "invertible":
+        curv = an.curvature(c.node)
+        return curv is not None and curv.symmetric and (curv.pd or curv.nd)
+    if c.kind == "cos_nonzero":
+        import math
+
+        return iv.lo > -math.pi / 2 and iv.hi < math.pi / 2
+    return False
+
+
+# ------------------------------------------------------------------------------------------
+# the smooth part
+# ------------------------------------------------------------------------------------------
+
+
+def _perms_for(name: str, order: int, tags) -> tuple:
+    k = order
+    ident = identity_perm(k)
+    if order == 2 and "symmetric" in tags.get(name, set()):
+        return (ident, (1, 0))
+    return (ident,)
+
+
+def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
+    """The Hessian (or its blocks) and a derivation of its definiteness."""
+    tags = {n: a.tags for n, a in assumed.items()}
+    if len(names) == 1:
+        name = names[0]
+        h = hessian(f, name)
+        target = h
+        perms = _perms_for(name, orders[name], tags)
+        if orders[name] == 2 and "diagonal" in tags.get(name, set()):
+            target = simplify(N.mul((h,), ((0, 0, 1, 1),), (0, 1)))
+            perms = (identity_perm(1),)
+        proof = an.derive(target, perms)
+        method = "Hessian DAG" if target is h else "Hessian DAG on diagonal directions"
+        if proof is None or not (proof.curvature.psd or proof.curvature.nsd):
+            second = _directional(f, names, an, tags, orders)
+            if second is not None:
+                return h, second, "second directional derivative"
+        return h, proof, method
+    blocks = {(a, b): hessian(f, a, b) for a in names for b in names}
+    off_zero = all(_is_zero(an, blocks[(a, b)]) for a in names for b in names if a != b)
+    if off_zero:
+        parts = []
+        for a in names:
+            d = an.derive(blocks[(a, a)], _perms_for(a, orders[a], tags))
+            if d is None:
+                parts = None
+                break
+            parts.append(d)
+        if parts is not None:
+            curv = _block_diagonal([p.curvature for p in parts])
+            if curv.psd or curv.nsd:
+                proof = Derivation(
+                    curv,
+                    "block diagonal",
+                    "the mixed blocks are zero; each diagonal block is " + ("PSD" if curv.psd else "NSD"),
+                    [blocks[(a, a)] for a in names],
+                )
+                return blocks, proof, "Hessian blocks"
+    second = _directional(f, names, an, tags, orders)
+    return blocks, second, "second directional derivative"
+
+
+def _is_zero(an: Analyzer, node: Expr) -> bool:
+    if node.op == "const" and node.arg[0] == 0:
+        return True
+    if node.op == "add" and len(node.children) == 1 and node.arg[0] == 0:
+        return True
+    return an.interval(node).is_zero
+
+
+def _block_diagonal(parts: list[Curvature]) -> Curvature:
+    psd = all(p.psd for p in parts)
+    nsd = all(p.nsd for p in parts)
+    lower = None
+    if psd and all(p.lower is not None and p.lower.strong for p in parts):
+        values = [p.lower for p in parts]
+        lower = Modulus(min(v.value for v in values), True, "min(" + ", ".join(v.text for v in values) + ")")
+    upper = None
+    if nsd and all(p.upper is not None and p.upper.strong for p in parts):
+        values = [p.upper for p in parts]
+        upper = Modulus(min(v.value for v in values), True, "min(" + ", ".join(v.text for v in values) + ")")
+    return Curvature(
+        psd,
+        nsd,
+        psd and all(p.pd for p in parts),
+        nsd and all(p.nd for p in parts),
+        all(p.symmetric for p in parts),
+        lower,
+        upper,
+    )
+
+
+def _directional(f: Expr, names: list[str], an: Analyzer, tags, orders) -> Derivation | None:
+    """``q(v) = d²/dt² f(x + t v)`` at ``t = 0``, shown >= 0 (or <= 0) for every ``v``."""
+    t = N.var("dir__t", 0)
+    mapping = {}
+    directions = []
+    for name in names:
+        order = orders[name]
+        if order == 2 and "diagonal" in tags.get(name, set()):
+            v = N.var(f"dir__{name}", 1)
+            d = N.mul((v,), ((0,),), (0, 0))
+        elif order == 2 and "symmetric" in tags.get(name, set()):
+            v = N.var(f"dir__{name}", 2)
+            d = N.add((v, N.mul((v,), ((0, 1),), (1, 0))), (0.5, 0.5))
+        else:
+            v = N.var(f"dir__{name}", order)
+            d = v
+        directions.append(v)
+        x = N.var(name, order)
+        spec = tuple(range(order))
+        mapping[id(x)] = N.add((x, N.mul((t, d), ((), spec), spec)))
+    try:
+        moved = substitute(f, mapping)
+        q = derivative(derivative(moved, t), t)
+        q = simplify(substitute(q, {id(t): N.const(0, 0)}))
+    except Exception:  # noqa: BLE001 - a failed construction proves nothing
+        return None
+    if count_nodes(q) > 5000:
+        return None
+    d = an.derive(q)
+    if d is None or not (d.curvature.psd or d.curvature.nsd):
+        return None
+    curv = Curvature(psd=d.curvature.psd, nsd=d.curvature.nsd, symmetric=True)
+    return Derivation(
+        curv,
+        "second directional derivative",
+        f"q(v) = d²/dt² f(x + t v) at t = 0 is {'>= 0' if curv.psd else '<= 0'} for every v: {q}",
+        [q],
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# certificates
+# ------------------------------------------------------------------------------------------
+
+
+def _certificate(
+    claim: str, hess, proof: Derivation, an: Analyzer, kinks: list[Kink], domain: list[str], method: str
+) -> Certificate:
+    steps = _proof_steps(proof, an)
+    if isinstance(hess, dict):
+        text = "\n".join(f"H[{a},{b}] = {_safe_text(h)}" for (a, b), h in hess.items())
+    else:
+        text = _safe_text(hess)
+    return Certificate(
+        claim=claim,
+        hessian_text=text,
+        steps=steps,
+        kinks=[k.describe() for k in kinks],
+        domain=domain,
+        method=method,
+    )
+
+
+def _safe_text(node: Expr, limit: int = 4000) -> str:
+    try:
+        text = str(node)
+    except Exception:  # noqa: BLE001 - too large to print
+        return f"<{count_nodes(node)} nodes>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _proof_steps(root: Derivation, an: Analyzer, limit: int = 40) -> list[ProofStep]:
+    steps: list[ProofStep] = []
+    steps.append(ProofStep("the Hessian", root.curvature.describe(), root.rule, root.detail))
+    queue = list(root.premises)
+    seen: set[int] = set()
+    while queue and len(steps) < limit:
+        node = queue.pop(0)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        derivation = None
+        for (nid, _perms), d in an.derivations.items():
+            if nid == id(node) and d is not None and (d.curvature.psd or d.curvature.nsd):
+                derivation = d
+                break
+        interval = an.intervals.get(id(node))
+        fact_parts = []
+        if interval is not None:
+            fact_parts.append(f"entries {interval.describe()}")
+        if derivation is not None and node.order > 0:
+            fact_parts.append(f"as a matrix {derivation.curvature.describe()}")
+        rule = derivation.rule if derivation is not None and node.order > 0 else an.interval_rules.get(id(node), "")
+        detail = derivation.detail if derivation is not None and node.order > 0 else ""
+        steps.append(ProofStep(_safe_text(node, 120), "; ".join(fact_parts), rule, detail))
+        if derivation is not None and node.order > 0:
+            queue.extend(derivation.premises)
+        elif node.op not in ("var", "const", "delta"):
+            queue.extend(c for c in node.children if c.op not in ("const",))
+    return steps

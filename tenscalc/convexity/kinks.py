@@ -1,0 +1,197 @@
+"""Non-smooth points: kinks of ``abs``, ``relu`` and fractional powers, jumps of ``sign``.
+
+The Hessian of ``-abs(x)`` is zero wherever it exists, yet ``-abs(x)`` is not
+convex: the second derivative has a point mass at the kink.  Along a line
+``φ(t) = f(x + t v)`` a kink node ``n`` (``abs(u)``, ``relu(u)`` or ``u^p`` with
+``0 < p < 1``) is continuous, nonnegative and has a local minimum where it is
+zero, so its one-sided derivatives jump *upwards* there.  If ``a = ∂f/∂n`` (the
+adjoint of the node) is ``>= 0`` at the kink, ``f``'s derivative jumps upwards
+too: the kink is convex (a point mass of sign ``+``); ``a <= 0`` makes it
+concave.  Where the one-sided derivatives of ``n`` can be infinite
+(``u^p``, ``p < 1``) the adjoint must be strictly signed.  With the Hessian PSD
+between kinks and every kink convex, ``φ`` is convex.
+
+Kinks on the boundary of the domain (``sqrt(x)`` at ``x = 0`` when ``x`` is a
+variable) need nothing: ``f`` is continuous there and convexity on the interior
+extends to the closure.  ``sign(u)`` makes ``f`` jump: convexity is not
+certified where a ``sign`` of the variables occurs in ``f``.
+
+The adjoint is computed symbolically (the node is replaced by a fresh variable,
+``f`` differentiated by it, the node put back) and bounded by intervals, with the
+node itself (for a scalar node) set to 0.  Kink nodes that *dominate* the node
+(every path to the root passes through them) are assumed inactive: where they
+are active, the inner kink does not affect ``f`` separately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .. import nodes as N
+from ..differentiate import derivative
+from ..nodes import Expr, topological
+from .analysis import Analyzer
+from .assumptions import constant_value
+from .facts import Interval
+
+
+def substitute(root: Expr, mapping: Mapping[int, Expr]) -> Expr:
+    """``root`` with the nodes whose ids are keys of ``mapping`` replaced."""
+    built: dict[int, Expr] = {}
+    for node in topological(root):
+        if id(node) in mapping:
+            built[id(node)] = mapping[id(node)]
+            continue
+        children = tuple(built[id(c)] for c in node.children)
+        if all(a is b for a, b in zip(children, node.children)):
+            built[id(node)] = node
+        else:
+            built[id(node)] = N.make(node.op, children, node.arg)
+    return built[id(root)]
+
+
+def depends_on(node: Expr, names: set[str]) -> bool:
+    return bool(set(node.variables) & names)
+
+
+@dataclass
+class Kink:
+    """One non-smooth node of ``f`` and what is known at its kink."""
+
+    node: Expr
+    kind: str  # "abs", "relu", "power", "sign"
+    adjoint: Expr | None = None
+    interval: Interval | None = None
+    convex_ok: bool = False
+    concave_ok: bool = False
+    note: str = ""
+
+    def describe(self) -> str:
+        what = {
+            "abs": "kink of abs",
+            "relu": "kink of relu",
+            "power": "cusp of a fractional power",
+            "sign": "jump of sign",
+        }[self.kind]
+        text = f"{what} at {_short(self.node.children[0])} = 0"
+        if self.adjoint is not None and self.interval is not None:
+            text += f": adjoint ∂f/∂({_short(self.node, 40)}) = {_short(self.adjoint, 60)}"
+            text += f" is {self.interval.describe()} at the kink"
+        if self.note:
+            text += f" ({self.note})"
+        return text
+
+
+def _short(node: Expr, limit: int = 60) -> str:
+    text = str(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _fractional_kink(node: Expr) -> bool:
+    if node.op != "pow":
+        return False
+    e = constant_value(node.children[1])
+    return e is not None and 0 < e < 1
+
+
+def _affine_in(node: Expr, wrt: set[str]) -> bool:
+    """``node`` is an affine function of the variables ``wrt`` (its derivative is free of them)."""
+    if not depends_on(node, wrt):
+        return True
+    for name in sorted(set(node.variables) & wrt):
+        d = derivative(node, name)
+        if depends_on(d, wrt):
+            return False
+    return True
+
+
+def find_kinks(f: Expr, wrt: set[str], an: Analyzer) -> list[Kink]:
+    """The non-smooth nodes of ``f`` that depend on ``wrt`` and can be at their kink
+    inside the domain."""
+    found: list[Kink] = []
+    for node in topological(f):
+        if not depends_on(node, wrt):
+            continue
+        if node.op == "func" and node.arg in ("abs", "relu", "sign"):
+            u = an.interval(node.children[0])
+            if u.nonneg and (node.arg != "sign" or u.pos) or u.nonpos and (node.arg != "sign" or u.neg):
+                continue  # one-signed argument: smooth on the domain
+            found.append(Kink(node, node.arg if node.arg != "sign" else "sign"))
+        elif _fractional_kink(node):
+            base = node.children[0]
+            if an.interval(base).pos:
+                continue
+            if _affine_in(base, wrt):
+                continue  # u = 0 is the boundary of {u >= 0}
+            found.append(Kink(node, "power"))
+    return found
+
+
+def _dominators(f: Expr, target: Expr, candidates: list[Expr]) -> list[Expr]:
+    """Those ``candidates`` through which every path from ``target`` to ``f`` passes."""
+    result = []
+    for k in candidates:
+        if k is target:
+            continue
+        seen = {id(k)}
+        stack = [f] if f is not k else []
+        reached = False
+        while stack:
+            node = stack.pop()
+            if node is target:
+                reached = True
+                break
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend(node.children)
+        if not reached and any(target is n for n in topological(k)):
+            result.append(k)
+    return result
+
+
+def adjoint(f: Expr, node: Expr) -> Expr:
+    """``∂f/∂node`` as an expression (total: through every path from the node)."""
+    fresh = N.var("kink__node", node.order)
+    cut = substitute(f, {id(node): fresh})
+    d = derivative(cut, fresh)
+    return substitute(d, {id(fresh): node})
+
+
+def check_kinks(
+    f: Expr,
+    kinks: list[Kink],
+    variables: Mapping[str, Interval],
+    tags,
+    refine: Mapping[int, Interval],
+    wrt: set[str],
+) -> None:
+    """Fill in, for each kink, whether it is convex and/or concave."""
+    power_kinks = [k.node for k in kinks if k.kind == "power" and k.node.children[0].order == 0]
+    for kink in kinks:
+        if kink.kind == "sign":
+            kink.note = "f jumps here: not certified"
+            continue
+        node = kink.node
+        a = adjoint(f, node)
+        kink.adjoint = a
+        overrides: dict[int, Interval] = {}
+        extra = dict(refine)
+        if node.order == 0:
+            overrides[id(node)] = Interval.point(0)
+            overrides[id(node.children[0])] = Interval.point(0)
+        for k in _dominators(f, node, power_kinks):
+            base = k.children[0]
+            extra[id(base)] = extra.get(id(base), Interval.real()).intersect(Interval.positive())
+        an = Analyzer(variables, tags, extra, wrt, overrides, kink_mode=True)
+        iv = an.interval(a)
+        kink.interval = iv
+        if kink.kind == "power":
+            kink.convex_ok = iv.pos and not iv.empty or iv.empty
+            kink.concave_ok = iv.neg and not iv.empty or iv.empty
+            if not (kink.convex_ok or kink.concave_ok):
+                kink.note = "a fractional power can have infinite slope here; a strictly signed adjoint is needed"
+        else:
+            kink.convex_ok = iv.nonneg
+            kink.concave_ok = iv.nonpos
