@@ -42,8 +42,9 @@ def _key(atom: Atom) -> tuple:
 
 
 def _norm(exponent: float) -> float | int:
-    if float(exponent).is_integer():
-        return int(exponent)
+    # exponents such as -5/3 + 2/3 are computed in floating point: snap to integers
+    if abs(exponent - round(exponent)) < 1e-9:
+        return int(round(exponent))
     return exponent
 
 
@@ -53,7 +54,7 @@ def mono_mul(a: Monomial, b: Monomial) -> Monomial:
     for atom, e in a + b:
         merged[atom] = merged.get(atom, 0) + e
         order[atom] = _key(atom)
-    return tuple(sorted(((atom, _norm(e)) for atom, e in merged.items() if abs(e) > 1e-15), key=lambda t: order[t[0]]))
+    return tuple(sorted(((atom, _norm(e)) for atom, e in merged.items() if abs(e) > 1e-9), key=lambda t: order[t[0]]))
 
 
 def mono_pow(m: Monomial, e: float) -> Monomial:
@@ -106,14 +107,33 @@ def is_elementwise_mul(node: Expr) -> bool:
     return all(set(spec) <= letters for spec in ins)
 
 
-def expand(node: Expr, positions: tuple[int, ...], interval_of: IntervalOf, depth: int = 0) -> Poly | None:
+def opaque_bases(roots) -> frozenset[int]:
+    """Ids of the bases of non-integer powers under ``roots``: they stay atoms, so that
+    ``b * b^(-3/2)`` and ``b^(-1/2)`` are recognised as equal."""
+    from ..nodes import topological
+
+    found = set()
+    for node in topological(list(roots)):
+        e = _exponent(node)
+        if e is not None and not float(e).is_integer():
+            found.add(id(node.children[0]))
+    return frozenset(found)
+
+
+def expand(
+    node: Expr,
+    positions: tuple[int, ...],
+    interval_of: IntervalOf,
+    depth: int = 0,
+    opaque: frozenset[int] = frozenset(),
+) -> Poly | None:
     """One entry of ``node`` (its axes at ``positions`` of a common frame) as a sum of
     monomials over atoms, or None when that takes too many terms.
 
     ``interval_of`` gives known intervals of nodes; it decides whether a non-integer
     power may be distributed over a product (only over nonnegative factors).
     """
-    if depth > 40:
+    if depth > 40 or id(node) in opaque:
         return {((((node, positions), 1),)): 1}
     value = _const_value(node)
     if value is not None:
@@ -121,7 +141,7 @@ def expand(node: Expr, positions: tuple[int, ...], interval_of: IntervalOf, dept
     if node.op == "add":
         total: Poly = {}
         for child, coef in zip(node.children, node.arg):
-            part = expand(child, positions, interval_of, depth + 1)
+            part = expand(child, positions, interval_of, depth + 1, opaque)
             if part is None:
                 return None
             total = poly_add(total, part, coef)
@@ -133,7 +153,7 @@ def expand(node: Expr, positions: tuple[int, ...], interval_of: IntervalOf, dept
         result: Poly = {(): 1}
         for child, spec in zip(node.children, ins):
             child_positions = tuple(positions[out.index(letter)] for letter in spec)
-            part = expand(child, child_positions, interval_of, depth + 1)
+            part = expand(child, child_positions, interval_of, depth + 1, opaque)
             if part is None:
                 return None
             result = poly_mul(result, part)
@@ -145,7 +165,7 @@ def expand(node: Expr, positions: tuple[int, ...], interval_of: IntervalOf, dept
         base = node.children[0]
         if e == 0:
             return {(): 1}
-        inner = expand(base, positions, interval_of, depth + 1)
+        inner = expand(base, positions, interval_of, depth + 1, opaque)
         if inner is None:
             return {((((base, positions), e),)): 1}
         if not inner:  # 0^e: 0 for e > 0, undefined otherwise (outside the domain)
@@ -157,6 +177,8 @@ def expand(node: Expr, positions: tuple[int, ...], interval_of: IntervalOf, dept
                 if result is None:
                     return {((((base, positions), e),)): 1}
             return cancel(result)
+        if id(base) in opaque:
+            return {((((base, positions), e),)): 1}
         if len(inner) == 1:
             ((m, c),) = inner.items()
             if float(e).is_integer():
@@ -197,9 +219,17 @@ def rational_interval(node: Expr, interval_of: IntervalOf) -> Interval | None:
     powers of atoms that appear with negative exponents, nonzero on the domain.
     """
     positions = tuple(range(node.order))
-    poly = expand(node, positions, interval_of)
+    opaque = opaque_bases([node])
+    poly = expand(node, positions, interval_of, opaque=opaque)
     if poly is None:
         return None
+    return poly_rational_interval(poly, interval_of, opaque)
+
+
+def poly_rational_interval(
+    poly: Poly, interval_of: IntervalOf, opaque: frozenset[int] = frozenset()
+) -> Interval | None:
+    """Bound a sum of monomials after clearing denominators and cancelling."""
     factor: dict[Atom, float] = {}  # node value = poly_now * prod atom^(-factor)
     for _ in range(4):
         lowest: dict[Atom, float] = {}
@@ -224,7 +254,7 @@ def rational_interval(node: Expr, interval_of: IntervalOf) -> Interval | None:
             for atom, e in m:
                 sub = None
                 if float(e).is_integer() and 0 < e <= 4 and _expandable(atom[0]):
-                    inner = expand(atom[0], atom[1], interval_of)
+                    inner = expand(atom[0], atom[1], interval_of, opaque=opaque - {id(atom[0])})
                     if inner is not None and inner != {((atom, 1),): 1}:
                         sub = {(): 1}
                         for _ in range(int(e)):

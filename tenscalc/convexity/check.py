@@ -154,7 +154,7 @@ def check_convexity(
     notes: list[str] = []
 
     constraints = implied_constraints(f)
-    refine = refinements(constraints)
+    refine = refinements(constraints + _simplified(constraints))
     intervals = variable_intervals(assumed, orders)
     tags = variable_tags(assumed)
     an = Analyzer(intervals, tags, refine, names)
@@ -256,6 +256,17 @@ def check_convexity(
     )
 
 
+def _simplified(constraints: list[Constraint]) -> list[Constraint]:
+    """The constraints on the simplified forms of their nodes, which is how the nodes
+    appear in derivatives (``x *(i,i->) x`` becomes ``x^2 *(i,->) 1``)."""
+    out = []
+    for c in constraints:
+        s = simplify(c.node)
+        if s is not c.node:
+            out.append(Constraint(s, c.kind, c.origin))
+    return out
+
+
 def _verdict(convex: bool, concave: bool, not_convex: bool, not_concave: bool) -> str:
     if convex and concave:
         return "affine"
@@ -278,26 +289,38 @@ def _verdict(convex: bool, concave: bool, not_convex: bool, not_concave: bool) -
 
 
 def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt: set[str]) -> tuple[bool, list[str]]:
-    """Whether every constraint that involves ``wrt`` cuts out a convex set."""
+    """Whether the constraints that involve ``wrt`` cut out a convex set.
+
+    A constraint is fine when the assumptions (and the constraints already shown
+    to cut out convex sets) imply it, or when it is a sublevel set of the right
+    kind: ``u > 0`` or ``u >= 0`` for ``u`` affine or concave, ``|u| <= 1`` for
+    affine ``u``.  The intersection of convex sets is convex.
+    """
+    relevant = [c for c in constraints if depends_on(c.node, wrt)]
+    convex_sets: list[Constraint] = []
+    pending: list[Constraint] = []
     plain = Analyzer(intervals, tags, {}, wrt)
-    notes = []
-    ok = True
-    for c in constraints:
-        if not depends_on(c.node, wrt):
-            continue
+    for c in relevant:
         if _covered(plain, c):
             continue
         if c.kind in ("positive", "nonnegative", "unit") and _affine_in(c.node, wrt):
+            convex_sets.append(c)
             continue
         if c.kind in ("positive", "nonnegative") and c.node.order == 0:
             inner = check_convexity(
                 c.node, sorted(wrt & set(c.node.variables)), _as_given(intervals, tags, c.node), falsify=False
             )
             if inner.verdict in ("concave", "affine"):
+                convex_sets.append(c)
                 continue
-        ok = False
-        notes.append(f"the domain constraint {c.describe()} was not shown to cut out a convex set")
-    return ok, notes
+        pending.append(c)
+    notes = []
+    if pending:
+        within = Analyzer(intervals, tags, refinements(convex_sets + _simplified(convex_sets)), wrt)
+        for c in pending:
+            if not _covered(within, c):
+                notes.append(f"the domain constraint {c.describe()} was not shown to cut out a convex set")
+    return not notes, notes
 
 
 def _as_given(intervals, tags, node: Expr) -> dict[str, Any]:

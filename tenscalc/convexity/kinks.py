@@ -101,9 +101,26 @@ def _affine_in(node: Expr, wrt: set[str]) -> bool:
         return True
     for name in sorted(set(node.variables) & wrt):
         d = derivative(node, name)
-        if depends_on(d, wrt):
+        if _depends_on_values(d, wrt):
             return False
     return True
+
+
+def _depends_on_values(node: Expr, names: set[str]) -> bool:
+    """Whether the value of ``node`` depends on ``names`` (``x^0``, which only carries
+    the length of ``x``'s axes in derivatives, does not count)."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op == "var" and n.arg[0] in names:
+            return True
+        if n.op == "pow" and n.children[1].op == "const" and n.children[1].arg[0] == 0:
+            continue
+        stack.extend(n.children)
+    return False
 
 
 def find_kinks(f: Expr, wrt: set[str], an: Analyzer) -> list[Kink]:
