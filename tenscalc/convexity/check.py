@@ -35,6 +35,7 @@ from .assumptions import (
 )
 from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
+from .joint import gram_rule
 from .kinks import Kink, _affine_in, check_kinks, depends_on, find_kinks, substitute
 from .report import Certificate, ConvexityResult, ProofStep
 from .rules import Derivation, identity_perm
@@ -387,6 +388,10 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
         proof = an.derive(target, perms)
         method = "Hessian DAG" if target is h else "Hessian DAG on diagonal directions"
         if proof is None or not (proof.curvature.psd or proof.curvature.nsd):
+            if target is h and "symmetric" not in tags.get(name, set()):
+                gram = gram_rule(an, {(name, name): h}, names, orders, f)
+                if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
+                    return h, gram, "Hessian as a Gram form"
             second = _directional(f, names, an, tags, orders)
             if second is not None:
                 return h, second, "second directional derivative"
@@ -411,6 +416,9 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
                     [blocks[(a, a)] for a in names],
                 )
                 return blocks, proof, "Hessian blocks"
+    gram = gram_rule(an, blocks, names, orders, f)
+    if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
+        return blocks, gram, "Hessian blocks as a Gram form"
     second = _directional(f, names, an, tags, orders)
     return blocks, second, "second directional derivative"
 
