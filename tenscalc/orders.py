@@ -15,7 +15,7 @@ Both sweeps are iterative, so a 2,000-deep nesting is no problem.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import nodes as N
 from .errors import SemanticError
@@ -38,6 +38,7 @@ class Problem:
     orders: dict[str, int]
     wrt: str | None = None
     source: str | None = None
+    assumptions: dict[str, tuple] = field(default_factory=dict)
 
     def derivative(self, wrt: str | None = None) -> Expr:
         """The derivative of the expression by ``wrt`` (default: the problem's own)."""
@@ -58,7 +59,8 @@ def build_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
         raise SemanticError(
             f"'derivative wrt {parsed.wrt}' names a variable that is not declared", text, parsed.wrt_pos
         )
-    return Problem(expr=expr, orders=dict(declared), wrt=parsed.wrt, source=text)
+    assumptions = dict(parsed.declarations.assumptions) if parsed.declarations is not None else {}
+    return Problem(expr=expr, orders=dict(declared), wrt=parsed.wrt, source=text, assumptions=assumptions)
 
 
 def _merge_orders(parsed: ParsedProblem, orders: dict[str, int] | None) -> dict[str, int]:

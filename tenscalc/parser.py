@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from .errors import ParseError
 from .lexer import Token, tokenize
 
+ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
+
 # -------------------------------------------------------------------- syntax tree
 
 
@@ -43,6 +45,8 @@ class Declarations:
 
     orders: dict[str, int] = field(default_factory=dict)
     positions: dict[str, int] = field(default_factory=dict)
+    # assumptions written after an order (`declare X 2 pd x 1 positive t 0 (0, 1)`)
+    assumptions: dict[str, tuple] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,6 +151,9 @@ class Parser:
                 raise ParseError(f"variable '{token.text}' is declared twice", self.text, token.pos)
             decl.orders[token.text] = int(order_token.text)
             decl.positions[token.text] = token.pos
+            attributes = self.assumption_attributes()
+            if attributes:
+                decl.assumptions[token.text] = attributes
         # a keyword followed by an order was meant as a name (`declare wrt 1`); any
         # other keyword means 'expression' is missing (`declare x 1 derivative ...`)
         if self.at("keyword") and self.tok.text != "expression" and self.tokens[self.i + 1].kind == "number":
@@ -154,6 +161,44 @@ class Parser:
                 f"'{self.spelling(self.tok)}' is reserved and cannot name a variable", self.text, self.tok.pos
             )
         return decl
+
+    def assumption_attributes(self) -> tuple:
+        """Assumptions after a declaration: words such as ``positive`` or ``pd`` (a word
+        followed by an order is the next declaration instead) and intervals ``(lo, hi)``
+        whose ends may be ``inf``, ``-inf`` or empty (unbounded)."""
+        found: list = []
+        while True:
+            word = self.tok.text.lower() if self.at("name") else None
+            if word in ASSUMPTION_WORDS and self.tokens[self.i + 1].kind != "number":
+                self.advance()
+                found.append(word)
+            elif self.at("("):
+                self.advance()
+                low = self.interval_end(-1)
+                self.expect(",", "',' between the ends of the interval (lo, hi)")
+                high = self.interval_end(1)
+                self.expect(")", "')' closing the interval (lo, hi)")
+                found.append((low, high))
+            else:
+                return tuple(found)
+
+    def interval_end(self, side: int) -> float | None:
+        negative = False
+        if self.at("-"):
+            self.advance()
+            negative = True
+        if self.at("number"):
+            value = float(self.advance().text)
+            return -value if negative else value
+        if self.at("name") and self.tok.text.lower() == "inf":
+            if (side < 0) != negative:
+                self.fail("'-inf' as the lower end or 'inf' as the upper end")
+            self.advance()
+            return None
+        if not negative and (self.at(",") or self.at(")")):
+            return None  # an empty end: unbounded
+        self.fail("a number, 'inf' or nothing as an end of the interval (lo, hi)")
+        raise AssertionError  # unreachable: fail raises
 
     # expressions -----------------------------------------------------------------
     def expr(self) -> Syn:
