@@ -86,3 +86,7 @@ __all__ = [
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]
+
+from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
+
+__all__ += ["check_convexity"]
