@@ -387,6 +387,8 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
             perms = (identity_perm(1),)
         proof = an.derive(target, perms)
         method = "Hessian DAG" if target is h else "Hessian DAG on diagonal directions"
+        if len(perms) > 1:
+            method += " on symmetric directions"
         if proof is None or not (proof.curvature.psd or proof.curvature.nsd):
             if target is h and "symmetric" not in tags.get(name, set()):
                 gram = gram_rule(an, {(name, name): h}, names, orders, f)
