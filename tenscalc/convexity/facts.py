@@ -458,7 +458,10 @@ class Modulus:
         return Modulus(self.value * other.value, self.strong and other.strong, symbolic)
 
     def scaled(self, c: float) -> Modulus:
-        symbolic = None if self.symbolic is None else (self.symbolic if c == 1 else f"{_fmt(c)} ({self.symbolic})")
+        symbolic = self.symbolic
+        if symbolic is not None and c != 1:
+            simple = all(ch.isalnum() or ch in "._^" for ch in symbolic)
+            symbolic = f"{_fmt(c)} {symbolic}" if simple else f"{_fmt(c)} ({symbolic})"
         return Modulus(self.value * c, self.positive and c > 0, symbolic)
 
 
