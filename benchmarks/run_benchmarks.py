@@ -215,8 +215,8 @@ def bench_sweep(name: str, ns: list[int], fw: Frameworks, repeats: int, budget: 
         _, rest = problems.wrt_first(name, data)
         args = [data[wrt]] + [data[r] for r in rest]
         row = {"n": n, "sizes": sizes}
-        row["closed_form"] = measure(lambda: problems.closed_form_hessian(name, data), repeats, budget)
-        row["tenscalc"] = measure(lambda: compiled(data), repeats, budget)
+        row["closed_form"] = measure(lambda data=data: problems.closed_form_hessian(name, data), repeats, budget)
+        row["tenscalc"] = measure(lambda data=data: compiled(data), repeats, budget)
         if fw.jax is not None:
             jax = fw.jax
             row["jax"] = measure(fw.jax_call(jax.jit(jax.hessian(problems.jax_fn(name))), args), repeats, budget)

@@ -70,6 +70,12 @@ EXPRESSIONS = [
     "-(A *(ij,jk->ik) B) *(ik,->ki) 1 + 2 *(,ij->ij) B *(ji,->ij) 1",
     "exp(A *(ij,j->i) x) *(i,i->) exp(A *(ij,j->i) x)",
     "sin(A) *(ij,kj->ik) sin(A) *(ij,->ji) 1",
+    # Gram matrices Xᵀ diag(d) X (the syrk kernel): d of mixed sign, positive, negative, a second
+    "X *(ij,i->ij) y *(ij,ik->jk) X",
+    "X *(ij,i->ij) exp(y) *(ij,ik->kj) X",
+    "-(X *(ij,i->ij) exp(y) *(ij,ik->jk) X)",
+    "X *(ji,i->ji) exp(x) *(ji,ki->jk) X",
+    "c *(,ij->ij) (X *(ij,i->ij) y *(ij,ik->jk) X)",
 ]
 
 SCALARS = [
@@ -301,3 +307,13 @@ def test_benchmark_script_quick_smoke(tmp_path):
         assert row["symbolic"]["total"] > 0 and row["first_call"] > 0
     assert [r["n"] for r in results["sweep"]["quadratic"]] == module.QUICK_SWEEP
     assert results["machine"]["cores"] >= 1 and results["config"]["frameworks"] == []
+
+
+def test_gram_matrices_are_recognised():
+    from tenscalc.compiler.kernels import gram_pattern
+
+    assert gram_pattern([(0, 1), (0, 2), (0,)], [5, 5, 7], (1, 2)) == (0, 1, [2], 0)
+    assert gram_pattern([(1, 0), (2, 0)], [5, 5], (2, 1)) == (0, 1, [], 1)
+    assert gram_pattern([(0, 1), (0, 2)], [5, 6], (1, 2)) is None  # two different matrices
+    assert gram_pattern([(0, 1), (2, 0)], [5, 5], (1, 2)) is None  # X Xᵀ mixed orientation: not a Gram
+    assert gram_pattern([(0, 1), (0, 2), (1,)], [5, 5, 7], (1, 2)) is None  # a vector on a kept axis

@@ -17,6 +17,14 @@ import numpy as np
 
 Kernel = Callable[..., np.ndarray]
 
+#: Matrix-vector products over at least this many entries run as a single-threaded
+#: ``np.einsum`` pass instead of BLAS.  They are memory-bound, and OpenBLAS's
+#: threaded gemv waits whole scheduler ticks for its second thread whenever the
+#: cores are shared: on our 2-core machine under load a 4000x1000 product took a
+#: median 0.4 to 8 ms through BLAS (varying run to run) and a steady 1.1 ms through
+#: einsum.  Set to ``float("inf")`` to always use BLAS on a machine of your own.
+MATVEC_EINSUM_SIZE = 1 << 20
+
 
 def _identity(perm: Sequence[int]) -> bool:
     return tuple(perm) == tuple(range(len(perm)))
@@ -54,10 +62,14 @@ def pair_kernel(
         if batch:
             shape_a, shape_b = (nb, nl, nk), (nb, nk, nr)
         else:
-            shape_a = (nl, nk) if left else (nk,)
-            shape_b = (nk, nr) if right else (nk,)
+            # always 2-D: OpenBLAS's threaded gemv stalls for whole scheduler ticks when
+            # the cores are shared (medians of 0.4 ms to 8 ms for one 4000x1000 product on
+            # our 2-core machine), its gemm with one column much less often
+            shape_a, shape_b = (nl, nk), (nk, nr)
         ta = None if _identity(perm_a) else tuple(perm_a)
         tb = None if _identity(perm_b) else tuple(perm_b)
+        if not batch and min(nl, nr) == 1 and nl * nk * nr >= MATVEC_EINSUM_SIZE:
+            return _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape), result
         matmul = np.matmul
 
         def contract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -93,6 +105,23 @@ def pair_kernel(
         return multiply(x, y)
 
     return outer, result
+
+
+def _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape):
+    """``(l, k) @ (k, r)`` with ``l`` or ``r`` equal to 1, as one einsum pass."""
+    eq = "lk,kr->lr"
+    einsum = np.einsum
+
+    def contract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        x = reduce_a(x)
+        y = reduce_b(y)
+        if ta is not None:
+            x = x.transpose(ta)
+        if tb is not None:
+            y = y.transpose(tb)
+        return einsum(eq, x.reshape(shape_a), y.reshape(shape_b)).reshape(out_shape)
+
+    return contract
 
 
 def _parse(eq: str) -> tuple[list[str], str]:
@@ -147,5 +176,66 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
             stack.append(fn(*picked))
         result = reduce_final(stack[-1])
         return result if transpose is None else result.transpose(transpose)
+
+    return run
+
+
+def gram_pattern(specs: Sequence[tuple[int, ...]], slots: Sequence[object], target: tuple[int, ...]):
+    """Recognise ``X[a,j] X[a,k] d1[a] d2[a] ... -> (j, k)`` (or with ``a`` second in
+    both): a Gram matrix ``Xᵀ diag(d) X``, symmetric, computable with half the flops.
+
+    Returns ``(first, second, vectors, summed_axis)`` operand positions, or None.
+    """
+    matrices = [k for k, spec in enumerate(specs) if len(spec) == 2]
+    if len(matrices) != 2 or len(set(target)) != 2 or len(target) != 2:
+        return None
+    p, q = matrices
+    if slots[p] is None or slots[p] != slots[q]:
+        return None
+    sp, sq = specs[p], specs[q]
+    for axis in (0, 1):
+        a = sp[axis]
+        if sq[axis] != a or a in target:
+            continue
+        j, k = sp[1 - axis], sq[1 - axis]
+        if j == k or {j, k} != set(target):
+            return None
+        vectors = [m for m in range(len(specs)) if m not in (p, q)]
+        if all(specs[m] in ((a,), ()) for m in vectors):
+            return p, q, vectors, axis
+    return None
+
+
+def gram_contraction(pattern, specs, target, factor: float = 1.0) -> Kernel:
+    """``Xᵀ diag(d) X`` through ``Bᵀ B`` with ``B = X sqrt(|d|)``, which NumPy hands
+    to BLAS ``syrk`` (half the flops of ``gemm``), when ``d`` has one sign;
+    ``(X d)ᵀ X`` by ``gemm`` otherwise.  The result is symmetric, so its order is
+    the target's either way."""
+    p, q, vectors, axis = pattern
+    scalars = [m for m in vectors if len(specs[m]) == 0]
+    lines = [m for m in vectors if len(specs[m]) == 1]
+
+    def run(*arrays: np.ndarray) -> np.ndarray:
+        x = arrays[p] if axis == 0 else arrays[p].T  # (a, j)
+        scale = factor
+        for m in scalars:
+            scale = scale * arrays[m]
+        d = None
+        for m in lines:
+            d = arrays[m] if d is None else d * arrays[m]
+        if d is None:
+            gram = x.T @ x
+            return gram if scale == 1.0 else gram * scale
+        if scale != 1.0:
+            d = d * scale
+        if d.min() >= 0:
+            b = x * np.sqrt(d)[:, None]
+            return b.T @ b
+        if d.max() <= 0:
+            b = x * np.sqrt(-d)[:, None]
+            gram = b.T @ b
+            np.negative(gram, out=gram)
+            return gram
+        return (x * d[:, None]).T @ x
 
     return run

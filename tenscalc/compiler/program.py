@@ -23,6 +23,7 @@ from ..cost import Cost, OpCost
 from ..errors import EvaluationError
 from ..evaluate import EVALUATORS, _shaped_value, bind_lengths, node_shape
 from ..nodes import Expr
+from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, Plan, Step, Term
 
 StepFn = Callable[[list], Any]
@@ -323,15 +324,22 @@ def _bind_term(
     eq = ",".join(letters(spec) for _, spec, _, _ in operands) + "->" + letters(target)
     op_shapes = [tuple(sizes[letter] for letter in spec) for _, spec, _, _ in operands]
     path, info = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
-    contract = backend.contraction(eq, op_shapes, path)
+    specs = [spec for _, spec, _, _ in operands]
+    gram = None
+    if backend.name == "numpy" and all(d is None for _, _, d, _ in operands):
+        gram = gram_pattern(specs, [slot for slot, _, _, _ in operands], target)
+    if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
+        contract = backend.contraction(eq, op_shapes, path)
     core_size = math.prod(sizes[letter] for letter in target)
     flops = float(info.opt_cost)
     largest = max([core_size, *info.size_list]) if info.size_list else core_size
     n_ops = len(path) + sum(d is not None for _, _, d, _ in operands)
 
-    # the factor goes onto the smallest array it can scale
+    # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself)
     scale_at = None
-    if factor != 1:
+    if gram is not None:
+        contract = gram_contraction(gram, specs, target, factor)
+    elif factor != 1:
         sizes_in = [math.prod(s) for s in op_shapes]
         smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
         scale_at = smallest if sizes_in[smallest] < core_size else -1
