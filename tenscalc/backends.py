@@ -66,13 +66,12 @@ class Backend:
 
     # ------------------------------------------------------------ setup
     def load(self) -> None:
-        """Import the library, raising a clear error when it is not installed."""
-        try:
-            importlib.import_module(self.module_name)
-        except ImportError:
-            raise EvaluationError(
-                f"backend {self.name!r} needs the {self.module_name} package: {_INSTALL.get(self.name, '')}"
-            ) from None
+        """Import the library (and autoray), raising a clear error when missing."""
+        for module, hint in ((self.module_name, _INSTALL.get(self.name, "")), ("autoray", "pip install autoray")):
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise EvaluationError(f"backend {self.name!r} needs the {module} package: {hint}") from None
 
     @property
     def module_name(self) -> str:
@@ -238,7 +237,10 @@ class NumpyBackend(Backend):
     def _lookup(self, name: str) -> Callable[[Any], Any]:
         if name == "relu":
             return lambda x: np.maximum(x, 0.0)
-        return super()._lookup(name)
+        module = np
+        for part in name.split("."):  # "tanh", "linalg.inv" (NumPy needs no autoray)
+            module = getattr(module, part)
+        return module
 
     def power(self, base, exponent):
         return np.power(base, exponent)

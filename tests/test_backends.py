@@ -75,6 +75,7 @@ def test_numpy(exprs):
 @pytest.mark.parametrize("exprs", GROUPS, ids=IDS)
 def test_torch_cpu(exprs):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
 
     def to_torch(value):
         return torch.as_tensor(np.asarray(value, dtype=np.float64))
@@ -84,6 +85,7 @@ def test_torch_cpu(exprs):
 
 def test_torch_results_are_tensors():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
     f = tc.parse("x *(i,->ii) 1 *(ij,jk->ik) A", ORDERS)
     out = tc.compile(f, backend="torch")(x=torch.ones(3, dtype=torch.float64), A=np.eye(3))  # NumPy is moved in
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
@@ -92,6 +94,7 @@ def test_torch_results_are_tensors():
 @pytest.fixture(scope="module")
 def jax_numpy():
     jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
@@ -106,6 +109,7 @@ def test_jax(exprs, jax_numpy):
 @pytest.fixture(scope="module")
 def dask_client():
     pytest.importorskip("dask.array", reason='Dask is not installed (pip install "dask[array]" distributed)')
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
     distributed = pytest.importorskip(
         "distributed", reason='dask.distributed is not installed (pip install "dask[array]" distributed)'
     )
@@ -134,6 +138,7 @@ def test_dask_on_a_local_cluster(exprs, dask_client):
 
 def test_cupy(exprs=GROUPS[0]):
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed (it needs a CUDA GPU: pip install cupy-cuda12x)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
     check("cupy", exprs, cupy.asarray, cupy.asnumpy)
 
 
@@ -152,7 +157,7 @@ def test_numpy_backend_does_not_need_optional_libraries():
     import sys
 
     code = (
-        "import sys; sys.modules.update({m: None for m in ('torch', 'jax', 'dask', 'cupy')});"
+        "import sys; sys.modules.update({m: None for m in ('torch', 'jax', 'dask', 'cupy', 'autoray')});"
         "import numpy as np, tenscalc as tc;"
         "f = tc.parse('x *(i,i->) x', {'x': 1});"
         "print(float(tc.compile([f, tc.gradient(f, 'x')])(x=np.ones(3))[0]))"
