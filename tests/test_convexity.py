@@ -328,3 +328,15 @@ def test_command_line(capsys):
     assert "unknown assumption" in capsys.readouterr().err
     assert convexity_main(["--wrt", "x,y", "--assume", "y=0..", "--orders", "x=0,y=0", "x^2 / (y + 1)"]) == 0
     assert "convex in x, y" in capsys.readouterr().out
+
+
+def test_the_python_examples_of_the_convexity_page_run(capsys):
+    import pathlib
+    import re
+
+    page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "convexity.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    assert len(blocks) >= 4
+    namespace: dict = {}
+    for block in blocks:
+        exec(block, namespace)  # noqa: S102 - the page's own examples
