@@ -70,7 +70,7 @@ class Expr:
         Creation number, stable within a process; used for printing and drawing.
     """
 
-    __slots__ = ("op", "children", "arg", "order", "digest", "serial", "_variables", "__weakref__")
+    __slots__ = ("op", "children", "arg", "order", "digest", "serial", "varset", "__weakref__")
 
     op: str
     children: tuple[Expr, ...]
@@ -78,6 +78,7 @@ class Expr:
     order: int
     digest: bytes
     serial: int
+    varset: frozenset[tuple[str, int]]
 
     def __init__(self, op: str, children: tuple[Expr, ...], arg: Any, order: int, digest: bytes):
         set_ = object.__setattr__
@@ -87,7 +88,14 @@ class Expr:
         set_(self, "order", order)
         set_(self, "digest", digest)
         set_(self, "serial", next(_serials))
-        set_(self, "_variables", None)
+        # the variables below this node, computed once from the children so that
+        # asking for them is O(1) (rules ask often; a walk each time is quadratic)
+        if op == "var":
+            varset = frozenset((arg,))
+        else:
+            sets = {c.varset for c in children}
+            varset = sets.pop() if len(sets) == 1 else frozenset().union(*sets)
+        set_(self, "varset", varset)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("tenscalc expressions are immutable")
@@ -107,12 +115,7 @@ class Expr:
         >>> tc.parse("x *(i,ij->j) A", {"x": 1, "A": 2}).variables
         {'A': 2, 'x': 1}
         """
-        cached = self._variables
-        if cached is None:
-            found = {n.arg[0]: n.arg[1] for n in walk(self) if n.op == "var"}
-            cached = dict(sorted(found.items()))
-            object.__setattr__(self, "_variables", cached)
-        return dict(cached)
+        return dict(sorted(self.varset))
 
     def __str__(self) -> str:
         from .printing import to_text

@@ -111,15 +111,26 @@ def mul_constants(node: Expr, ctx: Context) -> Expr | None:
                 factor *= child.arg[0]
                 continue
         elif _is_ones_with_shape(child):
-            # x^0 only binds axis lengths: redundant when operands with variables bind them
-            binding = [s for j, (c, s) in enumerate(pairs) if j != k and c.variables and not _is_ones_with_shape(c)]
-            if set(spec) <= set().union(*binding):
+            # x^0 only binds axis lengths: redundant when other operands' variables bind them
+            bound_letters = {
+                s[p] for j, (c, s) in enumerate(pairs) if j != k and not _is_ones_with_shape(c) for p in _bound_axes(c)
+            }
+            if set(spec) <= bound_letters:
                 continue
         keep.append((child, spec))
     if len(keep) == len(pairs) or not keep:
         return None
     inner = _rebuild(keep, node.arg[1])
     return inner if factor == 1 else N.scale(inner, factor)
+
+
+def _bound_axes(node: Expr) -> set[int]:
+    """Axes of ``node`` whose length a variable inside it fixes."""
+    if not node.varset or node.order == 0:
+        return set()
+    graph = axis_graph(node)
+    bound = {graph.find(slot) for *_, slot in graph.var_slots}
+    return {p for p, cls in enumerate(graph.classes(node)) if cls in bound}
 
 
 def _is_ones_with_shape(node: Expr) -> bool:
@@ -213,9 +224,10 @@ def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:
         for t in range(n):
             a, b = spec[t], spec[n + t]
             a, b = rename.get(a, a), rename.get(b, b)
-            if a == b:
-                continue  # delta_aa inside a sum over a is handled by keeping it
-            if a in others or b in others:
+            if a == b and a in others:
+                rename.setdefault(a, a)  # delta_aa is 1 where another operand binds a
+                continue
+            if a != b and (a in others or b in others):
                 keep, drop = (a, b) if a in others else (b, a)
                 rename = {x: (keep if y == drop else y) for x, y in rename.items()}
                 rename[drop] = keep
@@ -237,7 +249,8 @@ def mul_drop_delta0(node: Expr, ctx: Context) -> Expr | None:
     # a *(ij,->ij) delta(0) -> a
     pairs = _operands(node)
     if len(pairs) > 1 and any(c.op == "delta" and c.arg == 0 for c, _ in pairs):
-        return _rebuild([(c, s) for c, s in pairs if not (c.op == "delta" and c.arg == 0)], node.arg[1])
+        rest = [(c, s) for c, s in pairs if not (c.op == "delta" and c.arg == 0)]
+        return _rebuild(rest, node.arg[1]) if rest else N.const(1, node.order)
     return None
 
 
@@ -303,7 +316,9 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
     order: list[int] = []
     constant = 0
     changed = False
-    has_variables = any(c.variables and not _is_ones_with_shape(c) for c in node.children)
+    has_variables = any(map(_is_ones_with_shape, node.children)) and any(
+        len(_bound_axes(c)) == node.order and not _is_ones_with_shape(c) for c in node.children
+    )
     for child, coef in zip(node.children, node.arg):
         if has_variables and _is_ones_with_shape(child):
             child = N.const(1, node.order)  # a sibling with variables fixes the shape
@@ -480,7 +495,10 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     for _ in range(MAX_PASSES):
         new_root = _one_pass(root, table)
         if new_root is root:
-            return bind_free_axes(root, sources)
+            bound = bind_free_axes(root, sources)
+            if bound is root or root.op == "const":  # a bound constant is as simple as it gets
+                return bound
+            new_root = bound  # simplify the bound form too, so simplify is idempotent
         root = new_root
     raise TensCalcError(f"simplification did not reach a fixed point within {MAX_PASSES} passes (a rule loop)")
 
@@ -556,7 +574,10 @@ def bind_free_axes(result: Expr, sources: tuple) -> Expr:
     operands = [f for f, _ in factors]
     specs = [spec for _, spec in factors]
     if result.op == "const" and set().union(*specs) == set(range(result.order)):
-        ones = N.mul(operands, specs, tuple(range(result.order)))
+        if len(operands) == 1 and specs[0] == tuple(range(result.order)):
+            ones = operands[0]
+        else:
+            ones = N.mul(operands, specs, tuple(range(result.order)))
         return ones if result.arg[0] == 1 else N.scale(ones, result.arg[0])
     operands.insert(0, result)
     specs.insert(0, tuple(range(result.order)))
