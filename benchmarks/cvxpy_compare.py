@@ -104,6 +104,13 @@ def _cvxpy_builders(cp):
         z = -cp.multiply(y, X @ w + c)
         return cp.sum(cp.log(cp.exp(z) + 1)) if literal else cp.sum(cp.logistic(z))
 
+    def softmax(literal):
+        W, Y = cp.Variable((N, 3)), cp.Parameter((M, 3))
+        scores = X @ W
+        if literal:
+            return cp.sum(cp.log(cp.sum(cp.exp(scores), axis=1))) - cp.sum(cp.multiply(Y, scores))
+        return cp.sum(cp.log_sum_exp(scores, axis=1)) - cp.sum(cp.multiply(Y, scores))
+
     def sym(**kw):
         return cp.Variable((N, N), **kw)
 
@@ -140,6 +147,7 @@ def _cvxpy_builders(cp):
         "1/x², no assumption": (lambda: cp.sum(x() ** -2), lambda: cp.sum(cp.power(x(), -2))),
         "negative harmonic mean": (lambda: -1 / cp.sum(1 / x(pos=True)), lambda: -cp.harmonic_mean(x(pos=True))),
         "negative geometric mean": (lambda: -cp.exp(cp.sum(cp.log(x())) / N), lambda: -cp.geo_mean(x())),
+        "multinomial logistic regression": (lambda: softmax(True), lambda: softmax(False)),
         "3-norm": (lambda: cp.sum(cp.abs(x()) ** 3) ** (1 / 3), lambda: cp.pnorm(x(), 3)),
         "3-norm on x > 0": (lambda: cp.sum(x(pos=True) ** 3) ** (1 / 3), lambda: cp.pnorm(x(pos=True), 3)),
         "‖A − UVᵀ‖² in V": (lambda: uv(False, True), lambda: uv(False, False)),

@@ -113,6 +113,16 @@ CASES = [
         (True, False),
         "convex",
     ),
+    (
+        "multinomial logistic regression",
+        "log(exp(X *(ij,jk->ik) W) *(ik,k->i) 1) *(i,i->) 1 - (X *(ij,jk->ik) W) *(ik,ik->) Y",
+        {"X": 2, "W": 2, "Y": 2},
+        "W",
+        None,
+        None,
+        (True, False),
+        "convex",
+    ),
     ("3-norm", "(abs(x)^3 *(i,i->) 1)^(1/3)", {"x": 1}, "x", None, None, (True, False), "convex"),
     ("3-norm on x > 0", "(x^3 *(i,i->) 1)^(1/3)", {"x": 1}, "x", {"x": "positive"}, None, (True, False), "convex"),
     (

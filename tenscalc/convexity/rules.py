@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import nodes as N
+from ..errors import TensCalcError
 from ..nodes import Expr
-from .algebra import expand, mono_mul, mono_pow
+from .algebra import expand, mono_mul, mono_pow, opaque_bases, poly_rational_interval
 from .facts import (
     INF,
     Curvature,
@@ -806,7 +807,10 @@ def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[fl
             factor = coef
             for _, c in combo:
                 factor *= c
-            term = simplify(N.mul([c for c, _ in combo], ins, out))
+            try:
+                term = simplify(N.mul([c for c, _ in combo], ins, out))
+            except TensCalcError:  # a simplifier failure proves nothing: no expansion
+                return None
             part = expand_terms(term, factor, depth + 1)
             if part is None:
                 return None
@@ -843,11 +847,17 @@ def expansion_rule(an: Analyzer, node: Expr, perms) -> Derivation | None:
     detail = f"distributed into {len(terms)} terms"
     if total.psd or total.nsd:
         return Derivation(total, "sum (after distributing)", detail, [t for _, t in terms], terms)
+    opaque = opaque_bases([t for _, t in terms])
     for sign in (1, -1):
-        result = cauchy_schwarz(an, terms, parts, perms, sign)
+        result = cauchy_schwarz(an, terms, parts, perms, sign, opaque)
         if result is not None:
             curv, text = result
             return Derivation(curv, "PSD template (Cauchy-Schwarz)", detail + "; " + text, [t for _, t in terms], terms)
+    for sign in (1, -1):
+        result = merged_diagonal(an, terms, parts, perms, sign, opaque)
+        if result is not None:
+            curv, text = result
+            return Derivation(curv, "diagonal terms combined", detail + "; " + text, [t for _, t in terms], terms)
     return None
 
 
@@ -863,8 +873,8 @@ def _interval_of(an: Analyzer):
     return get
 
 
-def _product_monomial(an, pairs, position_of) -> tuple[float, tuple] | None:
-    """Monomial (with constant) of a product of operands whose letters map to positions."""
+def _product_monomial(an, pairs, position_of, opaque=frozenset()) -> tuple[float, tuple] | None:
+    """Monomial (with its constant) of a product of operands whose letters map to positions."""
     value = 1.0
     mono: tuple = ()
     for child, spec in pairs:
@@ -872,7 +882,7 @@ def _product_monomial(an, pairs, position_of) -> tuple[float, tuple] | None:
             positions = tuple(position_of[a] for a in spec)
         except KeyError:
             return None
-        poly = expand(child, positions, _interval_of(an))
+        poly = expand(child, positions, _interval_of(an), opaque=opaque)
         if poly is None or len(poly) != 1:
             return None
         ((m, c),) = poly.items()
@@ -881,82 +891,177 @@ def _product_monomial(an, pairs, position_of) -> tuple[float, tuple] | None:
     return value, mono
 
 
-def _diag_form(an, t: Expr, coef: float, k: int, perm: Perm) -> tuple[float, tuple] | None:
-    if t.op != "mul":
-        return None
-    ins, out = t.arg
-    norm = normalize_term(list(zip(t.children, ins)), out, k, perm, coef)
-    if norm is None or any(a != b for a, b in zip(norm.left, norm.right)) or norm.count_factor:
-        return None
-    position_of = {a: s for s, a in enumerate(norm.left)}
-    got = _product_monomial(an, norm.operands, position_of)
-    if got is None:
-        return None
-    value, mono = got
-    return value * norm.coef, mono
+def _mono_interval(an, mono) -> Interval:
+    from .algebra import monomial_interval
+
+    return monomial_interval(mono, _interval_of(an))
 
 
-def _rank_one_form(an, t: Expr, coef: float, k: int, perm: Perm):
+def _canonical(mono) -> tuple:
+    return tuple(sorted((a[0].serial, a[1], round(float(e), 9)) for a, e in mono))
+
+
+@dataclass
+class _Frame:
+    """How a term's letters map to monomial positions: output axes 0..k-1 (a right
+    letter to its partner's position), summed "batch" letters k, k+1, ..."""
+
+    norm: Normalized
+    position_of: dict[int, int]
+    batch: list[int]
+    node: Expr
+
+
+def _frame(an, t: Expr, coef: float, k: int, perm: Perm, graph) -> _Frame | None:
     if t.op != "mul":
         return None
     ins, out = t.arg
     norm = normalize_term(list(zip(t.children, ins)), out, k, perm, coef)
     if norm is None or norm.count_factor:
         return None
-    left, right = norm.left, norm.right
-    if len(set(left) | set(right)) != 2 * len(left):
+    position_of: dict[int, int] = {}
+    for s_, a in enumerate(norm.left):
+        position_of[a] = s_
+    for s_, b in enumerate(norm.right):
+        if position_of.get(b, s_) != s_:
+            return None
+        position_of[b] = s_
+    summed = sorted({a for _, spec in norm.operands for a in spec} - set(position_of))
+    slots = graph.letter_slots.get(id(t)) if graph is not None else None
+    if summed:
+        # order the batch letters by their axis class, so that two terms agree
+        if slots is None or any(a not in slots for a in summed):
+            return None
+        classes = [graph.find(slots[a]) for a in summed]
+        if len(set(classes)) != len(classes):
+            return None
+        summed = [a for _, a in sorted(zip(classes, summed))]
+    for j, a in enumerate(summed):
+        position_of[a] = k + j
+    return _Frame(norm, position_of, summed, t)
+
+
+def _batch_classes(graph, frame: _Frame) -> tuple:
+    slots = graph.letter_slots.get(id(frame.node)) if graph is not None else None
+    if not frame.batch:
+        return ()
+    return tuple(graph.find(slots[a]) for a in frame.batch)
+
+
+def _diag_form(an, frame: _Frame, opaque):
+    """``D(l, r) = sum_B A(l_c, B) A(r_c, B) [l_t = r_t] d(l_t, B)``: (value, pc, A monomial,
+    d monomial), where pc are the positions of the congruence factor A."""
+    norm = frame.norm
+    k = len(norm.left)
+    pt = [t for t in range(k) if norm.left[t] == norm.right[t]]
+    if not pt:
         return None
-    lset, rset = set(left), set(right)
-    lpos = {a: s for s, a in enumerate(left)}
-    rpos = {a: s for s, a in enumerate(right)}
+    pc = [t for t in range(k) if t not in pt]
+    lc = {norm.left[t] for t in pc}
+    rc = {norm.right[t] for t in pc}
+    diag_letters = {norm.left[t] for t in pt}
+    a_left, a_right, rest = [], [], []
+    for child, spec in norm.operands:
+        letters = set(spec)
+        if letters & lc and letters & rc:
+            return None
+        if letters & lc or letters & rc:
+            if letters & diag_letters:
+                return None
+            (a_left if letters & lc else a_right).append((child, spec))
+        else:
+            rest.append((child, spec))
+    gl = _product_monomial(an, a_left, frame.position_of, opaque)
+    gr = _product_monomial(an, a_right, frame.position_of, opaque)
+    gd = _product_monomial(an, rest, frame.position_of, opaque)
+    if gl is None or gr is None or gd is None or _canonical(gl[1]) != _canonical(gr[1]):
+        return None
+    return norm.coef * gl[0] * gr[0] * gd[0], tuple(pc), gl[1], gd[1]
+
+
+def _rank_form(an, frame: _Frame, pc: tuple, opaque):
+    """``R(l, r) = sum_B A(l_c, B) A(r_c, B) h(B) u(l_t, B) u(r_t, B)``: (value, A, u, h)."""
+    norm = frame.norm
+    k = len(norm.left)
+    if len(set(norm.left) | set(norm.right)) != 2 * k:
+        return None
+    lset, rset = set(norm.left), set(norm.right)
     lefts, rights, scalars = [], [], []
     for child, spec in norm.operands:
         letters = set(spec)
-        if not letters:
-            scalars.append((child, spec))
-        elif letters <= lset:
+        if letters & lset and letters & rset:
+            return None
+        if letters & lset:
             lefts.append((child, spec))
-        elif letters <= rset:
+        elif letters & rset:
             rights.append((child, spec))
         else:
+            scalars.append((child, spec))
+    gl = _product_monomial(an, lefts, frame.position_of, opaque)
+    gr = _product_monomial(an, rights, frame.position_of, opaque)
+    gs = _product_monomial(an, scalars, frame.position_of, opaque)
+    if gl is None or gr is None or gs is None or _canonical(gl[1]) != _canonical(gr[1]):
+        return None
+    pcs, pts = set(pc), set(range(k)) - set(pc)
+    a_part, u_part, h_part = [], [], list(gs[1])
+    for atom, e in gl[1]:
+        positions = {p for p in atom[1] if p < k}
+        if positions & pcs and positions & pts:
             return None
-    gl = _product_monomial(an, lefts, lpos)
-    gr = _product_monomial(an, rights, rpos)
-    gs = _product_monomial(an, scalars, {})
-    if gl is None or gr is None or gs is None:
-        return None
-    if gl[1] != gr[1]:
-        return None
-    value = norm.coef * gs[0] * gl[0] * gr[0]
-    return value, gl[1], gs[1]
+        if positions & pcs:
+            a_part.append((atom, e))
+        elif positions & pts:
+            u_part.append((atom, e))
+        else:  # depends on batch letters only: appears on both sides, a square
+            h_part.append((atom, 2 * e))
+    h = ()
+    for atom, e in h_part:
+        h = mono_mul(h, ((atom, e),))
+    return norm.coef * gl[0] * gr[0] * gs[0], tuple(a_part), tuple(u_part), h
 
 
-def cauchy_schwarz(an: Analyzer, terms, parts, perms, sign: int):
-    """Pair each non-PSD term ``-c h u uᵀ`` with a diagonal term ``D`` such that
-    ``c h sum_l u_l^2 / D_l <= 1``; the other terms must be PSD.  ``sign=-1``
-    checks NSD instead (all coefficients negated)."""
+def cauchy_schwarz(an: Analyzer, terms, parts, perms, sign: int, opaque=frozenset()):
+    """Pair each non-PSD term ``-sum_B (a aᵀ) ⊗ h u uᵀ`` with a term ``sum_B (a aᵀ) ⊗ diag(d)``
+    such that, for every batch index B, ``h sum_l u_l^2 / d_l <= 1`` (Cauchy-Schwarz):
+    then ``(a aᵀ) ⊗ (diag(d) - h u uᵀ)`` is PSD for each B.  The other terms must be PSD.
+    ``sign=-1`` checks NSD instead (all coefficients negated)."""
+    from ..axes import axis_graph
+
     k = terms[0][1].order // 2
+    members = [t for _, t in terms]
+    specs, start = [], 0
+    for node in members:
+        specs.append(tuple(range(start, start + node.order)))
+        start += node.order
+    try:
+        graph = axis_graph(N.mul(members, specs, tuple(range(start))))
+    except Exception:  # noqa: BLE001 - no axis information: no claim
+        return None
     for perm in perms:
+        frames = [_frame(an, t, c * sign, k, perm, graph) for c, t in terms]
         used: set[int] = set()
         ok = True
         notes = []
-        matched_pd = False
-        for i, ((c, t), part) in enumerate(zip(terms, parts)):
+        for i, part in enumerate(parts):
             signed = part if sign > 0 else part.negated()
             if signed.psd:
                 continue
-            rank = _rank_one_form(an, t, c * sign, k, perm)
-            if rank is None or rank[0] >= 0:
+            if frames[i] is None:
                 ok = False
                 break
             found = None
-            for j, (cd, td) in enumerate(terms):
-                if j == i or j in used:
+            for j, frame_d in enumerate(frames):
+                if j == i or j in used or frame_d is None:
                     continue
-                diag = _diag_form(an, td, cd * sign, k, perm)
+                if _batch_classes(graph, frame_d) != _batch_classes(graph, frames[i]):
+                    continue
+                diag = _diag_form(an, frame_d, opaque)
                 if diag is None or diag[0] <= 0:
                     continue
-                check = _cs_condition(an, diag, rank, t, k)
+                rank = _rank_form(an, frames[i], diag[1], opaque)
+                if rank is None or rank[0] >= 0:
+                    continue
+                check = _cs_condition(an, graph, diag, rank, frames[i], opaque)
                 if check is not None:
                     found = (j, check)
                     break
@@ -966,53 +1071,41 @@ def cauchy_schwarz(an: Analyzer, terms, parts, perms, sign: int):
             used.add(found[0])
             notes.append(found[1])
         if ok and notes:
-            # the matched diagonal terms are spent; every other term must be PSD
-            remaining = [
-                (p if sign > 0 else p.negated())
-                for i, p in enumerate(parts)
-                if i not in used and (p if sign > 0 else p.negated()).psd
-            ]
-            curv = add_curvatures(remaining + [Curvature(psd=True, symmetric=True)])
-            curv = Curvature(psd=True, pd=matched_pd, symmetric=curv.symmetric)
+            remaining = [(p if sign > 0 else p.negated()) for i, p in enumerate(parts) if i not in used]
+            remaining = [p for p in remaining if p.psd]
+            curv = Curvature(psd=True, symmetric=all(p.symmetric for p in remaining))
             return (curv if sign > 0 else curv.negated()), "; ".join(notes)
     return None
 
 
-def _cs_condition(an, diag, rank, rank_node: Expr, k: int) -> str | None:
-    """Whether ``D - (-rank)`` is PSD by Cauchy-Schwarz: sum_l |c| h u_l^2 / D_l <= 1."""
-    d_value, d_mono = diag
-    r_value, u_mono, h_mono = rank
-    iv = _interval_of(an)
-    # D_l >= 0 for every l
-    d_interval = _mono_interval(an, d_mono).scale(d_value)
-    if not d_interval.nonneg:
+def _cs_condition(an, graph, diag, rank, frame: _Frame, opaque) -> str | None:
+    """Whether ``D + R`` is PSD: ``sum_l |c_R| h u_l^2 / (c_D d_l) <= 1`` for every batch index."""
+    d_value, pc, a_diag, d_mono = diag
+    r_value, a_rank, u_mono, h_mono = rank
+    if _canonical(a_diag) != _canonical(a_rank):
         return None
+    iv = _interval_of(an)
+    if not _mono_interval(an, d_mono).scale(d_value).nonneg or not _mono_interval(an, h_mono).nonneg:
+        return None
+    k = len(frame.norm.left)
     ratio_value = -r_value / d_value
     ratio = mono_mul(mono_mul(h_mono, mono_pow(u_mono, 2)), mono_pow(d_mono, -1))
-    # division by D is only allowed where D = 0 forces u = 0
+    # division by d is only allowed where d = 0 forces u = 0
     u2 = dict(mono_pow(u_mono, 2))
     for atom, e in d_mono:
         if e > 0 and not (iv(atom[0]) or Interval.real()).nonzero and u2.get(atom, 0) < e:
             return None
-    if not _mono_interval(an, h_mono).nonneg:
-        return None
+    pt = [t for t in range(k) if t not in pc]
     for atom, e in ratio:
-        if atom[1] != () or abs(e + 1) > 1e-9:
+        if abs(e + 1) > 1e-9 or any(p < k for p in atom[1]):
             continue
-        denominator = atom[0]
         rest = tuple((a, x) for a, x in ratio if a != atom)
-        if any(a[1] == () for a, _ in rest):
+        if any(all(p >= k for p in a[1]) for a, _ in rest):
             continue
-        bound = _sum_bound(an, denominator, rest, ratio_value, rank_node, k)
+        bound = _sum_bound(an, graph, atom, rest, ratio_value, frame, pt, opaque)
         if bound is not None:
             return bound
     return None
-
-
-def _mono_interval(an, mono) -> Interval:
-    from .algebra import monomial_interval
-
-    return monomial_interval(mono, _interval_of(an))
 
 
 def _linear_parts(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[float, Expr]]:
@@ -1024,61 +1117,94 @@ def _linear_parts(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[f
     return [(coef, node)]
 
 
-def _sum_bound(an, denominator: Expr, rest, C: float, rank_node: Expr, k: int) -> str | None:
-    """sum_l C * rest(l) <= denominator, with rest matching the summand of a sum node."""
-    for _alpha, s in _linear_parts(denominator):
-        if s.op != "mul" or s.order != 0:
+def _sum_bound(an, graph, atom, rest, C: float, frame: _Frame, pt: list[int], opaque) -> str | None:
+    """``sum_l C rest(l, B) <= denominator(B)`` where ``rest`` is the summand of a sum node
+    ``s(B) = sum_l w(l, B)`` and the denominator is ``alpha s + (terms >= 0)`` with ``alpha >= C``."""
+    denominator, atom_positions = atom
+    parts = _linear_parts(denominator)
+    for _alpha, s in parts:
+        if s.op != "mul" or s.order != len(atom_positions):
             continue
-        others = [(c, n) for c, n in _linear_parts(denominator) if n is not s]
-        alpha_total = sum(c for c, n in _linear_parts(denominator) if n is s)
-        if alpha_total <= 0:
+        others = [(c, n) for c, n in parts if n is not s]
+        alpha_total = sum(c for c, n in parts if n is s)
+        if alpha_total <= 0 or not all(an.interval(n).scale(c).nonneg for c, n in others):
             continue
-        if not all(an.interval(n).scale(c).nonneg for c, n in others):
+        ins, out = s.arg
+        if len(set(out)) != len(out):
             continue
-        ins, _ = s.arg
-        letters = sorted(set().union(*ins))
-        if len(letters) != k:
+        summed = sorted(set().union(*ins) - set(out))
+        if len(summed) != len(pt):
             continue
-        for order in itertools.permutations(range(k)):
-            position_of = {a: order[i] for i, a in enumerate(letters)}
-            got = _product_monomial(an, list(zip(s.children, ins)), position_of)
+        for order in itertools.permutations(pt):
+            position_of = {a: order[i] for i, a in enumerate(summed)}
+            position_of.update({a: atom_positions[j] for j, a in enumerate(out)})
+            got = _product_monomial(an, list(zip(s.children, ins)), position_of, opaque)
             if got is None:
                 continue
             value, mono = got
             if value <= 0 or _canonical(mono) != _canonical(rest):
                 continue
-            if abs(C / value) > alpha_total * (1 + 1e-12):
+            if C / value > alpha_total * (1 + 1e-12):
                 continue
-            summand = _mono_interval(an, mono).scale(value)
-            if not summand.nonneg:
+            if not _mono_interval(an, mono).scale(value).nonneg:
                 continue
-            if not _same_lengths(rank_node, s, letters, order, k):
+            if not _same_lengths(graph, frame, s, summed, order, out, atom_positions):
                 continue
             extra = " + nonnegative terms" if others else ""
+            batch = " for each batch index" if frame.batch else ""
             return (
-                f"diag(D) - u uᵀ · h with sum_l h u_l²/D_l = {_num(C / value)} · sum / ({_num(alpha_total)} · "
-                f"sum{extra}) <= 1, where sum = {_short(s, 60)}"
+                f"diag(D) - h u uᵀ with sum_l h u_l²/D_l = {_num(C / value)} · sum / ({_num(alpha_total)} · "
+                f"sum{extra}) <= 1{batch}, where sum = {_short(s, 60)}"
             )
     return None
 
 
-def _canonical(mono) -> tuple:
-    return tuple(sorted((a[0].serial, a[1], round(float(e), 9)) for a, e in mono))
-
-
-def _same_lengths(term: Expr, s: Expr, letters, order, k: int) -> bool:
-    """The letters summed in ``s`` run over the same axes as the term's positions."""
-    from ..axes import axis_graph
-
-    try:
-        graph = axis_graph(term)
-        classes = graph.classes(term)
-        slots = graph.letter_slots.get(id(s))
-    except Exception:  # noqa: BLE001 - no axis information: do not claim
+def _same_lengths(graph, frame: _Frame, s: Expr, summed, order, out, atom_positions) -> bool:
+    """The letters of ``s`` run over the same axes as the positions they are matched to."""
+    slots = graph.letter_slots.get(id(s))
+    term_slots = graph.letter_slots.get(id(frame.node))
+    if slots is None or term_slots is None:
         return False
-    if slots is None:
-        return False
-    for i, a in enumerate(letters):
-        if graph.find(slots[a]) != classes[order[i]]:
+    classes = graph.classes(frame.node)
+    k = len(frame.norm.left)
+    for a, p in list(zip(summed, order)) + list(zip(out, atom_positions)):
+        if p < k:
+            target = classes[p]
+        else:
+            target = graph.find(term_slots[frame.batch[p - k]])
+        if graph.find(slots[a]) != target:
             return False
     return True
+
+
+def merged_diagonal(an: Analyzer, terms, parts, perms, sign: int, opaque=frozenset()):
+    """The diagonal terms together form ``diag(sum_t c_t d_t)``: PSD when that entry is
+    >= 0 (decided after clearing denominators and cancelling); the rest must be PSD."""
+    k = terms[0][1].order // 2
+    for perm in perms:
+        total: dict = {}
+        used = []
+        for i, (c, t) in enumerate(terms):
+            frame = _frame(an, t, c * sign, k, perm, None)
+            if frame is None or frame.batch:
+                continue
+            diag = _diag_form(an, frame, opaque)
+            if diag is None or diag[1]:
+                continue
+            value, _pc, _a, mono = diag
+            total[mono] = total.get(mono, 0) + value
+            used.append(i)
+        if len(used) < 2:
+            continue
+        rest = [(p if sign > 0 else p.negated()) for i, p in enumerate(parts) if i not in used]
+        entry = poly_rational_interval({m: v for m, v in total.items() if v != 0}, _interval_of(an), opaque)
+        if entry is None:
+            continue
+        psd = entry.nonneg and all(p.psd for p in rest)
+        nsd = entry.nonpos and all(p.nsd for p in rest)
+        if not (psd or nsd):
+            continue
+        curv = Curvature(psd=psd, nsd=nsd, symmetric=all(p.symmetric for p in rest))
+        note = f"the {len(used)} diagonal terms sum to a diagonal with entries {entry.describe()}"
+        return (curv if sign > 0 else curv.negated()), note
+    return None
