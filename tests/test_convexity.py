@@ -340,3 +340,58 @@ def test_the_python_examples_of_the_convexity_page_run(capsys):
     namespace: dict = {}
     for block in blocks:
         exec(block, namespace)  # noqa: S102 - the page's own examples
+
+
+def _random_function(r, depth: int) -> str:
+    """A random scalar function of the vectors x and y (with data A, b)."""
+
+    def vec(d: int) -> str:
+        if d <= 0 or r.random() < 0.25:
+            return r.choice(["x", "y", "(A *(ij,j->i) x)", "(x - y)", "(x - b)", "(-x)"])
+        a = vec(d - 1)
+        choices = [
+            f"exp({a})",
+            f"log(1 + exp({a}))",
+            f"abs({a})",
+            f"relu({a})",
+            f"({a})^2",
+            f"({a})^3",
+            f"sin({a})",
+            f"tanh({a})",
+            f"({a} + {vec(d - 1)})",
+            f"({a} - {vec(d - 1)})",
+            f"({a} *(i,i->i) {vec(d - 1)})",
+            f"(abs({a}) + 1)^(1/2)",
+            f"log(({a})^2 + 1)",
+            f"abs({a})^(1/2)",
+            f"(-{a})",
+            f"(sign({a}) *(i,i->i) {a})",
+        ]
+        return r.choice(choices)
+
+    v = vec(depth)
+    return r.choice(
+        [
+            f"{v} *(i,i->) 1",
+            f"log(exp({v}) *(i,i->) 1)",
+            f"({v} *(i,i->) {v})^(1/2)",
+            f"-log(1 + {v} *(i,i->) {v})",
+            f"{v} *(i,i->) {vec(depth)}",
+        ]
+    )
+
+
+def test_random_expressions_are_never_misjudged():
+    """Fuzzing: whatever is proven must survive the numeric search (verify=True)."""
+    import random
+
+    r = random.Random(20240601)
+    proven = 0
+    for _ in range(40):
+        text = _random_function(r, r.randint(1, 3))
+        f = tc.parse(text, {"x": 1, "y": 1, "A": 2, "b": 1})
+        wrt = [n for n in ("x", "y") if n in f.variables]
+        result = tc.check_convexity(f, wrt, verify=True, points=6)
+        assert not any("INCONSISTENCY" in note for note in result.notes), f"{text}\n{result.explain()}"
+        proven += result.certified
+    assert proven >= 5
