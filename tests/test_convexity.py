@@ -395,3 +395,13 @@ def test_random_expressions_are_never_misjudged():
         assert not any("INCONSISTENCY" in note for note in result.notes), f"{text}\n{result.explain()}"
         proven += result.certified
     assert proven >= 3
+
+
+def test_given_arrays_fix_the_shapes_of_the_search():
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((250, 250))
+    f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    result = tc.check_convexity(f, "x", values={"A": m + m.T})
+    cex = result.convex_counterexample
+    assert cex.point["x"].shape == (250,) and "Lanczos" in result.search.method
+    assert cex.curvature < 0

@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from .. import nodes as N
+from ..axes import axis_graph
 from ..differentiate import derivative, hessian
 from ..errors import TensCalcError
 from ..evaluate import evaluate
 from ..nodes import Expr
-from ..testing import axis_lengths
+from ..testing import _combined
 from .assumptions import Constraint, VariableAssumption
 
 TOLERANCE = 1e-9
@@ -138,12 +139,24 @@ class Falsifier:
             for name, a in self.assumed.items()
             if a.tags and self.orders.get(name) == 2
         ]
-        shapes = dict(axis_lengths([self.f] + square))
+        combined = _combined([self.f] + square)
+        graph = axis_graph(combined)
+        length_of: dict[int, int] = {}
+        for name, _order, axis, slot in graph.var_slots:  # lengths of the arrays given
+            if name in self.fixed and axis < self.fixed[name].ndim:
+                length_of.setdefault(graph.find(slot), int(self.fixed[name].shape[axis]))
+        shapes: dict[str, list[int]] = {}
+        for name, order, axis, slot in graph.var_slots:  # the others: 2, 3, 4 ... (distinct)
+            cls = graph.find(slot)
+            if cls not in length_of:
+                length_of[cls] = 2 + len(length_of)
+            shapes.setdefault(name, [0] * order)[axis] = length_of[cls]
+        result = {name: tuple(shape) for name, shape in shapes.items()}
         for name, order in self.orders.items():
-            shapes.setdefault(name, (2,) * order)
+            result.setdefault(name, (2,) * order)
         for name, value in self.fixed.items():
-            shapes[name] = value.shape
-        return shapes
+            result[name] = value.shape
+        return result
 
     @property
     def size(self) -> int:
