@@ -53,6 +53,8 @@ class Analyzer:
         self.variables = dict(variables)
         self.tags = {k: set(v) for k, v in (tags or {}).items()}
         self.refine = dict(refine or {})
+        # keep the refined nodes alive: a freed node's id could be reused by another
+        self._refined_nodes = list(getattr(refine, "nodes", []))
         self.wrt_names = set(wrt)
         self.overrides = dict(overrides or {})
         self.kink_mode = kink_mode

@@ -204,9 +204,18 @@ def constant_value(node: Expr) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def refinements(constraints: list[Constraint]) -> dict[int, Interval]:
+class Refinements(dict):
+    """id(node) -> Interval, holding the nodes themselves so that their ids stay theirs."""
+
+    def __init__(self):
+        super().__init__()
+        self.nodes: list[Expr] = []
+
+
+def refinements(constraints: list[Constraint]) -> Refinements:
     """id(node) -> interval that the constraints give for its entries."""
-    out: dict[int, Interval] = {}
+    out = Refinements()
+    out.nodes.extend(c.node for c in constraints)
     for c in constraints:
         iv = c.interval()
         if iv is None:

@@ -32,7 +32,7 @@ from .. import nodes as N
 from ..differentiate import derivative
 from ..nodes import Expr, topological
 from .analysis import Analyzer
-from .assumptions import constant_value
+from .assumptions import constant_value, refinements
 from .facts import Interval
 
 
@@ -194,7 +194,9 @@ def check_kinks(
         a = adjoint(f, node)
         kink.adjoint = a
         overrides: dict[int, Interval] = {}
-        extra = dict(refine)
+        extra = refinements([])
+        extra.update(refine)
+        extra.nodes.extend(getattr(refine, "nodes", []))
         if node.order == 0:
             overrides[id(node)] = Interval.point(0)
             overrides[id(node.children[0])] = Interval.point(0)
