@@ -318,7 +318,10 @@ def make_plot(results: dict, path: pathlib.Path) -> None:
     ]
     names = list(results["problems"])
     sweeps = results.get("sweep", {})
-    fig, axes = plt.subplots(1, 2 + len(sweeps), figsize=(5.2 * (2 + len(sweeps)), 4.4))
+    panels = 2 + len(sweeps)
+    fig, grid = plt.subplots(2, (panels + 1) // 2, figsize=(6.2 * ((panels + 1) // 2), 8.4), squeeze=False)
+    axes = grid.ravel()
+    colors = {key: f"C{k}" for k, (key, _) in enumerate(tools)}
     width = 0.2
     for ax, kind in zip(axes[:2], ("hessian", "gradient")):
         for k, (key, label) in enumerate(tools):
@@ -327,7 +330,7 @@ def make_plot(results: dict, path: pathlib.Path) -> None:
                 label = label.replace("hessian", "grad")
             if all(np.isnan(heights)):
                 continue
-            ax.bar(np.arange(len(names)) + (k - 1.5) * width, heights, width, label=label)
+            ax.bar(np.arange(len(names)) + (k - 1.5) * width, heights, width, label=label, color=colors[key])
         ax.set_xticks(np.arange(len(names)), names)
         ax.set_yscale("log")
         ax.set_ylabel("median time (ms, log scale)")
@@ -338,12 +341,15 @@ def make_plot(results: dict, path: pathlib.Path) -> None:
         for key, label in tools:
             ys = [r[key]["median"] * 1e3 if key in r else np.nan for r in rows]
             if not all(np.isnan(ys)):
-                ax.plot(ns, ys, marker="o", label=label)
+                ax.plot(ns, ys, marker="o", label=label, color=colors[key])
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(ns, [str(n) for n in ns])
+        ax.minorticks_off()
         ax.set_xlabel("n")
         ax.set_ylabel("median Hessian time (ms)")
-        ax.set_title(f"{name} Hessian, size sweep")
+        ratio_note = f" (m = {LOGREG_RATIO}n)" if name == "logreg" else ""
+        ax.set_title(f"{name} Hessian, size sweep{ratio_note}")
         ax.legend(fontsize=8)
     fig.suptitle(
         f"tenscalc vs JAX, PyTorch and NumPy — {results['machine']['cpu']}, "
