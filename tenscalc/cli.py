@@ -62,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     variables   c 0
     0
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["convexity"]:  # `tenscalc convexity ...` has its own options
+        from .convexity.cli import main as convexity_main
+
+        return convexity_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
