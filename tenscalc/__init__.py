@@ -36,11 +36,11 @@ from .compiler import CompiledFunction, compile
 from .differentiate import derivative, gradient, hessian, jacobian, nth_derivative
 from .directional import hvp
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
-from .evaluate import evaluate
-from .latex import latex
+from .interpreter import evaluate
+from .latex_printer import latex
 from .nodes import Expr, count_edges, count_nodes
 from .orders import Problem, build_problem
-from .simplify import simplify
+from .simplifier import simplify
 from .viz import dot_source, to_dot
 
 __version__ = "0.1.0"

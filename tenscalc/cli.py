@@ -25,7 +25,7 @@ from typing import TextIO
 from . import __version__
 from . import nodes as N
 from .errors import SemanticError, TensCalcError
-from .evaluate import evaluate
+from .interpreter import evaluate
 from .nodes import Expr, count_nodes
 from .orders import Problem, build_problem
 

@@ -28,8 +28,8 @@ from . import nodes as N
 from .axes import axis_sources
 from .errors import SemanticError
 from .nodes import Expr, topological
-from .simplify import bind_free_axes
-from .simplify import simplify as run_simplifier
+from .simplifier import bind_free_axes
+from .simplifier import simplify as run_simplifier
 
 PullbackRule = Callable[[Expr, int, Expr, int], "Expr | None"]
 

@@ -197,12 +197,12 @@ class Expr:
 
     def to_latex(self, notation: str = "auto") -> str:
         """The expression in LaTeX (see :func:`tenscalc.latex`)."""
-        from .latex import latex
+        from .latex_printer import latex
 
         return latex(self, notation)
 
     def _repr_latex_(self) -> str | None:
-        from .latex import notebook_latex
+        from .latex_printer import notebook_latex
 
         return notebook_latex(self)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import sympy
 
-from .evaluate import resolve_sizes, run_interpreter
+from .interpreter import resolve_sizes, run_interpreter
 from .nodes import Expr
 
 _SYMPY_FUNCTIONS = {

@@ -17,7 +17,7 @@ import numpy as np
 from . import nodes as N
 from .axes import axis_graph
 from .differentiate import _resolve_wrt, derivative
-from .evaluate import evaluate
+from .interpreter import evaluate
 from .nodes import Expr, topological
 
 FIRST_LENGTH = 2

@@ -184,7 +184,7 @@ def test_invalid_nodes_are_refused_at_construction():
 
 
 def test_every_node_kind_has_a_printer_and_an_evaluator():
-    from tenscalc.evaluate import EVALUATORS
+    from tenscalc.interpreter import EVALUATORS
     from tenscalc.printing import _PRINTERS
 
     for kind in N.NODE_KINDS:

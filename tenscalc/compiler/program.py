@@ -1,7 +1,7 @@
 """The shape-dependent half of compilation: a plan bound to one shape signature.
 
 :func:`bind` resolves every axis length (with the interpreter's own
-:func:`~tenscalc.evaluate.bind_lengths` and :func:`~tenscalc.evaluate.node_shape`),
+:func:`~tenscalc.interpreter.bind_lengths` and :func:`~tenscalc.interpreter.node_shape`),
 searches each fused product's contraction path once with opt_einsum, and turns
 every step into a closure over a flat list of slots.  Running the program is
 then a loop over those closures, releasing slots after their last use.  The same
@@ -21,7 +21,7 @@ from ..axes import AxisGraph
 from ..backends import Backend, letters
 from ..cost import Cost, OpCost
 from ..errors import EvaluationError
-from ..evaluate import EVALUATORS, _shaped_value, bind_lengths, node_shape
+from ..interpreter import EVALUATORS, _shaped_value, bind_lengths, node_shape
 from ..nodes import Expr
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, Plan, Step, Term

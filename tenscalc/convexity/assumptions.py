@@ -195,7 +195,7 @@ def constant_value(node: Expr) -> float | None:
         return float(node.arg[0])
     if node.order != 0 or node.variables:
         return None
-    from ..evaluate import evaluate
+    from ..interpreter import evaluate
 
     try:
         value = float(evaluate(node, {}))

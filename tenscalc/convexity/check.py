@@ -23,7 +23,7 @@ from .. import nodes as N
 from ..differentiate import derivative, hessian
 from ..errors import SemanticError
 from ..nodes import Expr, count_nodes
-from ..simplify import simplify
+from ..simplifier import simplify
 from .analysis import Analyzer
 from .assumptions import (
     Constraint,

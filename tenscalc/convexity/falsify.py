@@ -26,7 +26,7 @@ from .. import nodes as N
 from ..axes import axis_graph
 from ..differentiate import derivative, hessian
 from ..errors import TensCalcError
-from ..evaluate import evaluate
+from ..interpreter import evaluate
 from ..nodes import Expr
 from ..testing import _combined
 from .assumptions import Constraint, VariableAssumption
