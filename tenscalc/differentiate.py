@@ -85,14 +85,23 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
         raise SemanticError(f"derivative needs a tenscalc expression, got {type(expr).__name__}")
     x = _resolve_wrt(expr, wrt)
     q = expr.order
-    result = _reverse_sweep(expr, x, q)
+    result = reverse_sweep(expr, x, q)
     if simplify:
         result = run_simplifier(result)
     sources = axis_sources(expr) + tuple((x.arg[0], x.order, k) for k in range(x.order))
     return bind_free_axes(result, sources)
 
 
-def _reverse_sweep(expr: Expr, x: Expr, q: int) -> Expr:
+def reverse_sweep(
+    expr: Expr, x: Expr, q: int, observe: Callable[[Expr, Expr], None] | None = None
+) -> Expr:
+    """The raw (unsimplified) reverse-mode derivative of ``expr`` by ``x``.
+
+    ``observe(new, node)`` is called for the seed (with the root), for each
+    node's summed pullback and for each contribution a node's rule makes, so that
+    tools (the pullback colouring of :func:`tenscalc.to_dot`) can tell which node
+    of ``expr`` produced which part of the derivative.
+    """
     nodes = topological(expr)
     depends: set[int] = set()
     for node in nodes:
@@ -101,6 +110,8 @@ def _reverse_sweep(expr: Expr, x: Expr, q: int) -> Expr:
     if id(x) not in depends:
         return N.const(0, q + x.order)
     seed = N.delta(q) if q else N.const(1, 0)
+    if observe:
+        observe(seed, expr)
     contributions: dict[int, list[Expr]] = {id(expr): [seed]}
     for node in reversed(nodes):
         if id(node) not in depends:
@@ -109,6 +120,8 @@ def _reverse_sweep(expr: Expr, x: Expr, q: int) -> Expr:
         if not parts:
             continue
         pullback = parts[0] if len(parts) == 1 else N.add(parts)
+        if observe:
+            observe(pullback, node)
         if node is x:
             return pullback
         rule = PULLBACK_RULES[node.op]
@@ -116,6 +129,8 @@ def _reverse_sweep(expr: Expr, x: Expr, q: int) -> Expr:
             if id(child) in depends:
                 contribution = rule(node, k, pullback, q)
                 if contribution is not None:
+                    if observe:
+                        observe(contribution, node)
                     contributions.setdefault(id(child), []).append(contribution)
     return N.const(0, q + x.order)
 

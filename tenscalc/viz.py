@@ -95,8 +95,8 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
     """The raw reverse-mode derivative and, for each of its new nodes, the node of
     ``expr`` whose pullback rule created it.
 
-    This repeats the reverse sweep of :mod:`tenscalc.differentiate` with the same
-    rule table, noting after each rule which nodes appeared.  The seed is
+    It runs the reverse sweep of :mod:`tenscalc.differentiate` with an observer
+    that notes, after each rule, which nodes appeared.  The seed is
     attributed to the root, the sum of a node's contributions to the node itself.
 
     Returns
@@ -106,13 +106,10 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
         ``id(node)`` of each derivative node that is not a node of ``expr`` to the
         node of ``expr`` it comes from.
     """
-    from . import nodes as N
-    from .differentiate import PULLBACK_RULES, _resolve_wrt
+    from .differentiate import _resolve_wrt, reverse_sweep
 
     x = _resolve_wrt(expr, wrt)
-    q = expr.order
-    nodes = topological(expr)
-    original = {id(n) for n in nodes}
+    original = {id(n) for n in topological(expr)}
     sources: dict[int, Expr] = {}
 
     def claim(root: Expr, owner: Expr) -> None:
@@ -124,33 +121,7 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
             sources[id(node)] = owner
             stack.extend(node.children)
 
-    depends: set[int] = set()
-    for node in nodes:
-        if node is x or any(id(c) in depends for c in node.children):
-            depends.add(id(node))
-    if id(x) not in depends:
-        return N.const(0, q + x.order), sources
-    seed = N.delta(q) if q else N.const(1, 0)
-    claim(seed, expr)
-    contributions: dict[int, list[Expr]] = {id(expr): [seed]}
-    for node in reversed(nodes):
-        if id(node) not in depends:
-            continue
-        parts = contributions.pop(id(node), None)
-        if not parts:
-            continue
-        pullback = parts[0] if len(parts) == 1 else N.add(parts)
-        claim(pullback, node)
-        if node is x:
-            return pullback, sources
-        rule = PULLBACK_RULES[node.op]
-        for k, child in enumerate(node.children):
-            if id(child) in depends:
-                contribution = rule(node, k, pullback, q)
-                if contribution is not None:
-                    claim(contribution, node)
-                    contributions.setdefault(id(child), []).append(contribution)
-    return N.const(0, q + x.order), sources
+    return reverse_sweep(expr, x, expr.order, observe=claim), sources
 
 
 # ------------------------------------------------------------------------- labels

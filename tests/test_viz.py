@@ -13,7 +13,7 @@ import pytest
 
 import tenscalc as tc
 from tenscalc import viz
-from tenscalc.differentiate import _reverse_sweep
+from tenscalc.differentiate import reverse_sweep
 from tenscalc.nodes import topological
 
 LOGREG = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
@@ -101,7 +101,7 @@ def test_side_by_side_clusters_share_forward_nodes():
 def test_pullback_attribution_repeats_the_reverse_sweep():
     f = tc.parse(LOGREG, LOGREG_ORDERS)
     raw, sources = viz.pullback_sources(f, "w")
-    assert raw is _reverse_sweep(f, tc.var("w", 1), 0)
+    assert raw is reverse_sweep(f, tc.var("w", 1), 0)
     original = {id(n) for n in topological(f)}
     new = [n for n in topological(raw) if id(n) not in original]
     assert new and all(id(n) in sources for n in new)
