@@ -36,12 +36,27 @@ def var(name: str, order: int) -> Expr:
 
 
 def delta(n: int) -> Expr:
-    """The order-``2n`` identity tensor (``delta(1)`` is the identity matrix)."""
+    """The order-``2n`` identity tensor (``delta(1)`` is the identity matrix).
+
+    Its axis lengths come from what it is combined with.
+
+    >>> import numpy as np, tenscalc as tc
+    >>> A = tc.var("A", 2)
+    >>> tc.evaluate(tc.einsum("ij,jk->ik", tc.delta(1), A), A=np.arange(4.0).reshape(2, 2))
+    array([[0., 1.],
+           [2., 3.]])
+    """
     return N.delta(n)
 
 
 def constant(value: float, order: int = 0) -> Expr:
-    """A tensor of the given order filled with ``value`` (axis lengths from context)."""
+    """A tensor of the given order filled with ``value`` (axis lengths from context).
+
+    >>> import numpy as np, tenscalc as tc
+    >>> x = tc.var("x", 1)
+    >>> tc.evaluate(x + tc.constant(2, 1), x=np.array([1.0, 2.0]))
+    array([3., 4.])
+    """
     return N.const(value, order)
 
 
@@ -191,7 +206,12 @@ def _elementwise(name: str):
 
     build.__name__ = name
     build.__qualname__ = name
-    build.__doc__ = f"``{name}(x)`` entry by entry (the language's ``{name}``)."
+    build.__doc__ = (
+        f"``{name}(x)`` entry by entry (the language's ``{name}``).\n\n"
+        f"    >>> import tenscalc as tc\n"
+        f"    >>> str(tc.{name}(tc.var('x', 1)))\n"
+        f"    '{name}(x)'\n"
+    )
     return build
 
 
@@ -217,15 +237,31 @@ def _matrix(x: Operand, name: str) -> Expr:
 
 
 def inv(x: Operand) -> Expr:
-    """Matrix inverse."""
+    """Matrix inverse.
+
+    >>> import numpy as np, tenscalc as tc
+    >>> tc.evaluate(tc.inv(tc.var("X", 2)), X=np.diag([2.0, 4.0]))
+    array([[0.5 , 0.  ],
+           [0.  , 0.25]])
+    """
     return N.inv(_matrix(x, "inv"))
 
 
 def det(x: Operand) -> Expr:
-    """Determinant (order 0)."""
+    """Determinant (order 0).
+
+    >>> import numpy as np, tenscalc as tc
+    >>> round(float(tc.evaluate(tc.det(tc.var("X", 2)), X=np.diag([2.0, 4.0]))), 12)
+    8.0
+    """
     return N.det(_matrix(x, "det"))
 
 
 def adj(x: Operand) -> Expr:
-    """Adjugate, ``det(X) * inv(X)``."""
+    """Adjugate, built as ``det(X) *(,ij->ij) inv(X)``.
+
+    >>> import tenscalc as tc
+    >>> str(tc.adj(tc.var("X", 2)))
+    'det(X) *(,ij->ij) inv(X)'
+    """
     return N.adj(_matrix(x, "adj"))

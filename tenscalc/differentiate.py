@@ -151,7 +151,12 @@ def gradient(expr: Expr, wrt: str | Expr) -> Expr:
 
 
 def jacobian(expr: Expr, wrt: str | Expr) -> Expr:
-    """The Jacobian ``d expr / d wrt`` of any order (same as :func:`derivative`)."""
+    """The Jacobian ``d expr / d wrt`` of any order (same as :func:`derivative`).
+
+    >>> import tenscalc as tc
+    >>> str(tc.jacobian(tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}), "x"))
+    'A'
+    """
     return derivative(expr, wrt)
 
 
@@ -170,7 +175,12 @@ def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr
 
 
 def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
-    """The ``n``-th derivative by repeating :func:`derivative`."""
+    """The ``n``-th derivative by repeating :func:`derivative`.
+
+    >>> import tenscalc as tc
+    >>> str(tc.nth_derivative(tc.parse("c^3", {"c": 0}), "c", 3))
+    '6'
+    """
     if not isinstance(n, int) or n < 0:
         raise SemanticError(f"the derivative order must be a natural number, got {n!r}")
     x = _resolve_wrt(expr, wrt)

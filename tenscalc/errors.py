@@ -4,7 +4,17 @@ from __future__ import annotations
 
 
 class TensCalcError(ValueError):
-    """Base class of every error tenscalc raises for bad input."""
+    """Base class of every error tenscalc raises for bad input.
+
+    >>> import tenscalc as tc
+    >>> try:
+    ...     tc.parse("x *(i,->) y", {"x": 1, "y": 1})
+    ... except tc.TensCalcError as error:
+    ...     print(error)
+    index string '' has 0 letters but `y` has order 1 (line 1, column 3)
+      x *(i,->) y
+        ^
+    """
 
 
 class ParseError(TensCalcError):

@@ -68,6 +68,15 @@ class Expr:
         Number of axes of the tensor this node stands for.
     serial : int
         Creation number, stable within a process; used for printing and drawing.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> e = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+    >>> e.op, e.order, [c.op for c in e.children]
+    ('mul', 1, ['var', 'var'])
+    >>> e is tc.parse("A *(ab,b->a) x", {"A": 2, "x": 1})   # interned: equal means identical
+    True
     """
 
     __slots__ = ("op", "children", "arg", "order", "digest", "serial", "varset", "__weakref__")
@@ -546,12 +555,22 @@ def topological(roots: Expr | Sequence[Expr]) -> list[Expr]:
 
 
 def count_nodes(roots: Expr | Sequence[Expr]) -> int:
-    """Number of distinct nodes in the DAG."""
+    """Number of distinct nodes in the DAG (shared subexpressions count once).
+
+    >>> import tenscalc as tc
+    >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
+    4
+    """
     return len(topological(roots))
 
 
 def count_edges(roots: Expr | Sequence[Expr]) -> int:
-    """Number of parent-child edges in the DAG (a child used twice counts twice)."""
+    """Number of parent-child edges in the DAG (a child used twice counts twice).
+
+    >>> import tenscalc as tc
+    >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
+    4
+    """
     return sum(len(n.children) for n in topological(roots))
 
 
