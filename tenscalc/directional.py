@@ -59,6 +59,14 @@ def hvp(expr: Expr, wrt: str | Expr, direction: str | None = None) -> Expr:
         ``sum_b H[a, b] v[b]`` with ``H`` the Hessian by ``x``, built as the
         gradient of ``gradient(expr, x) · v``; evaluate or compile it with a
         value for the direction variable too.
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> hv = tc.hvp(f, "x")       # (A + A^T) v, without forming the Hessian
+    >>> tc.evaluate(hv, x=np.ones(2), A=np.array([[1.0, 2.0], [3.0, 4.0]]), v_x=np.array([1.0, 0.0]))
+    array([2., 5.])
     """
     if not isinstance(expr, Expr) or expr.order != 0:
         raise SemanticError("hvp needs a scalar (order 0) expression")

@@ -282,7 +282,12 @@ def dot_source(
     rankdir: str = "BT",
     max_nodes: int = MAX_NODES,
 ) -> str:
-    """The DOT text that :func:`to_dot` draws (same arguments), always as a string."""
+    """The DOT text that :func:`to_dot` draws (same arguments), always as a string.
+
+    >>> import tenscalc as tc
+    >>> tc.dot_source(tc.parse("x + 1", {"x": 1})).splitlines()[0]
+    'digraph tenscalc {'
+    """
     roots = [expr_or_exprs] if isinstance(expr_or_exprs, Expr) else list(expr_or_exprs)
     if not roots or not all(isinstance(r, Expr) for r in roots):
         raise TensCalcError("to_dot needs a tenscalc expression or a sequence of them")
