@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -572,7 +571,3 @@ def count_edges(roots: Expr | Sequence[Expr]) -> int:
     4
     """
     return sum(len(n.children) for n in topological(roots))
-
-
-def is_integer_valued(value: float) -> bool:
-    return float(value).is_integer() if math.isfinite(value) else False

@@ -24,10 +24,11 @@ def letters_for(spec: tuple[int, ...]) -> str:
 
 
 def format_number(value: int | float) -> str:
+    """A number as the language writes it (``repr`` keeps floats exact).  ``inf``
+    and ``nan`` have no spelling in the language; they print as Python does."""
     if isinstance(value, int):
         return str(value)
-    text = repr(float(value))
-    return text if text not in ("inf", "-inf", "nan") else text  # not parseable, but honest
+    return repr(float(value))
 
 
 def text_length(root: Expr) -> int:
