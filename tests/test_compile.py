@@ -317,3 +317,20 @@ def test_gram_matrices_are_recognised():
     assert gram_pattern([(0, 1), (0, 2)], [5, 6], (1, 2)) is None  # two different matrices
     assert gram_pattern([(0, 1), (2, 0)], [5, 5], (1, 2)) is None  # X Xᵀ mixed orientation: not a Gram
     assert gram_pattern([(0, 1), (0, 2), (1,)], [5, 5, 7], (1, 2)) is None  # a vector on a kept axis
+
+
+@pytest.mark.parametrize("threshold", [float("inf"), 1 << 4])
+def test_matrix_vector_products_agree_through_blas_and_the_einsum_pass(monkeypatch, threshold):
+    """Large matrix-vector products go through BLAS by default; on shared cores
+    MATVEC_EINSUM_SIZE switches them to one einsum pass.  Both must give the same
+    numbers (distinct lengths so a transposed operand cannot pass)."""
+    from tenscalc.compiler import kernels
+
+    monkeypatch.setattr(kernels, "MATVEC_EINSUM_SIZE", threshold)
+    f = tc.parse("x *(i,ij->j) A *(j,j->) y", {"x": 1, "A": 2, "y": 1})
+    exprs = [f, tc.gradient(f, "x"), tc.gradient(f, "y")]
+    rng = np.random.default_rng(3)
+    values = {"x": rng.standard_normal(7), "A": rng.standard_normal((7, 9)), "y": rng.standard_normal(9)}
+    compiled = tc.compile(exprs)(values)
+    for got, expr in zip(compiled, exprs):
+        np.testing.assert_allclose(got, tc.evaluate(expr, values), rtol=1e-12, atol=1e-12)

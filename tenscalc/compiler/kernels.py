@@ -17,14 +17,14 @@ import numpy as np
 
 Kernel = Callable[..., np.ndarray]
 
-#: Matrix-vector products over at least this many entries (where OpenBLAS starts
-#: using threads) run as a single-threaded
-#: ``np.einsum`` pass instead of BLAS.  They are memory-bound, and OpenBLAS's
-#: threaded gemv waits whole scheduler ticks for its second thread whenever the
-#: cores are shared: on our 2-core machine under load a 4000x1000 product took a
-#: median 0.4 to 8 ms through BLAS (varying run to run) and a steady 1.1 ms through
-#: einsum.  Set to ``float("inf")`` to always use BLAS on a machine of your own.
-MATVEC_EINSUM_SIZE = 1 << 16
+#: Matrix-vector products over at least this many entries run as a single-threaded
+#: ``np.einsum`` pass instead of BLAS.  Off by default (infinite): on a machine of
+#: one's own, BLAS's threaded gemv is about 3x faster (quadratic gradient n = 1000:
+#: 0.15 ms vs 0.53 ms).  On cores shared with other busy processes OpenBLAS's
+#: threads can wait whole scheduler ticks (a 4000x1000 product took 0.4 to 8 ms
+#: through BLAS and a steady 1.1 ms through einsum on our loaded 2-core machine);
+#: there, setting this to ``1 << 16`` trades speed for steadiness.
+MATVEC_EINSUM_SIZE: float = float("inf")
 
 
 def _identity(perm: Sequence[int]) -> bool:
