@@ -190,12 +190,10 @@ def _intrinsic_equalities(node: Expr, known: dict[int, list[tuple[int, int]]]) -
     return []
 
 
-def axis_sources(root: Expr, prefer: str | None = None) -> tuple[tuple[str, int, int] | None, ...]:
-    """For every axis of ``root``, a variable axis with the same length, if any
-    (variable ``prefer``'s axes first, so a Hessian by U names U where it can)."""
+def axis_sources(root: Expr) -> tuple[tuple[str, int, int] | None, ...]:
+    """For every axis of ``root``, a variable axis with the same length, if any."""
     graph = axis_graph(root)
     by_class: dict[int, tuple[str, int, int]] = {}
-    slots = sorted(graph.var_slots, key=lambda entry: entry[0] != prefer)
-    for name, order, axis, slot in slots:
+    for name, order, axis, slot in graph.var_slots:
         by_class.setdefault(graph.find(slot), (name, order, axis))
     return tuple(by_class.get(c) for c in graph.classes(root))

@@ -88,7 +88,7 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
     result = reverse_sweep(expr, x, q)
     if simplify:
         result = run_simplifier(result)
-    sources = axis_sources(expr, prefer=x.arg[0]) + tuple((x.arg[0], x.order, k) for k in range(x.order))
+    sources = axis_sources(expr) + tuple((x.arg[0], x.order, k) for k in range(x.order))
     return bind_free_axes(result, sources)
 
 
