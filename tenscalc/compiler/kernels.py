@@ -40,6 +40,14 @@ def _reducer(spec: str, drop: str) -> tuple[Callable[[np.ndarray], np.ndarray], 
     return (lambda x: x.sum(axis=axes)), rest
 
 
+def _preparer(reduce: Callable[[np.ndarray], np.ndarray], perm: tuple[int, ...] | None):
+    """One operand's preparation before a pairwise step: sum away the axes only it
+    has, then bring its axes into the step's order."""
+    if perm is None:
+        return reduce
+    return lambda x: reduce(x).transpose(perm)
+
+
 def pair_kernel(
     a: str, b: str, keep: set[str], sizes: dict[str, int]
 ) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], str]:
@@ -73,14 +81,10 @@ def pair_kernel(
             return _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape), result
         matmul = np.matmul
 
+        prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
+
         def contract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-            x = reduce_a(x)
-            y = reduce_b(y)
-            if ta is not None:
-                x = x.transpose(ta)
-            if tb is not None:
-                y = y.transpose(tb)
-            return matmul(x.reshape(shape_a), y.reshape(shape_b)).reshape(out_shape)
+            return matmul(prepare_a(x).reshape(shape_a), prepare_b(y).reshape(shape_b)).reshape(out_shape)
 
         return contract, result
     perm_a = [a2.index(c) for c in batch + left]
@@ -92,13 +96,11 @@ def pair_kernel(
     need_a, need_b = bool(right), bool(left)
     multiply = np.multiply
 
+    prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
+
     def outer(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        x = reduce_a(x)
-        y = reduce_b(y)
-        if ta is not None:
-            x = x.transpose(ta)
-        if tb is not None:
-            y = y.transpose(tb)
+        x = prepare_a(x)
+        y = prepare_b(y)
         if need_a:
             x = x[index_a]
         if need_b:
@@ -113,14 +115,10 @@ def _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape):
     eq = "lk,kr->lr"
     einsum = np.einsum
 
+    prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
+
     def contract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        x = reduce_a(x)
-        y = reduce_b(y)
-        if ta is not None:
-            x = x.transpose(ta)
-        if tb is not None:
-            y = y.transpose(tb)
-        return einsum(eq, x.reshape(shape_a), y.reshape(shape_b)).reshape(out_shape)
+        return einsum(eq, prepare_a(x).reshape(shape_a), prepare_b(y).reshape(shape_b)).reshape(out_shape)
 
     return contract
 
