@@ -32,7 +32,7 @@ from ..nodes import Expr
 from .algebra import Poly, cancel, expand, opaque_bases, poly_add, poly_mul, poly_rational_interval
 from .analysis import Analyzer
 from .facts import Curvature
-from .rules import Derivation, _ones_value, expand_terms
+from .rules import Derivation, _ones_value, expand_terms, split_sides
 
 _ID = "identity"
 
@@ -85,17 +85,10 @@ def _decompose(coef: float, node: Expr, ka: int, kb: int):
             continue
         kept.append((child, spec))
     ops = kept + extra
-    left, right, middle = [], [], []
-    for child, spec in ops:
-        letters = set(spec)
-        if letters & lset and letters & rset:
-            raise _Fail
-        if letters & lset:
-            left.append((child, spec))
-        elif letters & rset:
-            right.append((child, spec))
-        else:
-            middle.append((child, spec))
+    sides = split_sides(ops, lset, rset)
+    if sides is None:
+        raise _Fail
+    left, right, middle = sides
     lettersof = lambda group: set().union(*(set(s) for _, s in group)) if group else set()  # noqa: E731
     shared = lettersof(middle) | (lettersof(left) & lettersof(right))
     return coef, left_letters, right_letters, left, right, middle, shared

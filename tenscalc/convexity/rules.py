@@ -948,6 +948,20 @@ def _batch_classes(graph, frame: _Frame) -> tuple:
     return tuple(graph.find(slots[a]) for a in frame.batch)
 
 
+def split_sides(operands, left_letters: set, right_letters: set):
+    """The operands of a product read as a matrix: those with left letters, those
+    with right letters and those with neither; None when one has both (then the
+    product does not factor into a left and a right part)."""
+    left, right, neither = [], [], []
+    for child, spec in operands:
+        letters = set(spec)
+        if letters & left_letters and letters & right_letters:
+            return None
+        group = left if letters & left_letters else right if letters & right_letters else neither
+        group.append((child, spec))
+    return left, right, neither
+
+
 def _diag_form(an, frame: _Frame, opaque):
     """``D(l, r) = sum_B A(l_c, B) A(r_c, B) [l_t = r_t] d(l_t, B)``: (value, pc, A monomial,
     d monomial), where pc are the positions of the congruence factor A."""
@@ -960,17 +974,12 @@ def _diag_form(an, frame: _Frame, opaque):
     lc = {norm.left[t] for t in pc}
     rc = {norm.right[t] for t in pc}
     diag_letters = {norm.left[t] for t in pt}
-    a_left, a_right, rest = [], [], []
-    for child, spec in norm.operands:
-        letters = set(spec)
-        if letters & lc and letters & rc:
-            return None
-        if letters & lc or letters & rc:
-            if letters & diag_letters:
-                return None
-            (a_left if letters & lc else a_right).append((child, spec))
-        else:
-            rest.append((child, spec))
+    sides = split_sides(norm.operands, lc, rc)
+    if sides is None:
+        return None
+    a_left, a_right, rest = sides
+    if any(set(spec) & diag_letters for _, spec in a_left + a_right):
+        return None
     gl = _product_monomial(an, a_left, frame.position_of, opaque)
     gr = _product_monomial(an, a_right, frame.position_of, opaque)
     gd = _product_monomial(an, rest, frame.position_of, opaque)
@@ -986,17 +995,10 @@ def _rank_form(an, frame: _Frame, pc: tuple, opaque):
     if len(set(norm.left) | set(norm.right)) != 2 * k:
         return None
     lset, rset = set(norm.left), set(norm.right)
-    lefts, rights, scalars = [], [], []
-    for child, spec in norm.operands:
-        letters = set(spec)
-        if letters & lset and letters & rset:
-            return None
-        if letters & lset:
-            lefts.append((child, spec))
-        elif letters & rset:
-            rights.append((child, spec))
-        else:
-            scalars.append((child, spec))
+    sides = split_sides(norm.operands, lset, rset)
+    if sides is None:
+        return None
+    lefts, rights, scalars = sides
     gl = _product_monomial(an, lefts, frame.position_of, opaque)
     gr = _product_monomial(an, rights, frame.position_of, opaque)
     gs = _product_monomial(an, scalars, frame.position_of, opaque)
