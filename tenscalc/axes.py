@@ -18,6 +18,7 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .letters import LetterClasses
 from .nodes import Expr, topological
 
 Source = tuple[str, int, int]  # (variable name, variable order, axis)
@@ -174,18 +175,11 @@ def _intrinsic_equalities(node: Expr, known: dict[int, list[tuple[int, int]]]) -
         return [(0, 1)]
     if op == "mul":
         ins, out = node.arg
-        same: dict[int, int] = {}
-
-        def find(a: int) -> int:
-            while same.get(a, a) != a:
-                a = same[a]
-            return a
-
+        classes = LetterClasses()
         for child, spec in zip(node.children, ins):
             for a, b in known[id(child)]:
-                ra, rb = find(spec[a]), find(spec[b])
-                if ra != rb:
-                    same[max(ra, rb)] = min(ra, rb)
+                classes.union(spec[a], spec[b])
+        find = classes.find
         return [(a, b) for a in range(len(out)) for b in range(a + 1, len(out)) if find(out[a]) == find(out[b])]
     return []
 

@@ -22,6 +22,7 @@ import numpy as np
 from . import nodes as N
 from .axes import axis_graph, axis_sources
 from .errors import TensCalcError
+from .letters import LetterClasses
 from .nodes import Expr, topological
 
 Rule = Callable[[Expr, "Context"], "Expr | None"]
@@ -183,29 +184,18 @@ def _inline(pairs, k: int, out: tuple[int, ...]) -> Expr:
     # letters of the parent keep their ids; the child's get fresh ones
     used = set(out).union(*(s for _, s in pairs))
     fresh = max(used, default=-1) + 1
-    parent_of: dict[int, int] = {}
-
-    def find(a: int) -> int:
-        while parent_of.get(a, a) != a:
-            a = parent_of[a]
-        return a
-
-    def union(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent_of[max(ra, rb)] = min(ra, rb)
-
+    classes = LetterClasses()
     child_map = {letter: fresh + letter for letter in set().union(*child_ins)}
     for position, letter in enumerate(child_out):
-        union(child_map[letter], spec[position])
+        classes.union(child_map[letter], spec[position])
     new_pairs = []
     for j, (c, s) in enumerate(pairs):
         if j == k:
             for cc, cs in zip(child.children, child_ins):
-                new_pairs.append((cc, tuple(find(child_map[x]) for x in cs)))
+                new_pairs.append((cc, tuple(classes.find(child_map[x]) for x in cs)))
         else:
-            new_pairs.append((c, tuple(find(x) for x in s)))
-    return _rebuild(new_pairs, tuple(find(x) for x in out))
+            new_pairs.append((c, tuple(classes.find(x) for x in s)))
+    return _rebuild(new_pairs, tuple(classes.find(x) for x in out))
 
 
 def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:

@@ -24,6 +24,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..letters import LetterClasses
 from ..nodes import Expr, topological
 
 Spec = tuple[int, ...]
@@ -121,22 +122,14 @@ def _is_free(node: Expr) -> bool:
     if not data:
         return True
     # deltas may rename letters: resolve them before asking whether data is summed
-    parent: dict[int, int] = {}
-
-    def find(a: int) -> int:
-        while parent.get(a, a) != a:
-            a = parent[a]
-        return a
-
+    classes = LetterClasses()
     for child, spec in zip(node.children, ins):
         if child.op == "delta":
             n = child.arg
             for t in range(n):
-                ra, rb = find(spec[t]), find(spec[n + t])
-                if ra != rb:
-                    parent[max(ra, rb)] = min(ra, rb)
-    kept = {find(letter) for letter in out}
-    return all(find(letter) in kept for letter in data[0])
+                classes.union(spec[t], spec[n + t])
+    kept = {classes.find(letter) for letter in out}
+    return all(classes.find(letter) in kept for letter in data[0])
 
 
 def _distributes(parent: Expr, k: int) -> bool:
@@ -148,27 +141,6 @@ def _distributes(parent: Expr, k: int) -> bool:
         return True
     others = set(out).union(*(s for j, s in enumerate(ins) if j != k))
     return any(letter not in others for letter in spec)
-
-
-class _Letters:
-    """A union-find over letters, copied when a sum is distributed."""
-
-    def __init__(self, parent: dict[int, int] | None = None):
-        self.parent = dict(parent or {})
-
-    def find(self, a: int) -> int:
-        parent = self.parent
-        while parent.get(a, a) != a:
-            a = parent[a]
-        return a
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-    def copy(self) -> _Letters:
-        return _Letters(self.parent)
 
 
 class PlanBuilder:
@@ -344,7 +316,7 @@ class PlanBuilder:
     # -------------------------------------------------------------- fusion
     def _terms(self, node: Expr) -> tuple[Term, ...]:
         """Expand a product node into a sum of fused einsum terms."""
-        letters = _Letters()
+        letters = LetterClasses()
         factor, pairs, out = self._open(node, letters, None)
         # a state: (factor, letters, finished operands, constant operands, pending
         # operands, letters of absorbed constants: summed alone, they count lengths)
@@ -392,7 +364,7 @@ class PlanBuilder:
                 done_terms.append(self._resolve(factor, letters, finished, constants, out, absorbed))
         return tuple(reversed(done_terms))
 
-    def _open(self, node: Expr, letters: _Letters, spec: Spec | None):
+    def _open(self, node: Expr, letters: LetterClasses, spec: Spec | None):
         """The operands of product ``node`` with fresh letters, joined to ``spec``
         (the letters the user reads the node with; None for the node itself)."""
         parts = _scale_parts(node)
@@ -417,7 +389,7 @@ class PlanBuilder:
         pairs = [(child, tuple(rename[x] for x in s)) for child, s in zip(node.children, ins)]
         return 1, pairs, own_out
 
-    def _resolve(self, factor, letters: _Letters, finished, constants, out, absorbed) -> Term:
+    def _resolve(self, factor, letters: LetterClasses, finished, constants, out, absorbed) -> Term:
         canon: dict[int, int] = {}
 
         def name(letter: int) -> int:
