@@ -189,12 +189,7 @@ def einsum(spec: str, *operands: Operand) -> Expr:
     if len(exprs) == 1:
         return N.mul(exprs, ins, out)
     left, left_spec = exprs[0], ins[0]
-    for k in range(1, len(exprs)):
-        if k == len(exprs) - 1:
-            result = out
-        else:
-            later = set(out).union(*ins[k + 1 :])
-            result = "".join(dict.fromkeys(c for c in left_spec + ins[k] if c in later))
+    for k, result in enumerate(N.chain_specs(ins, out), start=1):
         left = N.mul((left, exprs[k]), (left_spec, ins[k]), result)
         left_spec = result
     return left

@@ -358,6 +358,26 @@ def canonical_specs(ins: Sequence[Sequence[int]], out: Sequence[int]) -> tuple[t
     return tuple(new_ins), tuple(new_out)
 
 
+def chain_specs(ins: Sequence[Sequence[Any]], out: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Output specs of the binary products that compute an n-operand product as a
+    left-nested chain: step ``k`` (1 .. n-1) keeps the letters of its two inputs
+    that a later operand or the output still needs; the last step gives ``out``.
+
+    >>> chain_specs(["i", "ij", "j"], "")
+    [('j',), ()]
+    """
+    results: list[tuple[Any, ...]] = []
+    left = tuple(ins[0])
+    for k in range(1, len(ins)):
+        if k == len(ins) - 1:
+            left = tuple(out)
+        else:
+            later = set(out).union(*ins[k + 1 :])
+            left = tuple(dict.fromkeys(x for x in left + tuple(ins[k]) if x in later))
+        results.append(left)
+    return results
+
+
 def _letter(letter: Any) -> str:
     if isinstance(letter, int):
         from .printing import LETTERS

@@ -8,7 +8,7 @@ Printing is iterative; shared subexpressions are printed once per use.
 
 from __future__ import annotations
 
-from .nodes import Expr, topological
+from .nodes import Expr, chain_specs, topological
 
 # precedence levels of the grammar: sum < product/quotient < unary minus < power < atom
 SUM, TERM, FACTOR, POWER, ATOM = 0, 1, 2, 3, 4
@@ -180,13 +180,8 @@ def _print_mul(node, texts):
     ins = [ins[k] for k in order]
     left_text = _wrap(texts[id(children[0])], TERM)
     left_spec = ins[0]
-    for k in range(1, len(children)):
+    for k, result in enumerate(chain_specs(ins, out), start=1):
         right_spec = ins[k]
-        if k == len(children) - 1:
-            result = out
-        else:
-            later = set(out).union(*ins[k + 1 :])
-            result = tuple(dict.fromkeys(x for x in left_spec + right_spec if x in later))
         right_text = _wrap(texts[id(children[k])], FACTOR)
         left_text = (
             f"{left_text} *({letters_for(left_spec)},{letters_for(right_spec)}->{letters_for(result)}) {right_text}"
