@@ -305,6 +305,7 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
     merged: dict[int, list] = {}
     order: list[int] = []
     constant = 0
+    constant_terms = 0
     changed = False
     has_variables = any(map(_is_ones_with_shape, node.children)) and any(
         len(_bound_axes(c)) == node.order and not _is_ones_with_shape(c) for c in node.children
@@ -324,7 +325,8 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
         for c, k in terms:
             if c.op == "const":
                 constant += k * c.arg[0]
-                changed = changed or c.arg[0] == 0 or sum(ch.op == "const" for ch in node.children) > 1
+                constant_terms += 1
+                changed = changed or c.arg[0] == 0 or constant_terms > 1  # a zero, or constants to fold
                 continue
             if id(c) in merged:
                 merged[id(c)][1] += k
