@@ -15,7 +15,6 @@ axes of a delta, the two axes of ``inv``) are carried to the use.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .letters import LetterClasses
@@ -71,12 +70,8 @@ class AxisGraph:
 _graphs: weakref.WeakKeyDictionary[Expr, AxisGraph] = weakref.WeakKeyDictionary()
 
 
-def axis_graph(root: Expr, available: Iterable[str] | None = None) -> AxisGraph:
-    """The (cached) axis union-find of the DAG under ``root``.
-
-    ``available`` is accepted for compatibility and ignored: every length a
-    derivative needs is bound inside the expression itself.
-    """
+def axis_graph(root: Expr) -> AxisGraph:
+    """The (cached) axis union-find of the DAG under ``root``."""
     graph = _graphs.get(root)
     if graph is None:
         graph = _build(root)
