@@ -1,6 +1,6 @@
 """Benchmark tenscalc's compiled derivatives against JAX, PyTorch and hand-written NumPy.
 
-One process, float64 everywhere.  For every problem of ``shared/bench/problems.py``
+One process, float64 everywhere.  For every problem of ``benchmarks/problems.py``
 at its size there it times
 
 * the Hessian: tenscalc (compiled once, then evaluated), the NumPy closed form,
@@ -43,7 +43,6 @@ from collections.abc import Callable
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-BENCH_DIR = ROOT.parent / "shared" / "bench"
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -126,9 +125,9 @@ class Frameworks:
 
 
 def load_problems():
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    return importlib.import_module("problems")
+    from benchmarks import problems
+
+    return problems
 
 
 def bench_problem(name: str, sizes: dict, fw: Frameworks, repeats: int, budget: float, problems) -> dict:

@@ -1,16 +1,11 @@
 """The four benchmark problems: tenscalc's Hessians against the hand-derived ones.
 
-The problems live in the shared benchmark directory next to the repository
-(``<repo>/../shared/bench/problems.py``).  Each is evaluated at small data with
+The problems live in the repository, in ``benchmarks/problems.py``.  Each is evaluated at small data with
 distinct axis lengths; the Hessian must equal ``closed_form_hessian`` and the
 gradient and Hessian must agree with finite differences.
 """
 
 from __future__ import annotations
-
-import importlib
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,19 +13,11 @@ import pytest
 import tenscalc as tc
 from tenscalc.testing import check_derivative
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench"
-
 
 def _load_problems():
-    if not (BENCH_DIR / "problems.py").is_file():
-        pytest.fail(
-            f"benchmark problems not found: expected {BENCH_DIR / 'problems.py'} "
-            "(the shared bench directory next to the repository checkout)",
-            pytrace=False,
-        )
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    return importlib.import_module("problems")
+    from benchmarks import problems
+
+    return problems
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-import pathlib
 import subprocess
 import sys
 
@@ -14,16 +12,11 @@ import pytest
 import tenscalc as tc
 from tenscalc.testing import random_values
 
-PROBLEMS_PATH = pathlib.Path(__file__).resolve().parents[2] / "shared" / "bench" / "problems.py"
-
 
 def _problems() -> dict:
-    if not PROBLEMS_PATH.exists():
-        pytest.skip(f"{PROBLEMS_PATH} is not here")
-    spec = importlib.util.spec_from_file_location("bench_problems", PROBLEMS_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.PROBLEMS
+    from benchmarks.problems import PROBLEMS
+
+    return PROBLEMS
 
 
 def compile_source(source: str, name: str):

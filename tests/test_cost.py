@@ -11,26 +11,17 @@ size N×N when the function is O(N).  Checked from the cost model, not timings.
 from __future__ import annotations
 
 import math
-import pathlib
-import sys
 
 import pytest
 
 import tenscalc as tc
-
-# the shared benchmark directory next to the repository checkout
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "shared" / "bench"
 
 N = 1000
 RATIO = 4.0
 
 
 def problems():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    if not (BENCH / "problems.py").is_file():
-        pytest.fail(f"benchmark problems not found: expected {BENCH / 'problems.py'}", pytrace=False)
-    import problems as module
+    from benchmarks import problems as module
 
     return module
 

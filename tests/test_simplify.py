@@ -3,9 +3,6 @@ that values are preserved (the property tests check that)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,15 +11,9 @@ from tenscalc import nodes as N
 from tenscalc.nodes import topological
 from tenscalc.testing import random_values
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench"
-
 
 def _bench():
-    if not (BENCH_DIR / "problems.py").is_file():
-        pytest.fail(f"benchmark problems not found at {BENCH_DIR / 'problems.py'}", pytrace=False)
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    import problems
+    from benchmarks import problems
 
     return problems
 
