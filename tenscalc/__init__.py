@@ -38,7 +38,7 @@ from .directional import hvp
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .interpreter import evaluate
 from .latex_printer import latex
-from .nodes import Expr, count_edges, count_nodes
+from .nodes import Dim, Expr, count_edges, count_nodes
 from .orders import Problem, build_problem
 from .simplifier import simplify
 from .viz import dot_source, to_dot
@@ -78,7 +78,7 @@ def parse_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
 
 
 __all__ = [
-    "Expr", "Problem", "parse", "parse_problem", "evaluate", "var", "einsum", "delta", "constant",
+    "Expr", "Dim", "Problem", "parse", "parse_problem", "evaluate", "var", "einsum", "delta", "constant",
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
     "inv", "det", "adj", "count_nodes", "count_edges",
     "derivative", "gradient", "jacobian", "hessian", "nth_derivative", "simplify",

@@ -1,42 +1,43 @@
-"""Axis-length inference: which axes of a DAG must have equal lengths.
+"""Binding axis lengths: which axes of a DAG must have equal lengths, and how long.
 
-Orders are declared, lengths are not: they come from the arrays given at
-evaluation.  Every axis of every node is a slot; a union-find joins slots that
-must be equal (equal letters in a product, the operands of a sum, the two axes of
-a square matrix ...).  Variables anchor their slots.
+Every node carries its dimensions (``Expr.dims``, see :mod:`tenscalc.nodes`), so
+the length of every axis is already named: ``X.0`` is the length of X's axis 0.
+What remains to check when arrays are bound are the equalities the expression
+implies between *different* dimensions (``A *(ij,j->i) x`` says ``A.1 = x.0``,
+``x + y`` says ``x.0 = y.0``, ``det`` needs a square matrix ...), and the length
+of the few axes whose dimension is still unknown (a ones tensor no variable
+fixes).  A union-find over the axis slots of the DAG answers both: each known
+dimension is an anchor slot (listed in ``var_slots``, whether or not its
+variable occurs in the DAG: a derivative can keep X's lengths without X), and
+every node's axis slots are united with their dimension's anchor and with the
+slots the node's kind equates.
 
-Nodes without variables (constants, deltas and what is built of them only) are
-interned once but used at different shapes (``1`` under ``log`` and ``1`` as a
-ones vector), so they get no slots shared between their uses: their shape is
-taken at each use, and only the equalities they impose themselves (the paired
-axes of a delta, the two axes of ``inv``) are carried to the use.
+Graphs are cached per root in a small bounded cache (evaluating the same
+expression again does not rebuild it; memory stays bounded).
 """
 
 from __future__ import annotations
 
-import weakref
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .letters import LetterClasses
-from .nodes import Expr, topological
+from .nodes import Dim, Expr, topological
 
 Source = tuple[str, int, int]  # (variable name, variable order, axis)
+
+GRAPH_CACHE_SIZE = 32
 
 
 @dataclass
 class AxisGraph:
-    """Union-find over the axis slots of one DAG (built once per root, cached)."""
+    """Union-find over the axis slots of one DAG."""
 
     nodes: list[Expr]
     first_slot: dict[int, int]  # id(node) -> first slot of its axes
     parent: list[int]
-    var_slots: list[tuple[str, int, int, int]]  # (name, order, axis, slot)
-    # Nodes without variables (constants, deltas and what is built of them only)
-    # are interned once but used at different shapes, so they are not unified
-    # with their parents: their shape is taken at each use (see use_shape).
-    variable_free: set[int] = field(default_factory=set)
+    var_slots: list[tuple[str, int, int, int]]  # (name, order, axis, anchor slot) per known dimension
     letter_slots: dict[int, dict[int, int]] = field(default_factory=dict)  # id(mul) -> letter -> slot
-    equal_axes: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # variable-free node -> equal axes
 
     def find(self, slot: int) -> int:
         parent = self.parent
@@ -54,28 +55,33 @@ class AxisGraph:
         start = self.first_slot[id(node)]
         return tuple(self.find(start + k) for k in range(node.order))
 
-    def use_classes(self, parent: Expr, k: int) -> tuple[int, ...] | None:
-        """Axis classes child ``k`` of ``parent`` has at that use (None: not fixed there)."""
-        op = parent.op
-        if op in ("add", "func", "inv") or (op == "pow" and k == 0):
-            return self.classes(parent)
-        if op == "pow":
-            return ()
-        if op == "mul":
-            letters = self.letter_slots[id(parent)]
-            return tuple(self.find(letters[letter]) for letter in parent.arg[0][k])
-        return None
+    def value_variables(self) -> dict[str, int]:
+        """Variables whose values the DAG reads (name -> order)."""
+        return {n.arg[0]: n.arg[1] for n in self.nodes if n.op == "var"}
+
+    def all_variables(self) -> dict[str, int]:
+        """Variables whose values or shapes the DAG needs (name -> order)."""
+        found = {name: order for name, order, _axis, _slot in self.var_slots}
+        found.update(self.value_variables())
+        return found
 
 
-_graphs: weakref.WeakKeyDictionary[Expr, AxisGraph] = weakref.WeakKeyDictionary()
+_graphs: OrderedDict[Expr, AxisGraph] = OrderedDict()
+_graphs_lock = threading.Lock()
 
 
 def axis_graph(root: Expr) -> AxisGraph:
-    """The (cached) axis union-find of the DAG under ``root``."""
-    graph = _graphs.get(root)
-    if graph is None:
-        graph = _build(root)
+    """The axis union-find of the DAG under ``root`` (cached, bounded)."""
+    with _graphs_lock:
+        graph = _graphs.get(root)
+        if graph is not None:
+            _graphs.move_to_end(root)
+            return graph
+    graph = _build(root)
+    with _graphs_lock:
         _graphs[root] = graph
+        while len(_graphs) > GRAPH_CACHE_SIZE:
+            _graphs.popitem(last=False)
     return graph
 
 
@@ -88,48 +94,40 @@ def _build(root: Expr) -> AxisGraph:
         count += node.order
     parent = list(range(count))
     graph = AxisGraph(nodes, first, parent, [])
+    anchors: dict[Dim, int] = {}
 
     def union(a: int, b: int) -> None:
         ra, rb = graph.find(a), graph.find(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
-    free = graph.variable_free
-    equal_axes = graph.equal_axes
-    for node in nodes:
-        if node.op != "var" and all(id(c) in free for c in node.children):
-            free.add(id(node))
-            equal_axes[id(node)] = _intrinsic_equalities(node, equal_axes)
-
-    def bound(child: Expr) -> bool:
-        return id(child) not in free
+    def anchor(d: Dim) -> int:
+        slot = anchors.get(d)
+        if slot is None:
+            slot = anchors[d] = len(parent)
+            parent.append(slot)
+            graph.var_slots.append((d.name, d.order, d.axis, slot))
+        return slot
 
     for node in nodes:
         base = first[id(node)]
+        for k, d in enumerate(node.dims):
+            if type(d) is Dim:
+                union(base + k, anchor(d))
         op = node.op
-        if id(node) in free and node is not root:
-            continue  # shaped at each use instead
-        if op == "var":
-            name, order = node.arg
-            graph.var_slots.extend((name, order, k, base + k) for k in range(order))
-        elif op in ("add", "func"):
+        if op in ("add", "func"):
             for child in node.children:
-                if bound(child):
-                    for k in range(node.order):
-                        union(base + k, first[id(child)] + k)
-                else:
-                    for a, b in equal_axes[id(child)]:
-                        union(base + a, base + b)
+                for k in range(node.order):
+                    union(base + k, first[id(child)] + k)
         elif op == "pow":
             child = node.children[0]
-            for k in range(node.order if bound(child) else 0):
+            for k in range(node.order):
                 union(base + k, first[id(child)] + k)
         elif op == "inv":
+            c = first[id(node.children[0])]
             union(base, base + 1)
-            if bound(node.children[0]):
-                c = first[id(node.children[0])]
-                union(base, c)
-                union(base + 1, c + 1)
+            union(base, c)
+            union(base + 1, c + 1)
         elif op == "det":
             c = first[id(node.children[0])]
             union(c, c + 1)
@@ -144,39 +142,13 @@ def _build(root: Expr) -> AxisGraph:
                 letter_slot[letter] = len(parent)
                 parent.append(len(parent))
             for child, spec in zip(node.children, ins):
-                if bound(child):
-                    c = first[id(child)]
-                    for k, letter in enumerate(spec):
-                        union(letter_slot[letter], c + k)
-                else:
-                    for a, b in equal_axes[id(child)]:
-                        union(letter_slot[spec[a]], letter_slot[spec[b]])
+                c = first[id(child)]
+                for k, letter in enumerate(spec):
+                    union(letter_slot[letter], c + k)
             for k, letter in enumerate(out):
                 union(base + k, letter_slot[letter])
             graph.letter_slots[id(node)] = letter_slot
     return graph
-
-
-def _intrinsic_equalities(node: Expr, known: dict[int, list[tuple[int, int]]]) -> list[tuple[int, int]]:
-    """Pairs of axes of a variable-free node that have equal lengths at every use."""
-    op = node.op
-    if op == "delta":
-        return [(t, node.arg + t) for t in range(node.arg)]
-    if op in ("add", "func"):
-        return sorted({pair for c in node.children for pair in known[id(c)]})
-    if op == "pow":
-        return known[id(node.children[0])]
-    if op == "inv":
-        return [(0, 1)]
-    if op == "mul":
-        ins, out = node.arg
-        classes = LetterClasses()
-        for child, spec in zip(node.children, ins):
-            for a, b in known[id(child)]:
-                classes.union(spec[a], spec[b])
-        find = classes.find
-        return [(a, b) for a in range(len(out)) for b in range(a + 1, len(out)) if find(out[a]) == find(out[b])]
-    return []
 
 
 def axis_sources(root: Expr) -> tuple[tuple[str, int, int] | None, ...]:

@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 from . import nodes as N
 from .errors import SemanticError
@@ -35,10 +36,11 @@ def var(name: str, order: int) -> Expr:
     return N.var(name, order)
 
 
-def delta(n: int) -> Expr:
+def delta(n: int, dims: Sequence[N.Dim | None] | None = None) -> Expr:
     """The order-``2n`` identity tensor (``delta(1)`` is the identity matrix).
 
-    Its axis lengths come from what it is combined with.
+    Its axis lengths come from what it is combined with, or from ``dims`` (one
+    dimension per pair of axes, e.g. ``X.dims[:1]`` for the identity on X's rows).
 
     >>> import numpy as np, tenscalc as tc
     >>> A = tc.var("A", 2)
@@ -46,18 +48,23 @@ def delta(n: int) -> Expr:
     array([[0., 1.],
            [2., 3.]])
     """
-    return N.delta(n)
+    return N.delta(n, dims)
 
 
-def constant(value: float, order: int = 0) -> Expr:
-    """A tensor of the given order filled with ``value`` (axis lengths from context).
+def constant(value: float, order: int = 0, dims: Sequence[N.Dim | None] | None = None) -> Expr:
+    """A tensor of the given order filled with ``value``.  Its axis lengths are
+    ``dims`` (one dimension per axis, e.g. ``X.dims`` for a tensor of X's shape),
+    or, by default, those of the context it is combined with.
 
     >>> import numpy as np, tenscalc as tc
     >>> x = tc.var("x", 1)
     >>> tc.evaluate(x + tc.constant(2, 1), x=np.array([1.0, 2.0]))
     array([3., 4.])
+    >>> X = tc.var("X", 2)
+    >>> print(tc.constant(0, 2, dims=X.dims))          # a zero of X's shape
+    0{X.0, X.1}
     """
-    return N.const(value, order)
+    return N.const(value, order, dims)
 
 
 def _as_expr(value: Operand, order: int, what: str) -> Expr:

@@ -25,10 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import nodes as N
-from .axes import axis_sources
 from .errors import SemanticError
 from .nodes import Expr, topological
-from .simplifier import bind_free_axes
 from .simplifier import simplify as run_simplifier
 
 PullbackRule = Callable[[Expr, int, Expr, int], "Expr | None"]
@@ -49,6 +47,9 @@ def _resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
         raise SemanticError(f"wrt must be a variable name or tc.var(...), got {wrt!r}")
     variables = expr.variables
     if wrt not in variables:
+        shape_only = expr.shape_variables
+        if wrt in shape_only:  # only its shape is used: the derivative by it is zero
+            return N.var(wrt, shape_only[wrt])
         known = ", ".join(variables) or "none"
         raise SemanticError(
             f"unknown variable '{wrt}': the expression's variables are {known} "
@@ -86,10 +87,7 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
     x = _resolve_wrt(expr, wrt)
     q = expr.order
     result = reverse_sweep(expr, x, q)
-    if simplify:
-        result = run_simplifier(result)
-    sources = axis_sources(expr) + tuple((x.arg[0], x.order, k) for k in range(x.order))
-    return bind_free_axes(result, sources)
+    return run_simplifier(result) if simplify else result
 
 
 def reverse_sweep(
@@ -107,9 +105,10 @@ def reverse_sweep(
     for node in nodes:
         if node is x or any(id(c) in depends for c in node.children):
             depends.add(id(node))
+    zero = N.const(0, q + x.order, expr.dims + x.dims)  # d expr / d x has expr's axes, then x's
     if id(x) not in depends:
-        return N.const(0, q + x.order)
-    seed = N.delta(q) if q else N.const(1, 0)
+        return zero
+    seed = N.delta(q, expr.dims) if q else N.const(1, 0)
     if observe:
         observe(seed, expr)
     contributions: dict[int, list[Expr]] = {id(expr): [seed]}
@@ -132,7 +131,7 @@ def reverse_sweep(
                     if observe:
                         observe(contribution, node)
                     contributions.setdefault(id(child), []).append(contribution)
-    return N.const(0, q + x.order)
+    return zero
 
 
 def gradient(expr: Expr, wrt: str | Expr) -> Expr:
@@ -220,7 +219,9 @@ def pull_mul(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
     # letters of operand k found nowhere else: sum explicitly (the thesis' fix)
     missing = tuple(dict.fromkeys(letter for letter in target if letter not in present))
     if missing:
-        operands.append(N.const(1, len(missing)))
+        # the ones tensor has the lengths of operand k's axes it stands for
+        dim_of = dict(zip(_shift(ins[k], q), node.children[k].dims))
+        operands.append(N.const(1, len(missing), tuple(dim_of[letter] for letter in missing)))
         specs.append(missing)
     return N.mul(operands, specs, target)
 
@@ -292,7 +293,7 @@ PULLBACK_RULES: dict[str, PullbackRule] = {
 
 
 def _one(x: Expr) -> Expr:
-    return N.const(1, x.order)
+    return N.const_like(1, x)
 
 
 def _square(e: Expr) -> Expr:

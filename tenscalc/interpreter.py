@@ -16,7 +16,7 @@ import opt_einsum
 
 from .axes import AxisGraph, axis_graph
 from .errors import EvaluationError
-from .nodes import Expr
+from .nodes import Expr, topological
 from .printing import text_length, to_text
 
 
@@ -72,18 +72,27 @@ def prepare_arrays(graph: AxisGraph, values: Mapping[str, Any], convert: bool = 
     """Check that every variable is given with the declared order; convert to arrays
     (``convert=False`` keeps other array types, e.g. object arrays of SymPy numbers)."""
     arrays: dict[str, np.ndarray] = {}
+    readers = graph.value_variables()
     for name, order, _axis, _slot in graph.var_slots:
         if name in arrays:
             continue
-        arrays[name] = as_array(name, order, values, convert)
+        # a variable known only through its dimensions: its shape is what counts
+        arrays[name] = as_array(name, order, values, convert, shape_only=name not in readers)
     for node in graph.nodes:  # order-0 variables have no slots
         if node.op == "var" and node.arg[0] not in arrays:
             arrays[node.arg[0]] = as_array(node.arg[0], node.arg[1], values, convert)
     return arrays
 
 
-def as_array(name: str, order: int, values: Mapping[str, Any], convert: bool = True) -> np.ndarray:
+def as_array(
+    name: str, order: int, values: Mapping[str, Any], convert: bool = True, shape_only: bool = False
+) -> np.ndarray:
     if name not in values:
+        if shape_only:
+            raise EvaluationError(
+                f"no value given for variable '{name}' (order {order}): the expression does not read its "
+                f"entries but has axes of its lengths, so an array of the shape of '{name}' is needed"
+            )
         raise EvaluationError(f"no value given for variable '{name}' (order {order})")
     if not convert:
         array = np.asarray(values[name], dtype=object)
@@ -131,7 +140,8 @@ def node_shape(graph: AxisGraph, lengths: Mapping[int, int], node: Expr) -> tupl
             text = to_text(node) if text_length(node) < 200 else f"a node of kind {node.op}"
             raise EvaluationError(
                 f"cannot tell the length of axis {k} of `{text}`: no variable fixes it "
-                "(a constant or delta that is not combined with any variable axis)"
+                "(a constant or delta that is not combined with any variable axis; "
+                "write its length as a dimension, e.g. 1{x.0})"
             )
         shape.append(lengths[cls])
     return tuple(shape)
@@ -142,92 +152,31 @@ def run_interpreter(
     arrays: Mapping[str, Any],
     lengths: Mapping[int, int],
     evaluators: Mapping[str, Any] | None = None,
+    root: Expr | None = None,
 ) -> Any:
     """Compute every node once, children first, freeing values after their last use.
 
-    Variable-free nodes (constants, deltas and what is built of them only) are
-    interned once but may be used at several shapes, so they are computed at
-    each use, at the shape that use needs (cached per shape).
+    Every node has one shape (its dimensions are part of it), so a constant is
+    computed once, at that shape.  ``root`` evaluates only the DAG below one node
+    of the graph (default: the graph's own root).
     """
     rules = EVALUATORS if evaluators is None else evaluators
-    nodes = graph.nodes
+    nodes = graph.nodes if root is None else topological(root)
     root = nodes[-1]
     uses: dict[int, int] = {}
     for node in nodes:
         for child in node.children:
             uses[id(child)] = uses.get(id(child), 0) + 1
     values: dict[int, Any] = {}
-    polymorphic: dict[tuple[int, tuple[int, ...]], Any] = {}
     for node in nodes:
-        if id(node) in graph.variable_free and node is not root:
-            continue
         shape = node_shape(graph, lengths, node)
-        if id(node) in graph.variable_free:  # the root itself is made of constants
-            return _shaped_value(graph, node, shape, arrays, rules, polymorphic)
-        kids = []
-        for k, child in enumerate(node.children):
-            if id(child) in graph.variable_free:
-                shape_here = _use_shape(graph, lengths, node, k, child)
-                kids.append(_shaped_value(graph, child, shape_here, arrays, rules, polymorphic))
-            else:
-                kids.append(values[id(child)])
+        kids = [values[id(child)] for child in node.children]
         values[id(node)] = rules[node.op](node, kids, shape, arrays)
         for child in node.children:  # release intermediates after their last use
             uses[id(child)] -= 1
             if uses[id(child)] == 0:
                 values.pop(id(child), None)
     return values[id(root)]
-
-
-def _use_shape(graph: AxisGraph, lengths: Mapping[int, int], parent: Expr, k: int, child: Expr) -> tuple[int, ...]:
-    classes = graph.use_classes(parent, k)
-    if classes is None or any(c not in lengths for c in classes):
-        text = to_text(child) if text_length(child) < 200 else f"a node of kind {child.op}"
-        raise EvaluationError(
-            f"cannot tell the shape of `{text}` where it is used: no variable fixes its axis lengths "
-            "(a constant or delta whose axes are combined with no variable axis)"
-        )
-    return tuple(lengths[c] for c in classes)
-
-
-def _shaped_value(graph: AxisGraph, node: Expr, shape: tuple[int, ...], arrays, rules, cache) -> Any:
-    """Value of a variable-free node at ``shape`` (its children's shapes follow from it)."""
-    key = (id(node), shape)
-    if key in cache:
-        return cache[key]
-    kids = [
-        _shaped_value(graph, c, _child_shape(graph, node, k, shape), arrays, rules, cache)
-        for k, c in enumerate(node.children)
-    ]
-    value = rules[node.op](node, kids, shape, arrays)
-    cache[key] = value
-    return value
-
-
-def _child_shape(graph: AxisGraph, node: Expr, k: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    if node.op in ("add", "func", "inv") or (node.op == "pow" and k == 0):
-        return shape
-    if node.op == "pow":
-        return ()
-    if node.op == "mul":
-        ins, out = node.arg
-        length = {letter: n for letter, n in zip(out, shape)}
-        # summed letters get their length through equal axes (a delta's pairs)
-        changed = True
-        while changed:
-            changed = False
-            for child, spec in zip(node.children, ins):
-                for a, b in graph.equal_axes.get(id(child), ()):
-                    for x, y in ((spec[a], spec[b]), (spec[b], spec[a])):
-                        if x in length and y not in length:
-                            length[y] = length[x]
-                            changed = True
-        if all(letter in length for letter in ins[k]):
-            return tuple(length[letter] for letter in ins[k])
-    raise EvaluationError(
-        f"cannot tell the axis lengths inside the constant expression `{to_text(node)}`: "
-        "a summed index or a determinant of constants has no variable fixing its length"
-    )
 
 
 # ---------------------------------------------------------------- per-kind rules

@@ -14,7 +14,10 @@ from .nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
 
 KEYWORDS = ("declare", "expression", "derivative", "wrt")
 RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",))
-_SYMBOLS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">"}
+_SYMBOLS = {
+    "+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">",
+    "{": "{", "}": "}",  # the dimensions of a constant or delta: 1{X.0}
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +65,9 @@ def tokenize(text: str) -> list[Token]:
             j = _scan_number(text, i)
             tokens.append(Token("number", text[i:j], i))
             i = j
-        elif ch.isascii() and ch.isalpha():
-            j = i
-            while j < n and text[j].isascii() and text[j].isalnum():
+        elif ch.isascii() and (ch.isalpha() or ch == "_"):
+            j = i  # names are ASCII identifiers (v_x, the direction of an HVP, is one)
+            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
                 j += 1
             word = text[i:j]
             lower = word.lower()

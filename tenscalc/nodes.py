@@ -24,6 +24,21 @@ inv       None (matrix inverse)                          (X,)
 det       None (determinant)                             (X,)
 ========  =============================================  ==========================
 
+Every node also carries ``dims``: one *dimension* per axis, the symbolic length of
+that axis (see :class:`Dim`).  A variable's axis ``k`` has the dimension
+``Dim(name, order, k)``; every other node's dimensions follow from its children
+when it is built (a product takes each output letter's dimension from the
+operands carrying that letter), and a constant or ``delta`` takes them from its
+context: the factory *specialises* a child whose dimension is still unknown
+(``None``) as soon as a sibling knows it (``x + 1``: the ``1`` becomes a ones
+vector of ``x``'s length).  Dimensions are part of a constant's identity, so the
+same text used at two lengths is two nodes and both evaluate.  Equalities that an
+expression implies between different dimensions (``A *(ij,j->i) x`` says
+``A.1 = x.0``) are constraints, checked when arrays are bound
+(:mod:`tenscalc.axes`); they never rewrite a node.  A derivative keeps the
+dimensions of the variable it came from, so it knows "the length of X's axis 0"
+even after X itself has disappeared from it.
+
 Index specs are tuples of small ints, never strings.  Negation and scaling are an
 ``add`` with one child and a coefficient; subtraction is an ``add`` with a
 coefficient ``-1``.
@@ -33,13 +48,54 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 from .errors import SemanticError
 
 Spec = tuple[int, ...]
+
+
+class Dim(NamedTuple):
+    """The length of axis ``axis`` of the variable ``name`` (of order ``order``):
+    the only kind of known dimension.  It prints as ``name.axis`` (``X.0``).
+
+    >>> Dim("X", 2, 0)
+    Dim(name='X', order=2, axis=0)
+    """
+
+    name: str
+    order: int
+    axis: int
+
+    def __str__(self) -> str:
+        return f"{self.name}.{self.axis}"
+
+
+#: One entry of ``Expr.dims``: a known :class:`Dim`, ``None`` (unknown: taken from
+#: the context the node is used in), or an int *mark* (an unknown that the printer
+#: tags to find out whether text would recover it, see ``printing``).
+DimSlot = Dim | int | None
+Dims = tuple[DimSlot, ...]
+
+
+def is_known(d: DimSlot) -> bool:
+    """Whether ``d`` is a known dimension (a variable's axis)."""
+    return type(d) is Dim
+
+
+def merge_dims(candidates: Iterable[DimSlot]) -> DimSlot:
+    """The representative of dimensions that must be equal: the least known one
+    (a deterministic choice), else ``None``."""
+    known = [d for d in candidates if type(d) is Dim]
+    return min(known) if known else None
+
+
+def var_dims(name: str, order: int) -> tuple[Dim, ...]:
+    """The dimensions of variable ``name``'s axes."""
+    return tuple(Dim(name, order, k) for k in range(order))
 
 ELEMENTWISE_FUNCTIONS = (
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
@@ -49,6 +105,7 @@ NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det"
 
 _cache: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()
 _serials = itertools.count()
+_lock = threading.RLock()
 
 
 class Expr:
@@ -65,6 +122,9 @@ class Expr:
         Kind-specific payload: name, constant, index specs, coefficients.
     order : int
         Number of axes of the tensor this node stands for.
+    dims : tuple
+        The length of every axis as a dimension (:class:`Dim`, or ``None`` where
+        no variable fixes it yet).
     serial : int
         Creation number, stable within a process; used for printing and drawing.
 
@@ -78,22 +138,24 @@ class Expr:
     True
     """
 
-    __slots__ = ("op", "children", "arg", "order", "digest", "serial", "varset", "__weakref__")
+    __slots__ = ("op", "children", "arg", "order", "dims", "digest", "serial", "varset", "__weakref__")
 
     op: str
     children: tuple[Expr, ...]
     arg: Any
     order: int
+    dims: Dims
     digest: bytes
     serial: int
     varset: frozenset[tuple[str, int]]
 
-    def __init__(self, op: str, children: tuple[Expr, ...], arg: Any, order: int, digest: bytes):
+    def __init__(self, op: str, children: tuple[Expr, ...], arg: Any, order: int, dims: Dims, digest: bytes):
         set_ = object.__setattr__
         set_(self, "op", op)
         set_(self, "children", children)
         set_(self, "arg", arg)
         set_(self, "order", order)
+        set_(self, "dims", dims)
         set_(self, "digest", digest)
         set_(self, "serial", next(_serials))
         # the variables below this node, computed once from the children so that
@@ -112,6 +174,8 @@ class Expr:
         raise AttributeError("tenscalc expressions are immutable")
 
     def __reduce__(self):  # pickling rebuilds through the factory, keeping interning intact
+        if self.op in DIMENSIONED_LEAVES:
+            return (make, (self.op, self.children, self.arg, self.dims))
         return (make, (self.op, self.children, self.arg))
 
     # -- introspection -------------------------------------------------------------------
@@ -124,6 +188,21 @@ class Expr:
         {'A': 2, 'x': 1}
         """
         return dict(sorted(self.varset))
+
+    @property
+    def shape_variables(self) -> dict[str, int]:
+        """Variables whose *shape* the expression needs although their values do
+        not occur in it (name -> order): a derivative that lost ``X`` but still has
+        an axis of ``X``'s length.  Evaluation needs an array (of the right shape)
+        for each of them too.
+
+        >>> import tenscalc as tc
+        >>> f = tc.parse("X *(ij,->) 1", {"X": 2})      # the sum of X's entries
+        >>> tc.hessian(f, "X").shape_variables           # zero, of X's shape twice
+        {'X': 2}
+        """
+        found = {(d.name, d.order) for node in topological(self) for d in node.dims if type(d) is Dim}
+        return dict(sorted(found - set(self.varset)))
 
     def __str__(self) -> str:
         from .printing import to_text
@@ -230,28 +309,48 @@ class Expr:
 # --------------------------------------------------------------------------------------
 
 
-def make(op: str, children: Sequence[Expr], arg: Any = None) -> Expr:
+DIMENSIONED_LEAVES = ("const", "delta")  # leaves whose dimensions come from their context
+
+
+def make(op: str, children: Sequence[Expr], arg: Any = None, dims: Sequence[DimSlot] | None = None) -> Expr:
     """Return the unique node ``(op, children, arg)``, creating it if needed.
 
     The arguments are first brought into canonical form and checked; an invalid
-    combination raises :class:`SemanticError`.  Prefer the small constructors below
-    (:func:`var`, :func:`const`, :func:`mul` ...) which document each kind's ``arg``.
+    combination raises :class:`SemanticError`.  Children whose dimensions are
+    unknown where a sibling knows them are specialised first.  ``dims`` is read
+    only for constants (one per axis) and deltas (one per pair of axes); ``None``
+    there means "unknown: take it from the context".  Prefer the small
+    constructors below (:func:`var`, :func:`const`, :func:`mul` ...) which
+    document each kind's ``arg``.
     """
     children = tuple(children)
     canon = _CANONICALIZERS.get(op)
     if canon is None:
         raise SemanticError(f"unknown node kind {op!r}")
+    if children:
+        children = _specialize_children(op, children, arg)
     result = canon(children, arg)
     if isinstance(result, Expr):  # the canonical form is an existing node
         return result
     children, arg, order = result
-    key = (op, _arg_key(op, arg), children)
-    node = _cache.get(key)
-    if node is None:
-        digest = _digest(op, arg, children)
-        node = Expr(op, children, arg, order, digest)
-        _cache[key] = node
+    if op in DIMENSIONED_LEAVES:
+        node_dims = _leaf_dims(op, arg, order, dims)
+        key: tuple = (op, _arg_key(op, arg), children, node_dims)
+    else:
+        node_dims = _DIMENSION_RULES[op](children, arg)
+        key = (op, _arg_key(op, arg), children)
+    with _lock:  # look up and insert as one step: two threads must get one node
+        node = _cache.get(key)
+        if node is None:
+            digest = _digest(op, arg, children, node_dims if op in DIMENSIONED_LEAVES else ())
+            node = Expr(op, children, arg, order, node_dims, digest)
+            _cache[key] = node
     return node
+
+
+def rebuild(node: Expr, children: Sequence[Expr]) -> Expr:
+    """``node`` with new children (same kind and arg; a leaf keeps its dimensions)."""
+    return make(node.op, children, node.arg, node.dims if node.op in DIMENSIONED_LEAVES else None)
 
 
 def _arg_key(op: str, arg: Any) -> Any:
@@ -264,12 +363,197 @@ def _arg_key(op: str, arg: Any) -> Any:
     return arg
 
 
-def _digest(op: str, arg: Any, children: tuple[Expr, ...]) -> bytes:
+def _digest(op: str, arg: Any, children: tuple[Expr, ...], dims: Dims) -> bytes:
     h = hashlib.blake2b(digest_size=12)
-    h.update(repr((op, _arg_key(op, arg))).encode())
+    # known dimensions are part of a leaf's identity; without them the digest is the
+    # one v0.1 had, so the canonical order of sums is unchanged for such nodes
+    payload = (op, _arg_key(op, arg), dims) if any(map(is_known, dims)) else (op, _arg_key(op, arg))
+    h.update(repr(payload).encode())
     for child in children:
         h.update(child.digest)
     return h.digest()
+
+
+# --------------------------------------------------------------------------------------
+# dimensions: computed from the children, specialised from the context
+# --------------------------------------------------------------------------------------
+
+
+def _leaf_dims(op: str, arg: Any, order: int, dims: Sequence[DimSlot] | None) -> Dims:
+    """A constant has one dimension per axis, a delta one per pair of equal axes."""
+    count = order if op == "const" else arg
+    given: tuple = (None,) * count if dims is None else tuple(dims)
+    if op == "delta" and dims is not None and len(given) == 2 * count:
+        given = tuple(merge_dims((given[t], given[count + t])) for t in range(count))
+    if len(given) != count:
+        what = f"constant of order {order}" if op == "const" else f"delta({arg})"
+        raise SemanticError(f"{len(given)} dimension(s) given for a {what}, which needs {count}")
+    for d in given:
+        if d is not None and type(d) is not Dim and not isinstance(d, int):
+            raise SemanticError(f"not a dimension: {d!r}")
+    return given if op == "const" else given + given
+
+
+def _letter_dims(children: Sequence[Expr], ins: Sequence[Sequence[Any]]) -> dict[Any, DimSlot]:
+    """The dimension of every letter of a product: the least known dimension of the
+    operand axes it labels, carried across the paired axes of deltas."""
+    found: dict[Any, list[DimSlot]] = {}
+    for child, spec in zip(children, ins):
+        for letter, d in zip(spec, child.dims):
+            found.setdefault(letter, []).append(d)
+    letters = {letter: merge_dims(ds) for letter, ds in found.items()}
+    if any(c.op == "delta" for c in children):
+        letters = _propagate_pairs(children, ins, letters)
+    return letters
+
+
+def _needs(child: Expr, target: Sequence[DimSlot]) -> bool:
+    """Whether ``child`` has an unknown dimension where ``target`` knows one."""
+    return any(type(t) is Dim and type(d) is not Dim for d, t in zip(child.dims, target))
+
+
+def _specialize_children(op: str, children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """Children with unknown dimensions filled in from their siblings (the context)."""
+    if op == "add":
+        if len(children) < 2 or any(c.order != children[0].order for c in children):
+            return children  # nothing to share, or invalid (the canonicaliser says why)
+        target = tuple(merge_dims(c.dims[p] for c in children) for p in range(children[0].order))
+        return tuple(specialize(c, target) if _needs(c, target) else c for c in children)
+    if op == "mul":
+        ins = arg[0] if isinstance(arg, tuple) and len(arg) == 2 else None
+        if ins is None or len(ins) != len(children) or any(len(s) != c.order for c, s in zip(children, ins)):
+            return children
+        letters = _letter_dims(children, ins)
+        targets = [tuple(letters[x] for x in spec) for spec in ins]
+        return tuple(specialize(c, t) if _needs(c, t) else c for c, t in zip(children, targets))
+    if op in ("inv", "det") and len(children) == 1 and children[0].order == 2:
+        d = merge_dims(children[0].dims)
+        return (specialize(children[0], (d, d)),) if _needs(children[0], (d, d)) else children
+    return children
+
+
+def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
+    """``node`` with its unknown dimensions replaced by the known ones of ``target``.
+
+    Only the part of the DAG that has unknown dimensions is rebuilt (for ``x + 1``
+    just the constant).  Iterative, so long chains of constants are no problem.
+
+    >>> one = const(1, 1)
+    >>> specialize(one, (Dim("x", 1, 0),)).dims
+    (Dim(name='x', order=1, axis=0),)
+    """
+    memo: dict[tuple[int, tuple], Expr] = {}
+    root_key = (id(node), tuple(target))
+    stack: list[tuple[Expr, tuple, bool]] = [(node, tuple(target), False)]
+    while stack:
+        current, want, expanded = stack.pop()
+        key = (id(current), want)
+        if key in memo:
+            continue
+        wanted = _child_targets(current, want)
+        if not expanded:
+            stack.append((current, want, True))
+            for child, child_want in zip(current.children, wanted):
+                if child_want is not None and (id(child), child_want) not in memo:
+                    stack.append((child, child_want, False))
+            continue
+        kids = [
+            child if child_want is None else memo[(id(child), child_want)]
+            for child, child_want in zip(current.children, wanted)
+        ]
+        if current.op == "const":
+            dims = tuple(d if type(d) is Dim else (t if type(t) is Dim else d) for d, t in zip(current.dims, want))
+            memo[key] = make("const", (), current.arg, dims)
+        elif current.op == "delta":
+            n = current.arg
+            dims = tuple(
+                current.dims[t] if type(current.dims[t]) is Dim else merge_dims((want[t], want[n + t]))
+                or current.dims[t]
+                for t in range(n)
+            )
+            memo[key] = make("delta", (), n, dims)
+        else:
+            memo[key] = rebuild(current, kids)
+    return memo[root_key]
+
+
+def _child_targets(node: Expr, want: tuple) -> list[tuple | None]:
+    """What each child of ``node`` should learn when ``node`` learns ``want``
+    (``None``: the child needs nothing)."""
+    op = node.op
+    if op in ("add", "func") or (op == "pow"):
+        targets: list[tuple | None] = [want] if op != "add" else [want] * len(node.children)
+        if op == "pow":
+            targets = [want, None]
+    elif op == "inv":
+        d = merge_dims(want)
+        targets = [(d, d)]
+    elif op == "mul":
+        ins, out = node.arg
+        letters = _letter_dims(node.children, ins)
+        for letter, d in zip(out, want):
+            if type(d) is Dim and type(letters.get(letter)) is not Dim:
+                letters[letter] = d
+        if any(c.op == "delta" for c in node.children):  # carry the new letters across deltas
+            letters = _propagate_pairs(node.children, ins, letters)
+        targets = [tuple(letters[x] for x in spec) for spec in ins]
+    else:
+        targets = [None] * len(node.children)
+    return [t if t is not None and _needs(c, t) else None for c, t in zip(node.children, targets)]
+
+
+def _propagate_pairs(children, ins, letters: dict) -> dict:
+    """A delta equates its paired letters: share what one of them knows."""
+    pairs = [
+        (spec[t], spec[c.arg + t]) for c, spec in zip(children, ins) if c.op == "delta" for t in range(c.arg)
+    ]
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            merged = merge_dims((letters[a], letters[b]))
+            if merged is not None and (letters[a] != merged or letters[b] != merged):
+                letters[a] = letters[b] = merged
+                changed = True
+    return letters
+
+
+def _dims_var(children, arg) -> Dims:
+    return var_dims(*arg)
+
+
+def _dims_add(children, arg) -> Dims:
+    return tuple(merge_dims(c.dims[p] for c in children) for p in range(children[0].order))
+
+
+def _dims_mul(children, arg) -> Dims:
+    ins, out = arg
+    letters = _letter_dims(children, ins)
+    return tuple(letters[x] for x in out)
+
+
+def _dims_same_as_first(children, arg) -> Dims:
+    return children[0].dims
+
+
+def _dims_inv(children, arg) -> Dims:
+    d = merge_dims(children[0].dims)
+    return (d, d)
+
+
+def _dims_scalar(children, arg) -> Dims:
+    return ()
+
+
+_DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
+    "var": _dims_var,
+    "add": _dims_add,
+    "mul": _dims_mul,
+    "func": _dims_same_as_first,
+    "pow": _dims_same_as_first,
+    "inv": _dims_inv,
+    "det": _dims_scalar,
+}
 
 
 def _canon_var(children, arg):
@@ -337,7 +621,7 @@ def _canon_add(children, coefficients):
         return terms[0][0]
     if len(terms) == 1 and terms[0][0].op == "const":  # -2 is the constant -2, as the parser reads it
         value, const_order = terms[0][0].arg
-        return make("const", (), (terms[0][1] * value, const_order))
+        return make("const", (), (terms[0][1] * value, const_order), terms[0][0].dims)
     # canonical order: positive terms first and constants last (for readable
     # printing), then by structural digest (deterministic across processes)
     terms.sort(key=lambda t: (t[1] < 0, t[0].op == "const", t[0].digest, type(t[1]).__name__, t[1]))
@@ -458,14 +742,21 @@ def var(name: str, order: int) -> Expr:
     return make("var", (), (name, order))
 
 
-def const(value: float, order: int = 0) -> Expr:
-    """A tensor of the given order filled with ``value`` (axis lengths from context)."""
-    return make("const", (), (value, order))
+def const(value: float, order: int = 0, dims: Sequence[DimSlot] | None = None) -> Expr:
+    """A tensor of the given order filled with ``value``; its axis lengths are
+    ``dims`` (one per axis), or taken from the context where it is used."""
+    return make("const", (), (value, order), dims)
 
 
-def delta(n: int) -> Expr:
-    """The order-2n identity tensor."""
-    return make("delta", (), n)
+def const_like(value: float, node: Expr) -> Expr:
+    """A constant tensor of ``node``'s order and dimensions (``0`` or ones "like" it)."""
+    return make("const", (), (value, node.order), node.dims)
+
+
+def delta(n: int, dims: Sequence[DimSlot] | None = None) -> Expr:
+    """The order-2n identity tensor; ``dims`` gives one dimension per pair of axes
+    (or one per axis, paired ones being merged), else the context does."""
+    return make("delta", (), n, dims)
 
 
 def add(terms: Iterable[Expr], coefficients: Iterable[float] | None = None) -> Expr:

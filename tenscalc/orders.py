@@ -106,12 +106,18 @@ class _TypeChecker:
         kind = syn.kind
         nat = [self.natural[id(c)] for c in syn.children]
         if kind == "num":
-            return None
+            return None if syn.dims is None else len(syn.dims)  # `1{X.0}` states its order
         if kind == "name":
             if syn.value not in self.orders:
                 raise self.error(f"variable '{syn.value}' is not declared", syn)
             return self.orders[syn.value]
         if kind == "delta":
+            if syn.dims is not None and len(syn.dims) != syn.value:
+                raise self.error(
+                    f"delta({syn.value}) has {syn.value} pair{'' if syn.value == 1 else 's'} of axes but "
+                    f"{len(syn.dims)} dimension{'' if len(syn.dims) == 1 else 's'} are written",
+                    syn,
+                )
             return 2 * syn.value
         if kind == "call":
             if syn.value in ("inv", "det", "adj"):
@@ -202,11 +208,17 @@ class _TypeChecker:
     def construct(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
         kind = syn.kind
         if kind == "num":
-            return N.const(syn.value, required)
+            if syn.dims is not None and len(syn.dims) != required:
+                raise self.error(
+                    f"{len(syn.dims)} dimension{'' if len(syn.dims) == 1 else 's'} written for a constant "
+                    f"that has order {required} here",
+                    syn,
+                )
+            return N.const(syn.value, required, self.dimensions(syn))
         if kind == "name":
             return N.var(syn.value, self.orders[syn.value])
         if kind == "delta":
-            return N.delta(syn.value)
+            return N.delta(syn.value, self.dimensions(syn))
         if kind == "call":
             name = syn.value
             if name == "inv":
@@ -228,6 +240,35 @@ class _TypeChecker:
             (s1, s2, s3), _ = syn.value
             return N.mul(kids, (s1, s2), s3)
         raise AssertionError(kind)
+
+
+    def dimensions(self, syn: Syn) -> tuple[N.Dim | None, ...] | None:
+        """The written dimensions of a number or delta, checked against the declarations."""
+        if syn.dims is None:
+            return None
+        dims: list[N.Dim | None] = []
+        for written in syn.dims:
+            if written is None:
+                dims.append(None)
+                continue
+            name, axis, pos = written
+            order = self.orders.get(name)
+            if order is None:
+                raise SemanticError(
+                    f"the dimension {name}.{axis} names '{name}', which is not declared (declare it, with its "
+                    "order, even where only its shape is used)",
+                    self.text,
+                    pos,
+                )
+            if axis >= order:
+                raise SemanticError(
+                    f"the dimension {name}.{axis} names axis {axis} of '{name}', which has order {order} "
+                    f"(axes 0 to {order - 1})" if order else f"'{name}' is a scalar: it has no axis {axis}",
+                    self.text,
+                    pos,
+                )
+            dims.append(N.Dim(name, order, axis))
+        return tuple(dims)
 
 
 def _postorder(root: Syn) -> list[Syn]:

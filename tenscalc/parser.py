@@ -37,6 +37,8 @@ class Syn:
     end: int
     children: tuple[Syn, ...] = ()
     value: object = None  # number value, name, function name, delta n, signs, specs
+    # written dimensions of a number or delta (`1{X.0}`): (name, axis, position) or None for `_`
+    dims: tuple[tuple[str, int, int] | None, ...] | None = None
 
 
 @dataclass
@@ -261,6 +263,32 @@ class Parser:
             letters += word
         return letters
 
+    def dimensions(self) -> tuple[tuple[str, int, int] | None, ...] | None:
+        """``{X.0, y.0}`` after a number or delta: the lengths of its axes, each the
+        length of a variable's axis (``_``: unknown, taken from the context)."""
+        if not self.at("{"):
+            return None
+        self.advance()
+        dims: list[tuple[str, int, int] | None] = []
+        while True:
+            tok = self.tok
+            if tok.kind == "name" and tok.text == "_":
+                self.advance()
+                dims.append(None)
+            elif tok.kind == "name":
+                self.advance()
+                axis = self.tok
+                if axis.kind != "number" or not axis.text.startswith(".") or not axis.text[1:].isdigit():
+                    self.fail(f"'.' and an axis number after '{tok.text}' in a dimension (as in {tok.text}.0)")
+                self.advance()
+                dims.append((tok.text, int(axis.text[1:]), tok.pos))
+            else:
+                self.fail("a dimension: a variable's axis such as X.0, or _")
+            if self.at("}"):
+                self.advance()
+                return tuple(dims)
+            self.expect(",", "',' or '}' in the dimensions {...}")
+
     def factor(self) -> Syn:
         start = self.tok.pos
         minus = 0
@@ -279,7 +307,7 @@ class Parser:
             node = Syn("pow", node.pos, self.prev_end(), (node, exponent))
         if minus % 2:
             if node.kind == "num":  # -2 is the constant -2, not a negation node
-                return Syn("num", start, node.end, (), -node.value)
+                return Syn("num", start, node.end, (), -node.value, node.dims)
             return Syn("neg", start, node.end, (node,))
         return node
 
@@ -290,7 +318,8 @@ class Parser:
             text = tok.text
             is_int = all(c.isdigit() for c in text)
             value = int(text) if is_int else float(text)
-            return Syn("num", tok.pos, tok.pos + len(text), (), value)
+            dims = self.dimensions()
+            return Syn("num", tok.pos, self.prev_end(), (), value, dims)
         if tok.kind == "name":
             self.advance()
             return Syn("name", tok.pos, tok.pos + len(tok.text), (), tok.text)
@@ -304,7 +333,8 @@ class Parser:
                     self.fail("a natural number n in delta(n)")
                 n = int(self.advance().text)
                 self.expect(")", "')' closing delta(n)")
-                return Syn("delta", tok.pos, self.prev_end(), (), n)
+                dims = self.dimensions()
+                return Syn("delta", tok.pos, self.prev_end(), (), n, dims)
             if not self.at("("):
                 self.fail(f"'(' after the function name '{tok.text}'")
             self.advance()

@@ -1,6 +1,9 @@
 """Printing a DAG back in the tenscalc language.
 
 ``to_text(parse(s))`` re-parses (with the same orders) to the identical node.
+A constant or delta whose axis lengths its context would not give back when the
+text is parsed again is written with its dimensions (``1{X.0}``, ``delta(1){x.0}``,
+``0{X.0, X.1}`` for a zero of X's shape); see :func:`written_dimensions`.
 Products with more than two operands (made by the builder or the simplifier)
 print as nested binary products, which re-parse to an equivalent expression.
 Printing is iterative; shared subexpressions are printed once per use.
@@ -8,6 +11,7 @@ Printing is iterative; shared subexpressions are printed once per use.
 
 from __future__ import annotations
 
+from . import nodes as N
 from .nodes import Expr, chain_specs, topological
 
 # precedence levels of the grammar: sum < product/quotient < unary minus < power < atom
@@ -66,9 +70,13 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
         )
     texts: dict[int, tuple[str, int]] = {}
     flexible: dict[int, bool] = {}
+    written = written_dimensions(root)
     for node in topological(root):
-        texts[id(node)] = _PRINTERS[node.op](node, texts)
-        flexible[id(node)] = _order_from_context(node, flexible)
+        text, precedence = _PRINTERS[node.op](node, texts)
+        if node in written:
+            text += dimensions_text(node)
+        texts[id(node)] = (text, precedence)
+        flexible[id(node)] = node not in written and _order_from_context(node, flexible)
     text = texts[id(root)][0]
     if flexible[id(root)] and root.order > 0:
         # Only constants: as text its order would default to 0.  Scaling a ones
@@ -77,6 +85,57 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
         letters = letters_for(tuple(range(root.order)))
         text = f"({text}) *(,{letters}->{letters}) 1"
     return text
+
+
+def dimensions_text(node: Expr) -> str:
+    """``{X.0, x.0}``: the dimensions of a constant (one per axis) or delta (one per pair)."""
+    dims = node.dims if node.op == "const" else node.dims[: node.arg]
+    return "{" + ", ".join(str(d) if N.is_known(d) else "_" for d in dims) + "}"
+
+
+def written_dimensions(root: Expr) -> set[Expr]:
+    """The constants and deltas of ``root`` that must be printed with their dimensions.
+
+    Parsing gives a constant or delta written without dimensions the dimensions of
+    its context, exactly as the node factory specialises an unknown dimension.  So
+    the question "would the text give this length back?" is answered by the
+    factory itself: rebuild the DAG with every constant's and delta's known
+    dimensions replaced by a mark of its own, and see which marks survive.  Those
+    nodes are written with their dimensions; repeat until nothing is left open
+    (writing one can settle others through a shared index).
+    """
+    leaves = [n for n in topological(root) if n.op in N.DIMENSIONED_LEAVES and any(map(N.is_known, n.dims))]
+    written: set[Expr] = set()
+    while leaves:
+        tags = {n.serial: n for n in leaves if n not in written}
+        if not tags:
+            break
+        open_marks = _surviving_marks(root, written)
+        settled = [tags[t] for t in open_marks if t in tags]
+        if not settled:
+            break
+        written.update(settled)
+    return written
+
+
+def _surviving_marks(root: Expr, written: set[Expr]) -> set[int]:
+    """Rebuild ``root`` with the dimensions of unwritten constants and deltas
+    replaced by marks (their serial numbers); the marks nothing resolved."""
+    rebuilt: dict[int, Expr] = {}
+    for node in topological(root):
+        if node.op in N.DIMENSIONED_LEAVES:
+            if node in written or not any(map(N.is_known, node.dims)):
+                new = node
+            else:
+                count = node.order if node.op == "const" else node.arg
+                new = N.make(node.op, (), node.arg, (node.serial,) * count)
+        else:
+            children = [rebuilt[id(c)] for c in node.children]
+            new = node if all(a is b for a, b in zip(children, node.children)) else N.rebuild(node, children)
+        rebuilt[id(node)] = new
+    return {
+        d for n in topological(rebuilt[id(root)]) if n.op in N.DIMENSIONED_LEAVES for d in n.dims if type(d) is int
+    }
 
 
 def _order_from_context(node: Expr, flexible: dict[int, bool]) -> bool:

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import nodes as N
-from .axes import axis_graph, axis_sources
 from .errors import TensCalcError
 from .letters import LetterClasses
 from .nodes import Expr, topological
@@ -61,7 +60,7 @@ def _rebuild(pairs: list[tuple[Expr, tuple[int, ...]]], out: tuple[int, ...]) ->
 def mul_zero(node: Expr, ctx: Context) -> Expr | None:
     # a *(..) 0 -> 0
     if any(N.is_zero(c) for c in node.children):
-        return N.const(0, node.order)
+        return N.const_like(0, node)
     return None
 
 
@@ -111,32 +110,11 @@ def mul_constants(node: Expr, ctx: Context) -> Expr | None:
             if set(spec) <= elsewhere and (keep or k + 1 < len(pairs)):
                 factor *= child.arg[0]
                 continue
-        elif _is_ones_with_shape(child):
-            # x^0 only binds axis lengths: redundant when other operands' variables bind them
-            bound_letters = {
-                s[p] for j, (c, s) in enumerate(pairs) if j != k and not _is_ones_with_shape(c) for p in _bound_axes(c)
-            }
-            if set(spec) <= bound_letters:
-                continue
         keep.append((child, spec))
     if len(keep) == len(pairs) or not keep:
         return None
     inner = _rebuild(keep, node.arg[1])
     return inner if factor == 1 else N.scale(inner, factor)
-
-
-def _bound_axes(node: Expr) -> set[int]:
-    """Axes of ``node`` whose length a variable inside it fixes."""
-    if not node.varset or node.order == 0:
-        return set()
-    graph = axis_graph(node)
-    bound = {graph.find(slot) for *_, slot in graph.var_slots}
-    return {p for p, cls in enumerate(graph.classes(node)) if cls in bound}
-
-
-def _is_ones_with_shape(node: Expr) -> bool:
-    """``b^0`` for a ``b`` with variables: a ones tensor that fixes axis lengths."""
-    return node.op == "pow" and N.is_const(node.children[1], 0) and bool(node.children[0].variables)
 
 
 def mul_all_constant(node: Expr, ctx: Context) -> Expr | None:
@@ -150,7 +128,7 @@ def mul_all_constant(node: Expr, ctx: Context) -> Expr | None:
     value = 1
     for c in node.children:
         value *= c.arg[0]
-    return N.const(value, node.order)
+    return N.const_like(value, node)
 
 
 def mul_fuse(node: Expr, ctx: Context) -> Expr | None:
@@ -222,15 +200,15 @@ def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:
                 rename = {x: (keep if y == drop else y) for x, y in rename.items()}
                 rename[drop] = keep
             else:
-                kept_pairs.append((spec[t], spec[n + t]))
+                kept_pairs.append((spec[t], spec[n + t], child.dims[t]))
         if not rename:
             continue
 
         new_pairs = [(c, tuple(rename.get(x, x) for x in s)) for j, (c, s) in enumerate(pairs) if j != k]
         if kept_pairs:
             m = len(kept_pairs)
-            rest = tuple(rename.get(a, a) for a, _ in kept_pairs) + tuple(rename.get(b, b) for _, b in kept_pairs)
-            new_pairs.append((N.delta(m), rest))
+            rest = tuple(rename.get(a, a) for a, _, _ in kept_pairs) + tuple(rename.get(b, b) for _, b, _ in kept_pairs)
+            new_pairs.append((N.delta(m, tuple(d for _, _, d in kept_pairs)), rest))
         return _rebuild(new_pairs, tuple(rename.get(x, x) for x in out))
     return None
 
@@ -240,7 +218,7 @@ def mul_drop_delta0(node: Expr, ctx: Context) -> Expr | None:
     pairs = _operands(node)
     if len(pairs) > 1 and any(c.op == "delta" and c.arg == 0 for c, _ in pairs):
         rest = [(c, s) for c, s in pairs if not (c.op == "delta" and c.arg == 0)]
-        return _rebuild(rest, node.arg[1]) if rest else N.const(1, node.order)
+        return _rebuild(rest, node.arg[1]) if rest else N.const_like(1, node)
     return None
 
 
@@ -283,6 +261,33 @@ def mul_merge_powers(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def mul_ones_on_diagonal(node: Expr, ctx: Context) -> Expr | None:
+    # 1{X.1} *(i,->ii) 1 -> delta(1){X.1} : ones written on a diagonal are the identity
+    ins, out = node.arg
+    if not all(c.op == "const" for c in node.children) or not out:
+        return None
+    counts = {letter: out.count(letter) for letter in out}
+    if any(k != 2 for k in counts.values()) or set().union(*ins) != set(counts):
+        return None  # a letter summed or written other than twice: not an identity
+    value = 1
+    for c in node.children:
+        value *= c.arg[0]
+    if value == 0:
+        return None  # mul_zero's job
+    pairs = tuple(dict.fromkeys(out))
+    n = len(pairs)
+    identity = N.delta(n, tuple(node.dims[out.index(letter)] for letter in pairs))
+    if out != pairs + pairs:  # the same identity with its axes in the order of `out`
+        seen: set[int] = set()
+        positions = []  # delta axis t for the first occurrence of pair t, n + t for the second
+        for letter in out:
+            t = pairs.index(letter)
+            positions.append(n + t if letter in seen else t)
+            seen.add(letter)
+        identity = N.mul((identity,), (tuple(range(2 * n)),), tuple(positions))
+    return identity if value == 1 else N.scale(identity, value)
+
+
 MUL_RULES: list[Rule] = [
     mul_zero,
     mul_drop_delta0,
@@ -292,6 +297,7 @@ MUL_RULES: list[Rule] = [
     mul_merge_powers,
     mul_constants,
     mul_all_constant,
+    mul_ones_on_diagonal,
     mul_identity,
     mul_sort_operands,
 ]
@@ -307,13 +313,7 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
     constant = 0
     constant_terms = 0
     changed = False
-    has_variables = any(map(_is_ones_with_shape, node.children)) and any(
-        len(_bound_axes(c)) == node.order and not _is_ones_with_shape(c) for c in node.children
-    )
     for child, coef in zip(node.children, node.arg):
-        if has_variables and _is_ones_with_shape(child):
-            child = N.const(1, node.order)  # a sibling with variables fixes the shape
-            changed = True
         terms = [(child, coef)]
         if (
             child.op == "add"
@@ -340,10 +340,10 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
     children = [merged[i][0] for i in order if merged[i][1] != 0]
     coefs = [merged[i][1] for i in order if merged[i][1] != 0]
     if constant != 0 or (has_constant_child and not children):
-        children.append(N.const(constant, node.order))
+        children.append(N.const_like(constant, node))
         coefs.append(1)
     if not children:
-        return N.const(0, node.order)
+        return N.const_like(0, node)
     result = N.add(children, coefs)
     return None if result is node else result
 
@@ -351,7 +351,7 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
 def add_scale_constant(node: Expr, ctx: Context) -> Expr | None:
     # 3 (2) -> 6 : a scaled constant is a constant
     if len(node.children) == 1 and node.children[0].op == "const":
-        return N.const(node.arg[0] * node.children[0].arg[0], node.order)
+        return N.const_like(node.arg[0] * node.children[0].arg[0], node)
     return None
 
 
@@ -431,7 +431,7 @@ def func_constant(node: Expr, ctx: Context) -> Expr | None:
         return None
     if float(value).is_integer() and isinstance(child.arg[0], int):
         value = int(value)
-    return N.const(value, node.order)
+    return N.const_like(value, node)
 
 
 def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
@@ -442,8 +442,8 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
     e = exponent.arg[0]
     if e == 1:
         return base
-    if e == 0 and not base.variables:
-        return N.const(1, node.order)
+    if e == 0:  # the node keeps base's dimensions, so nothing about its shape is lost
+        return N.const_like(1, node)
     if base.op == "const":
         try:
             value = base.arg[0] ** e
@@ -451,7 +451,7 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
             return None
         if isinstance(value, complex) or not math.isfinite(value):
             return None
-        return N.const(value, node.order)
+        return N.const_like(value, node)
     return None
 
 
@@ -483,14 +483,10 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     '2 *(,i->i) x'
     """
     table = RULES if rules is None else rules
-    sources = axis_sources(root)  # rules may drop what fixed a length: bind it again
     for _ in range(MAX_PASSES):
         new_root = _one_pass(root, table)
         if new_root is root:
-            bound = bind_free_axes(root, sources)
-            if bound is root or root.op == "const":  # a bound constant is as simple as it gets
-                return bound
-            new_root = bound  # simplify the bound form too, so simplify is idempotent
+            return root
         root = new_root
     raise TensCalcError(f"simplification did not reach a fixed point within {MAX_PASSES} passes (a rule loop)")
 
@@ -506,7 +502,7 @@ def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
         children = tuple(mapped[id(c)] for c in node.children)
         current = node
         if any(a is not b for a, b in zip(children, node.children)):
-            current = N.make(node.op, children, node.arg)
+            current = N.rebuild(node, children)
             for old, new in zip(node.children, children):
                 if old is not new:
                     ctx.uses[id(new)] = ctx.uses.get(id(new), 0) + ctx.uses.get(id(old), 0)
@@ -527,50 +523,3 @@ def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> 
         else:
             return node
     raise TensCalcError("simplification of one node did not terminate (a rule loop)")
-
-
-def bind_free_axes(result: Expr, sources: tuple) -> Expr:
-    """Make every axis length of ``result`` follow from a variable it contains.
-
-    A derivative can lose every mention of the variables that fix its shape (the
-    Hessian of ``x *(i,i->) x`` is ``2 delta(1)``).  For each axis whose length no
-    variable fixes, multiply by a ones tensor written with the variable that has
-    that length: ``x^0``, or ``(v *(ijk,->j) 1)^0`` for one axis of ``v``.  It
-    costs O(size of the variable), keeps the result an ordinary expression that
-    prints, re-parses and evaluates on its own, and the simplifier keeps it.
-    """
-    graph = axis_graph(result)
-    bound = {graph.find(slot) for *_, slot in graph.var_slots}
-    classes = graph.classes(result)
-    wanted: dict[tuple[str, int], list[tuple[int, int]]] = {}  # variable -> (its axis, result axis)
-    seen: set[int] = set()
-    for position, (cls, source) in enumerate(zip(classes, sources)):
-        if cls in bound or cls in seen or source is None:
-            continue
-        seen.add(cls)
-        name, order, axis = source
-        wanted.setdefault((name, order), []).append((axis, position))
-    if not wanted:
-        return result
-    factors: list[tuple[Expr, tuple[int, ...]]] = []
-    for (name, order), pairs in wanted.items():
-        variable = N.var(name, order)
-        axes = [axis for axis, _ in pairs]
-        if sorted(axes) == list(range(order)):  # all of v's axes: one v^0
-            by_axis = dict(pairs)
-            factors.append((N.power(variable, N.const(0, 0)), tuple(by_axis[a] for a in range(order))))
-            continue
-        for axis, position in pairs:  # one axis of v: (v summed over the others)^0
-            picked = variable if order == 1 else N.mul((variable,), (tuple(range(order)),), (axis,))
-            factors.append((N.power(picked, N.const(0, 0)), (position,)))
-    operands = [f for f, _ in factors]
-    specs = [spec for _, spec in factors]
-    if result.op == "const" and set().union(*specs) == set(range(result.order)):
-        if len(operands) == 1 and specs[0] == tuple(range(result.order)):
-            ones = operands[0]
-        else:
-            ones = N.mul(operands, specs, tuple(range(result.order)))
-        return ones if result.arg[0] == 1 else N.scale(ones, result.arg[0])
-    operands.insert(0, result)
-    specs.insert(0, tuple(range(result.order)))
-    return N.mul(operands, specs, tuple(range(result.order)))

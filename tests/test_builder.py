@@ -126,7 +126,7 @@ def test_chained_sums_are_the_parsers_flat_sum():
 
 def test_int_and_float_numbers_stay_distinct():
     assert x + 1 is not x + 1.0
-    assert (x + 1).children[1] is tc.constant(1, 1)
+    assert (x + 1).children[1] is tc.constant(1, 1, x.dims)
 
 
 def test_einsum_with_two_operands():
@@ -142,7 +142,7 @@ def test_einsum_with_two_operands():
     assert tc.einsum("ij, j -> i", A, x) is P("A *(ij,j->i) x")
     # a number takes the order of its index string
     assert tc.einsum("ij,j->i", A + 1, 1) is P("(A + 1) *(ij,j->i) 1")
-    assert tc.einsum("ij,j->i", A + 1, 1).children[1] is tc.constant(1, 1)
+    assert tc.einsum("ij,j->i", A + 1, 1).children[1] is tc.constant(1, 1, A.dims[1:])
 
 
 def test_einsum_with_three_operands_is_the_left_nested_chain():

@@ -32,7 +32,8 @@ def test_parsing_twice_gives_the_identical_root():
 
 def test_common_subexpression_is_one_node():
     e = P("(X+1) + X *(ij,ij->ij) (X+1)")
-    X, one = N.var("X", 2), N.const(1, 2)
+    X = N.var("X", 2)
+    one = N.const(1, 2, X.dims)  # the 1 takes X's dimensions from its context
     x_plus_1 = [n for n in topological(e) if n.op == "add" and set(n.children) == {X, one}]
     assert len(x_plus_1) == 1
     # and the product really uses that very node

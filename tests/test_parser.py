@@ -33,8 +33,8 @@ def terms(e) -> dict:
     return dict(zip(e.children, e.arg))
 
 
-def const(value, order=0):
-    node = N.const(value, order)
+def const(value, order=0, dims=None):
+    node = N.const(value, order, dims)
     assert type(node.arg[0]) is type(value)
     return node
 
@@ -446,15 +446,16 @@ def test_thesis_examples():
 def test_constant_in_a_sum_takes_the_other_summands_order():
     e = P("X + 1")
     assert e.order == 2
-    assert terms(e) == {X: 1, const(1, 2): 1}
+    # ... and the other summand's dimensions: the 1 is a ones matrix of X's shape
+    assert terms(e) == {X: 1, const(1, 2, X.dims): 1}
     assert P("1 + X") is e
-    assert terms(P("1 - x")) == {const(1, 1): 1, x: -1}
-    assert terms(P("T + 2.5")) == {T: 1, const(2.5, 3): 1}
+    assert terms(P("1 - x")) == {const(1, 1, x.dims): 1, x: -1}
+    assert terms(P("T + 2.5")) == {T: 1, const(2.5, 3, T.dims): 1}
 
 
 def test_constant_in_a_nested_sum():
     e = P("(1 + 2) + X")
-    inner = N.add((const(1, 2), const(2, 2)))
+    inner = N.add((const(1, 2, X.dims), const(2, 2, X.dims)))
     assert terms(e) == {inner: 1, X: 1}
 
 
@@ -462,8 +463,8 @@ def test_constant_in_a_product_takes_its_index_string_length():
     e = P("(A + 1) *(ij,j->i) 1")
     assert e.order == 1
     left, right = e.children
-    assert right is const(1, 1)  # a vector of ones
-    assert terms(left) == {A: 1, const(1, 2): 1}
+    assert right is const(1, 1, A.dims[1:])  # a vector of ones, as long as A's rows
+    assert terms(left) == {A: 1, const(1, 2, A.dims): 1}
     e = P("1 *(,ij->) X")
     assert e.children == (const(1, 0), X)
     assert e.order == 0
@@ -473,16 +474,16 @@ def test_constant_in_a_product_takes_its_index_string_length():
 def test_constant_under_an_elementwise_function():
     e = P("X + log(2)")
     assert e.order == 2
-    assert terms(e) == {X: 1, N.func("log", const(2, 2)): 1}
-    assert terms(P("exp(sin(1)) - x")) == {N.func("exp", N.func("sin", const(1, 1))): 1, x: -1}
-    assert terms(P("-2 + x")) == {x: 1, const(-2, 1): 1}
+    assert terms(e) == {X: 1, N.func("log", const(2, 2, X.dims)): 1}
+    assert terms(P("exp(sin(1)) - x")) == {N.func("exp", N.func("sin", const(1, 1, x.dims))): 1, x: -1}
+    assert terms(P("-2 + x")) == {x: 1, const(-2, 1, x.dims): 1}
 
 
 def test_constant_under_a_power_and_a_quotient():
     e = P("X + 2^c")
-    assert terms(e) == {X: 1, N.power(const(2, 2), c): 1}
+    assert terms(e) == {X: 1, N.power(const(2, 2, X.dims), c): 1}
     e = P("x + 1 / 2")
-    assert terms(e) == {x: 1, N.divide(const(1, 1), const(2, 1)): 1}
+    assert terms(e) == {x: 1, N.divide(const(1, 1, x.dims), const(2, 1, x.dims)): 1}
     # the exponent is always a scalar
     assert P("X^2").children == (X, const(2, 0))
 
@@ -507,9 +508,10 @@ def test_delta_order(n):
 
 def test_delta_with_tensors():
     e = P("delta(1) + A")
-    assert terms(e) == {N.delta(1): 1, A: 1}
+    # the identity's two axes must have equal lengths: A's (A.0 = A.1 is checked on binding)
+    assert terms(e) == {N.delta(1, A.dims[:1]): 1, A: 1}
     e = P("delta(2) *(ijkl,kl->ij) A")
-    assert e.children == (N.delta(2), A) and e.order == 2
+    assert e.children == (N.delta(2, A.dims), A) and e.order == 2
     e = P("delta *(,i->i) x")
     assert e.children == (N.delta(0), x)
 

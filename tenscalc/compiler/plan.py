@@ -63,9 +63,9 @@ class AddItem:
 class Step:
     """One operation of the plan, writing slot ``index``.
 
-    kind: ``input`` (data: name), ``ones`` (an ``X^0``: ones of the node's shape),
+    kind: ``input`` (data: name),
     ``constant`` (a node made of constants only, evaluated once per shape; data:
-    the node giving its shape at this use, or None for a scalar), ``product``
+    that node), ``product``
     (data: tuple of Terms, summed), ``add`` (data: tuple of AddItem), ``func``
     (data: name), ``pow`` (data: constant exponent or None; args: base [, exponent
     slot]), ``inv``, ``det``.
@@ -97,11 +97,6 @@ def _scale_parts(node: Expr) -> tuple[Expr, float] | None:
     return None
 
 
-def is_ones(node: Expr) -> bool:
-    """``X^0``: a ones tensor of X's shape (derivatives use it to carry lengths)."""
-    return node.op == "pow" and node.children[1].op == "const" and node.children[1].arg[0] == 0
-
-
 def _is_product(node: Expr) -> bool:
     return node.op == "mul" or _scale_parts(node) is not None
 
@@ -115,7 +110,7 @@ def _is_free(node: Expr) -> bool:
         return False
     ins, out = node.arg
     data = [
-        spec for child, spec in zip(node.children, ins) if child.op not in ("const", "delta") and not is_ones(child)
+        spec for child, spec in zip(node.children, ins) if child.op not in ("const", "delta")
     ]
     if len(data) > 1:
         return False
@@ -150,8 +145,8 @@ class PlanBuilder:
         self.roots = list(roots)
         self.nodes = topological(self.roots)
         self.root_ids = {id(r) for r in self.roots}
-        # nodes made of constants only have no shape of their own (it is taken at
-        # each use, as in the interpreter): they never get a shared slot
+        # nodes made of constants only are computed once when shapes are bound
+        # (or absorbed into the products that use them): they get no step of their own
         self.constant_only: set[int] = set()
         for node in self.nodes:
             if node.op != "var" and all(id(c) in self.constant_only for c in node.children):
@@ -175,8 +170,6 @@ class PlanBuilder:
 
     @staticmethod
     def _reads(node: Expr) -> tuple[Expr, ...]:
-        if is_ones(node):
-            return ()  # only the shape of the base matters, and the axis graph has it
         if node.op == "pow" and node.children[1].op == "const":
             return node.children[:1]
         return node.children
@@ -197,13 +190,9 @@ class PlanBuilder:
         for node in reversed(self.nodes):
             key = id(node)
             if key not in self.live or key in self.constant_only:
-                continue  # constants are absorbed or evaluated per use
+                continue  # constants are absorbed, or evaluated once at binding
             users = self.users[key]
             is_root = key in self.root_ids
-            if is_ones(node):
-                if is_root or any(not (_is_product(u) or u.op == "add") for u in users):
-                    self.materialize.add(key)
-                continue
             if node.op == "var":
                 self.materialize.add(key)
                 continue
@@ -238,7 +227,7 @@ class PlanBuilder:
         parts = _scale_parts(node)
         if parts is not None:
             return [parts[0]]
-        return [c for c in node.children if id(c) not in self.constant_only and not is_ones(c)]
+        return [c for c in node.children if id(c) not in self.constant_only]
 
     # -------------------------------------------------------------- emitting
     def build(self) -> Plan:
@@ -246,6 +235,10 @@ class PlanBuilder:
         for node in self.nodes:
             if id(node) in self.materialize:
                 self._emit(node)
+            elif id(node) in self.root_ids and _is_product(node):
+                # a root of constants only (2 delta(1), the Hessian of x.x): its
+                # deltas become a diagonal write, as inside any other product
+                self._add_step(node, "product", data=self._terms(node))
             elif id(node) in self.root_ids:  # a root made of constants only
                 self._add_step(node, "constant", data=node)
         outputs = tuple(self.slot_of[id(r)] for r in self.roots)
@@ -268,10 +261,10 @@ class PlanBuilder:
             self.slot_of[id(node)] = index
         return index
 
-    def _slot(self, child: Expr, shape_node: Expr | None) -> int:
-        """The slot holding ``child`` where it is used with the shape of ``shape_node``."""
+    def _slot(self, child: Expr) -> int:
+        """The slot holding ``child`` (a constant-only child gets a constant step)."""
         if id(child) in self.constant_only:
-            return self._add_step(child, "constant", data=shape_node)
+            return self._add_step(child, "constant", data=child)
         return self.slot_of[id(child)]
 
     def _emit(self, node: Expr) -> None:
@@ -279,22 +272,20 @@ class PlanBuilder:
         if op == "var":
             slot = self._add_step(node, "input", data=node.arg[0])
             self.inputs[node.arg[0]] = slot
-        elif is_ones(node):
-            self._add_step(node, "ones")
         elif _is_product(node):
             self._add_step(node, "product", data=self._terms(node))
         elif op == "add":
             self._add_step(node, "add", data=self._add_items(node))
         elif op == "func":
-            self._add_step(node, "func", (self._slot(node.children[0], node),), node.arg)
+            self._add_step(node, "func", (self._slot(node.children[0]),), node.arg)
         elif op == "pow":
             base, exponent = node.children
             if exponent.op == "const":
-                self._add_step(node, "pow", (self._slot(base, node),), exponent.arg[0])
+                self._add_step(node, "pow", (self._slot(base),), exponent.arg[0])
             else:
-                self._add_step(node, "pow", (self._slot(base, node), self._slot(exponent, None)), None)
+                self._add_step(node, "pow", (self._slot(base), self._slot(exponent)), None)
         elif op == "inv":
-            self._add_step(node, op, (self._slot(node.children[0], node),))
+            self._add_step(node, op, (self._slot(node.children[0]),))
         elif op == "det":
             self._add_step(node, op, (self.slot_of[id(node.children[0])],))
         else:  # pragma: no cover - every kind is listed above
@@ -307,10 +298,8 @@ class PlanBuilder:
                 items.append(AddItem("scalar", coef * child.arg[0]))
             elif child.op == "delta":
                 items.append(AddItem("delta", coef, n=child.arg))
-            elif is_ones(child) and id(child) not in self.slot_of:
-                items.append(AddItem("scalar", coef))
             else:
-                items.append(AddItem("slot", coef, slot=self._slot(child, node)))
+                items.append(AddItem("slot", coef, slot=self._slot(child)))
         return tuple(items)
 
     # -------------------------------------------------------------- fusion
@@ -327,12 +316,10 @@ class PlanBuilder:
             while pending:
                 child, spec = pending.pop()
                 key = id(child)
-                if child.op in ("const", "delta") or (is_ones(child) and key not in self.slot_of):
+                if child.op in ("const", "delta"):
                     absorbed.extend(spec)
                 if child.op == "const":
                     factor *= child.arg[0]
-                elif is_ones(child) and key not in self.slot_of:
-                    pass  # a ones tensor: its letters stay, bound by their lengths
                 elif child.op == "delta":
                     n = child.arg
                     for t in range(n):
@@ -380,8 +367,7 @@ class PlanBuilder:
         for letter in sorted(set().union(*ins)):
             fresh = next(self._fresh)
             rename[letter] = fresh
-            if id(node) not in self.constant_only:
-                self._refs[fresh] = (node, letter)
+            self._refs[fresh] = (node, letter)
         own_out = tuple(rename[letter] for letter in out)
         if spec is not None:
             for a, b in zip(own_out, spec):
@@ -412,7 +398,7 @@ def _step_key(kind: str, node: Expr, args: tuple[int, ...], data: object) -> tup
     """A key equal for steps that compute the same value (None: never merged)."""
     if kind == "input":
         return (kind, data)
-    if kind in ("constant", "ones"):
+    if kind == "constant":
         return None
     if kind == "product":
         return (kind, tuple(_term_key(term) for term in data))

@@ -15,13 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import opt_einsum
 
 from ..axes import AxisGraph
 from ..backends import Backend, letters
 from ..cost import Cost, OpCost
 from ..errors import EvaluationError
-from ..interpreter import EVALUATORS, _shaped_value, bind_lengths, node_shape
+from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..nodes import Expr
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, Plan, Step, Term
@@ -65,11 +66,13 @@ class ShapeResolver:
         return None
 
     def constant(self, node: Expr, shape: tuple[int, ...]) -> Any:
-        """A node made of constants only, as a NumPy array of ``shape``."""
-        for graph in self.graphs:
-            if id(node) in graph.variable_free:
-                return _shaped_value(graph, node, shape, {}, EVALUATORS, {})
-        raise AssertionError("not a constant-only node")  # pragma: no cover
+        """A node made of constants only, as a NumPy array of ``shape`` (its own shape,
+        or one it broadcasts to where a product reads it with repeated letters)."""
+        for graph, lengths in zip(self.graphs, self.lengths):
+            if id(node) in graph.first_slot:
+                value = np.asarray(run_interpreter(graph, {}, lengths, root=node))
+                return value if value.shape == shape else np.broadcast_to(value, shape)
+        raise AssertionError("not a node of the compiled expressions")  # pragma: no cover
 
 
 @dataclass
@@ -119,14 +122,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
 
 
 def _step_shape(step: Step, resolver: ShapeResolver) -> tuple[int, ...]:
-    if step.kind == "constant":  # shaped by where it is used
-        return () if step.data is None else resolver.shape(step.data)
     return resolver.shape(step.node)
-
-
-def _bind_ones(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
-    size = math.prod(shape)
-    return (lambda env: backend.full(shape, 1.0, env[-1])), OpCost(size, 1, size)
 
 
 def _bind_constant(step: Step, shape, shapes, resolver: ShapeResolver, backend: Backend, is_output: bool):
@@ -387,7 +383,6 @@ def _bind_term(
 
 
 _BINDERS: dict[str, Callable] = {
-    "ones": _bind_ones,
     "constant": _bind_constant,
     "func": _bind_func,
     "pow": _bind_pow,

@@ -240,14 +240,14 @@ def _identity_classes(graph, node, order, left, right, lletters, rletters, slots
         for child, spec in left + right:
             if child is _ID and spec[1] == letter:
                 side = spec[0]
-                if node.op == "mul":
-                    out = node.arg[1]
-                    positions = [p for p, x in enumerate(out) if x == side]
-                    if not positions:
-                        # a renamed diagonal letter: the shared letter itself is an output letter
-                        positions = [p for p, x in enumerate(out) if x == letter]
-                    if positions and slots is not None:
-                        found = graph.classes(node)[positions[0]]
+                # a bare identity (delta(1){x.0}) is its own output
+                out = node.arg[1] if node.op == "mul" else tuple(range(node.order))
+                positions = [p for p, x in enumerate(out) if x == side]
+                if not positions:
+                    # a renamed diagonal letter: the shared letter itself is an output letter
+                    positions = [p for p, x in enumerate(out) if x == letter]
+                if positions:
+                    found = graph.classes(node)[positions[0]]
                 break
         if found is None:
             return None
