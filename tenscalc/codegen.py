@@ -92,7 +92,6 @@ class _Writer:
         self.name = name
         self.lines: list[str] = []
         self.values: dict[int, _Value] = {}
-        self.free_values: dict[tuple[int, tuple], _Value] = {}
         self.graphs: dict[int, object] = {}  # id(node) -> the axis graph that sizes it
         self.sources: dict[int, dict[int, str]] = {}  # id(graph) -> class -> "x.shape[k]"
         self.orders: dict[str, int] = {}
@@ -132,10 +131,6 @@ class _Writer:
         source = self.sources[id(graph)]
         return tuple(source.get(c) for c in classes)
 
-    @staticmethod
-    def _free(graph, node: Expr) -> bool:
-        return id(node) in getattr(graph, "variable_free", ())
-
     # -- statements --------------------------------------------------------------------
     def bind(self, text: str) -> str:
         temp = f"_t{len(self.lines)}"
@@ -145,39 +140,10 @@ class _Writer:
     def write(self) -> list[_Value]:
         for node in topological(self.roots):
             graph = self.graphs[id(node)]
-            if self._free(graph, node) and not any(node is r for r in self.roots):
-                continue  # written at each use
             shape = self._shape(graph, graph.classes(node))
-            if self._free(graph, node):
-                self.values[id(node)] = self.free_value(node, shape)
-                continue
-            kids = []
-            for k, child in enumerate(node.children):
-                if self._free(graph, child):
-                    classes = graph.use_classes(node, k)
-                    use = self._shape(graph, classes) if classes is not None else (None,) * child.order
-                    kids.append(self.free_value(child, use))
-                else:
-                    kids.append(self.values[id(child)])
+            kids = [self.values[id(child)] for child in node.children]
             self.values[id(node)] = self.build(node, kids, shape)
         return [self.values[id(root)] for root in self.roots]
-
-    def free_value(self, node: Expr, shape: tuple[str | None, ...]) -> _Value:
-        """A constant-only subtree at one shape (iterative, memoised per shape)."""
-        stack: list[tuple[Expr, tuple, bool]] = [(node, shape, False)]
-        while stack:
-            current, at, expanded = stack.pop()
-            key = (id(current), at)
-            if key in self.free_values:
-                continue
-            child_shapes = [_child_shape(current, k, at) for k in range(len(current.children))]
-            if not expanded:
-                stack.append((current, at, True))
-                stack.extend((c, s, False) for c, s in zip(current.children, child_shapes))
-                continue
-            kids = [self.free_values[(id(c), s)] for c, s in zip(current.children, child_shapes)]
-            self.free_values[key] = self.build(current, kids, at)
-        return self.free_values[(id(node), shape)]
 
     def build(self, node: Expr, kids: list[_Value], shape: tuple[str | None, ...]) -> _Value:
         return getattr(self, "_write_" + node.op)(node, kids, shape)
@@ -352,20 +318,6 @@ def _shape_text(node: Expr, shape: tuple[str | None, ...]) -> str:
 def _tuple_text(items) -> str:
     items = list(items)
     return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
-
-
-def _child_shape(node: Expr, k: int, shape: tuple) -> tuple:
-    """Axis lengths of child ``k`` of a constant-only node used at ``shape``."""
-    op = node.op
-    if op in ("add", "func", "inv") or (op == "pow" and k == 0):
-        return shape
-    if op == "pow":
-        return ()
-    if op == "mul":
-        ins, out = node.arg
-        length = dict(zip(out, shape))
-        return tuple(length.get(letter) for letter in ins[k])
-    return (None,) * node.children[k].order
 
 
 def _short(node: Expr) -> str:

@@ -220,8 +220,10 @@ def pull_mul(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
     missing = tuple(dict.fromkeys(letter for letter in target if letter not in present))
     if missing:
         # the ones tensor has the lengths of operand k's axes it stands for
-        dim_of = dict(zip(_shift(ins[k], q), node.children[k].dims))
-        operands.append(N.const(1, len(missing), tuple(dim_of[letter] for letter in missing)))
+        axes_of: dict[int, list] = {}
+        for letter, d in zip(_shift(ins[k], q), node.children[k].dims):
+            axes_of.setdefault(letter, []).append(d)  # a diagonal read labels two axes alike
+        operands.append(N.const(1, len(missing), tuple(N.merge_dims(axes_of[letter]) for letter in missing)))
         specs.append(missing)
     return N.mul(operands, specs, target)
 

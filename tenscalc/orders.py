@@ -207,13 +207,7 @@ class _TypeChecker:
 
     def construct(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
         kind = syn.kind
-        if kind == "num":
-            if syn.dims is not None and len(syn.dims) != required:
-                raise self.error(
-                    f"{len(syn.dims)} dimension{'' if len(syn.dims) == 1 else 's'} written for a constant "
-                    f"that has order {required} here",
-                    syn,
-                )
+        if kind == "num":  # written dimensions fixed its natural order: pass 1 checked them
             return N.const(syn.value, required, self.dimensions(syn))
         if kind == "name":
             return N.var(syn.value, self.orders[syn.value])

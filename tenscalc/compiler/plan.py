@@ -415,7 +415,9 @@ def _term_key(term: Term) -> tuple:
         (id(node), tuple(rename.setdefault(x, len(rename)) for x in spec)) for node, spec in term.constants
     )
     out = tuple(rename.setdefault(x, len(rename)) for x in term.out)
-    present = set(term.out).union(*(s for _, s in term.operands), *(s for _, s in term.constants))
+    # a letter no operand carries (summed alone, or an output written from a delta
+    # or a constant) takes its length from its product: that is part of the value
+    present = set().union(*(s for _, s in term.operands), *(s for _, s in term.constants))
     extra = tuple(
         sorted((rename.setdefault(x, len(rename)), id(ref[0]), ref[1]) for x, ref in term.refs if x not in present)
     )
