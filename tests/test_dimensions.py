@@ -126,9 +126,9 @@ def test_printed_mixed_hessian_parses_back():
     orders = {"A": 2, "X": 2, "B": 2}
     f = tc.parse("A *(ij,jk->ik) X *(ik,kl->il) B *(il,li->) X", orders)
     H = tc.hessian(f, "X", "A")
-    n = 3  # the expression forces all four matrices square and equal
+    n = 3  # the expression forces all three matrices square and equal
     values = {k: RNG.standard_normal((n, n)) for k in orders}
-    A, X, B = values["A"], values["X"], values["B"]
+    X, B = values["X"], values["B"]
     # f = sum A_ij X_jk B_kl X_li, so df/dA_rs = (X B X)_sr and
     # d2f / dX_pq dA_rs = delta_sp (B X)_qr + (X B)_sp delta_rq
     eye = np.eye(n)
