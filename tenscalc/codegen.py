@@ -80,12 +80,8 @@ class _Value:
 
 
 class _Writer:
-    """Collects the statements of the generated function, one per shared node.
-
-    Nodes made of constants only (constants, deltas ...) are interned once but may
-    be used at several shapes, so they are written at each use, at the shape that
-    use needs (once per shape), exactly as ``evaluate`` computes them.
-    """
+    """Collects the statements of the generated function, one per shared node
+    (every node has one shape: constants carry their dimensions)."""
 
     def __init__(self, roots: list[Expr], name: str):
         self.roots = roots

@@ -52,8 +52,8 @@ class CompiledFunction:
         The array backend's name.
     inputs : tuple of str
         The variables a call needs (those the expressions contain, plus those
-        that only fix an axis length, such as ``x`` for the Hessian ``2 delta(1)``
-        of ``x·x``).
+        whose shape only is needed: ``x`` for the Hessian ``2 delta(1){x.0}`` of
+        ``x·x``, see ``Expr.shape_variables``).
     """
 
     def __init__(self, exprs: Sequence[Expr], single: bool, backend: Backend):
