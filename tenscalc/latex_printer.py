@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from .errors import TensCalcError
 from .nodes import Expr, topological
 from .printing import text_length
+from .products import flatten
 
 NOTATIONS = ("auto", "index", "matrix")
 MAX_TEXT = 200_000
@@ -430,43 +431,9 @@ def _power(base: tuple[str, int], exponent: tuple[str, int], e, hadamard: bool) 
 
 
 def _flatten_product(node: Expr, letters: tuple[str, ...]):
-    """The factors of a product tree with nested products inlined.
-
-    Returns ``(factors, deltas, coefficient)``: factors are (node, letters) where
-    letters are the given strings or fresh ints (summed), ``deltas`` pairs letters
-    that a repeated output index makes equal, and scaled operands (one-term sums)
-    contribute their coefficient.
-    """
-    factors: list[tuple[Expr, tuple]] = []
-    deltas: list[tuple[object, object]] = []
-    coef: int | float = 1
-    fresh = 0
-    stack: list[tuple[Expr, tuple]] = [(node, letters)]
-    while stack:
-        current, names = stack.pop()
-        if current.op == "add" and len(current.children) == 1 and current is not node:
-            coef *= current.arg[0]
-            stack.append((current.children[0], names))
-            continue
-        if current.op != "mul":
-            factors.append((current, names))
-            continue
-        ins, out = current.arg
-        mapping: dict[int, object] = {}
-        for position, letter in enumerate(out):
-            if letter in mapping:
-                if mapping[letter] != names[position]:
-                    deltas.append((mapping[letter], names[position]))
-            else:
-                mapping[letter] = names[position]
-        for spec in ins:
-            for letter in spec:
-                if letter not in mapping:
-                    mapping[letter] = fresh
-                    fresh += 1
-        for child, spec in reversed(list(zip(current.children, ins))):
-            stack.append((child, tuple(mapping[x] for x in spec)))
-    return factors, deltas, coef
+    """The factors of a product tree with nested products and scalings inlined:
+    ``(factors, equal letter pairs, coefficient)`` (see :func:`tenscalc.products.flatten`)."""
+    return flatten(node, letters)
 
 
 # ----------------------------------------------------------------- matrix notation

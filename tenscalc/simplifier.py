@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import nodes as N
+from . import products as P
 from .errors import TensCalcError
-from .letters import LetterClasses
 from .nodes import Expr, topological
 
 Rule = Callable[[Expr, "Context"], "Expr | None"]
@@ -49,12 +49,8 @@ class Context:
 # ------------------------------------------------------------------------ products
 
 
-def _operands(node: Expr) -> list[tuple[Expr, tuple[int, ...]]]:
-    return list(zip(node.children, node.arg[0]))
-
-
-def _rebuild(pairs: list[tuple[Expr, tuple[int, ...]]], out: tuple[int, ...]) -> Expr:
-    return N.mul([p[0] for p in pairs], [p[1] for p in pairs], out)
+_operands = P.operands
+_rebuild = P.rebuild
 
 
 def mul_zero(node: Expr, ctx: Context) -> Expr | None:
@@ -85,9 +81,10 @@ def mul_pull_scale(node: Expr, ctx: Context) -> Expr | None:
     pairs = []
     changed = False
     for child, spec in _operands(node):
-        if child.op == "add" and len(child.children) == 1:
-            factor *= child.arg[0]
-            pairs.append((child.children[0], spec))
+        parts = P.scale_parts(child)
+        if parts is not None:
+            factor *= parts[1]
+            pairs.append((parts[0], spec))
             changed = True
         else:
             pairs.append((child, spec))
@@ -101,16 +98,7 @@ def mul_constants(node: Expr, ctx: Context) -> Expr | None:
     pairs = _operands(node)
     if len(pairs) < 2:
         return None
-    factor = 1
-    keep: list[tuple[Expr, tuple[int, ...]]] = []
-    for k, (child, spec) in enumerate(pairs):
-        if child.op == "const":
-            # its letters stay bound (and summed) by the operands that remain
-            elsewhere = set().union(*(s for _, s in keep), *(s for _, s in pairs[k + 1 :]))
-            if set(spec) <= elsewhere and (keep or k + 1 < len(pairs)):
-                factor *= child.arg[0]
-                continue
-        keep.append((child, spec))
+    factor, keep = P.split_constants(pairs)
     if len(keep) == len(pairs) or not keep:
         return None
     inner = _rebuild(keep, node.arg[1])
@@ -157,23 +145,7 @@ def _is_cheap(node: Expr) -> bool:
 
 
 def _inline(pairs, k: int, out: tuple[int, ...]) -> Expr:
-    child, spec = pairs[k]
-    child_ins, child_out = child.arg
-    # letters of the parent keep their ids; the child's get fresh ones
-    used = set(out).union(*(s for _, s in pairs))
-    fresh = max(used, default=-1) + 1
-    classes = LetterClasses()
-    child_map = {letter: fresh + letter for letter in set().union(*child_ins)}
-    for position, letter in enumerate(child_out):
-        classes.union(child_map[letter], spec[position])
-    new_pairs = []
-    for j, (c, s) in enumerate(pairs):
-        if j == k:
-            for cc, cs in zip(child.children, child_ins):
-                new_pairs.append((cc, tuple(classes.find(child_map[x]) for x in cs)))
-        else:
-            new_pairs.append((c, tuple(classes.find(x) for x in s)))
-    return _rebuild(new_pairs, tuple(classes.find(x) for x in out))
+    return _rebuild(*P.inline(pairs, k, out))
 
 
 def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:

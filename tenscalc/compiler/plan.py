@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..letters import LetterClasses
 from ..nodes import Expr, topological
+from ..products import scale_parts
 
 Spec = tuple[int, ...]
 LetterRef = tuple[Expr, int]  # a product node of the DAG and one of its own letters
@@ -90,11 +91,7 @@ class Plan:
         return len(self.steps)
 
 
-def _scale_parts(node: Expr) -> tuple[Expr, float] | None:
-    """``c * X`` (an add with one child) as ``(X, c)``."""
-    if node.op == "add" and len(node.children) == 1:
-        return node.children[0], node.arg[0]
-    return None
+_scale_parts = scale_parts
 
 
 def _is_product(node: Expr) -> bool:
