@@ -138,13 +138,14 @@ class Expr:
     True
     """
 
-    __slots__ = ("op", "children", "arg", "order", "dims", "digest", "serial", "varset", "__weakref__")
+    __slots__ = ("op", "children", "arg", "order", "dims", "complete", "digest", "serial", "varset", "__weakref__")
 
     op: str
     children: tuple[Expr, ...]
     arg: Any
     order: int
     dims: Dims
+    complete: bool  # every dimension known: nothing to specialise (the factory's fast path)
     digest: bytes
     serial: int
     varset: frozenset[tuple[str, int]]
@@ -156,6 +157,7 @@ class Expr:
         set_(self, "arg", arg)
         set_(self, "order", order)
         set_(self, "dims", dims)
+        set_(self, "complete", all(type(d) is Dim for d in dims))
         set_(self, "digest", digest)
         set_(self, "serial", next(_serials))
         # the variables below this node, computed once from the children so that
@@ -414,6 +416,8 @@ def _needs(child: Expr, target: Sequence[DimSlot]) -> bool:
 
 def _specialize_children(op: str, children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
     """Children with unknown dimensions filled in from their siblings (the context)."""
+    if all(c.complete for c in children):
+        return children  # the common case: nothing is unknown
     if op == "add":
         if len(children) < 2 or any(c.order != children[0].order for c in children):
             return children  # nothing to share, or invalid (the canonicaliser says why)
