@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from .adapters import grad, scipy_objective
 from .builder import (
     abs,
     adj,
@@ -85,6 +86,7 @@ __all__ = [
     "compile", "CompiledFunction", "hvp",
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
+    "grad", "scipy_objective",
 ]
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above

@@ -14,7 +14,7 @@ factors 0 and 1 and terms 0 disappear, constants fold, identical summands merge.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -495,8 +495,37 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     raise TensCalcError(f"simplification did not reach a fixed point within {MAX_PASSES} passes (a rule loop)")
 
 
+def simplify_many(roots: Sequence[Expr], rules: dict[str, list[Rule]] | None = None) -> list[Expr]:
+    """:func:`simplify` several roots together (the derivatives of one sweep).
+
+    Use counts span all the roots, so a node they share counts as shared and
+    stays one node instead of being inlined into each root.
+
+    >>> import tenscalc as tc
+    >>> x = tc.var("x", 1)
+    >>> [str(r) for r in simplify_many([x + x, x + x + x])]
+    ['2 *(,i->i) x', '3 *(,i->i) x']
+    """
+    table = RULES if rules is None else rules
+    roots = list(roots)
+    sources = [axis_sources(root) for root in roots]
+    for _ in range(MAX_PASSES):
+        new_roots = _one_pass_many(roots, table)
+        if all(new is old for new, old in zip(new_roots, roots)):
+            bound = [bind_free_axes(root, s) for root, s in zip(roots, sources)]
+            if all(b is root or root.op == "const" for b, root in zip(bound, roots)):
+                return bound
+            new_roots = bound
+        roots = new_roots
+    raise TensCalcError(f"simplification did not reach a fixed point within {MAX_PASSES} passes (a rule loop)")
+
+
 def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
-    nodes = topological(root)
+    return _one_pass_many([root], table)[0]
+
+
+def _one_pass_many(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr]:
+    nodes = topological(roots)
     ctx = Context()
     for node in nodes:
         for child in node.children:
@@ -512,7 +541,7 @@ def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
                     ctx.uses[id(new)] = ctx.uses.get(id(new), 0) + ctx.uses.get(id(old), 0)
         current = _rewrite_locally(current, table, ctx)
         mapped[id(node)] = current
-    return mapped[id(root)]
+    return [mapped[id(root)] for root in roots]
 
 
 def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> Expr:
