@@ -36,7 +36,23 @@ __all__ = ["ScipyObjective", "grad", "scipy_objective"]
 FloatVector = npt.NDArray[np.float64]
 
 
-class ScipyObjective(TypedDict):
+#: what each ``scipy.optimize.minimize`` method uses of fun/jac/hess/hessp
+METHOD_KEYS = {
+    "trust-exact": ("fun", "jac", "hess"),
+    "trust-constr": ("fun", "jac", "hess"),
+    "dogleg": ("fun", "jac", "hess"),
+    "trust-krylov": ("fun", "jac", "hessp"),
+    "trust-ncg": ("fun", "jac", "hessp"),
+    "newton-cg": ("fun", "jac", "hessp"),
+    "bfgs": ("fun", "jac"),
+    "l-bfgs-b": ("fun", "jac"),
+    "cg": ("fun", "jac"),
+    "slsqp": ("fun", "jac"),
+    "tnc": ("fun", "jac"),
+}
+
+
+class ScipyObjective(TypedDict, total=False):
     """The keyword arguments :func:`scipy_objective` returns for ``scipy.optimize.minimize``."""
 
     fun: Callable[[npt.ArrayLike], float]
@@ -84,6 +100,7 @@ def scipy_objective(
     values: Mapping[str, Any] | None = None,
     *,
     shape: tuple[int, ...] | None = None,
+    method: str | None = None,
 ) -> ScipyObjective:
     """``fun``, ``jac``, ``hess`` and ``hessp`` of a scalar expression for ``scipy.optimize.minimize``.
 
@@ -109,14 +126,17 @@ def scipy_objective(
     shape : tuple of int, optional
         The shape of ``wrt``.  Needed for a matrix or higher-order variable
         unless ``values`` holds an array for it; a vector's shape is ``(n,)``.
+    method : str, optional
+        A ``scipy.optimize.minimize`` method: keep only what it uses (SciPy
+        warns about the rest), e.g. ``hess`` for ``trust-exact`` and the
+        cheaper ``hessp`` for ``trust-krylov``, ``trust-ncg`` and
+        ``Newton-CG``.  Put ``method=...`` in the call to ``minimize`` too.
 
     Returns
     -------
     dict
-        ``{"fun", "jac", "hess", "hessp"}``: pass it as
-        ``scipy.optimize.minimize(x0=x0, method="trust-exact", **objective)``
-        (``trust-krylov``, ``trust-ncg`` and ``Newton-CG`` accept it too;
-        ``BFGS`` and ``L-BFGS-B`` take only ``fun`` and ``jac``).
+        ``{"fun", "jac", "hess", "hessp"}`` (fewer with ``method``): pass it as
+        ``scipy.optimize.minimize(x0=x0, method="trust-exact", **objective)``.
 
     Examples
     --------
@@ -136,6 +156,9 @@ def scipy_objective(
         raise SemanticError(
             "scipy_objective optimises over one variable; write several as one (or fix the others in values)"
         )
+    if method is not None and method.lower() not in METHOD_KEYS:
+        known = ", ".join(sorted(METHOD_KEYS))
+        raise SemanticError(f"unknown scipy.optimize.minimize method {method!r}; known here: {known}")
     x = _resolve_wrt(expr, wrt)
     name, order = x.arg
     fixed = {k: v for k, v in (values or {}).items() if k != name}
@@ -202,4 +225,9 @@ def scipy_objective(
         hv = run({**fixed, name: at, direction: v.reshape(at.shape)})
         return np.asarray(hv, dtype=np.float64).ravel()
 
-    return {"fun": fun, "jac": jac, "hess": hess, "hessp": hessp}
+    objective: ScipyObjective = {"fun": fun, "jac": jac, "hess": hess, "hessp": hessp}
+    if method is not None:
+        for key in ("hess", "hessp"):
+            if key not in METHOD_KEYS[method.lower()]:
+                del objective[key]  # type: ignore[misc]
+    return objective

@@ -42,9 +42,7 @@ def _resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
         name, order = wrt.arg
         known = expr.variables.get(name)
         if known is not None and known != order:
-            raise SemanticError(
-                f"'{name}' has order {known} in the expression but tc.var('{name}', {order}) was given"
-            )
+            raise SemanticError(f"'{name}' has order {known} in the expression but tc.var('{name}', {order}) was given")
         return wrt
     if not isinstance(wrt, str):
         raise SemanticError(f"wrt must be a variable name or tc.var(...), got {wrt!r}")
@@ -127,9 +125,7 @@ def derivative(expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True) 
     return bind_free_axes(result, sources)
 
 
-def reverse_sweep(
-    expr: Expr, x: Expr, q: int, observe: Callable[[Expr, Expr], None] | None = None
-) -> Expr:
+def reverse_sweep(expr: Expr, x: Expr, q: int, observe: Callable[[Expr, Expr], None] | None = None) -> Expr:
     """The raw (unsimplified) reverse-mode derivative of ``expr`` by ``x``.
 
     ``observe(new, node)`` is called for the seed (with the root), for each
@@ -200,9 +196,7 @@ def gradient(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
     """
     if not isinstance(expr, Expr) or expr.order != 0:
         order = getattr(expr, "order", "?")
-        raise SemanticError(
-            f"gradient needs a scalar (order 0) expression, this one has order {order}; use jacobian"
-        )
+        raise SemanticError(f"gradient needs a scalar (order 0) expression, this one has order {order}; use jacobian")
     return derivative(expr, wrt)
 
 
@@ -344,9 +338,7 @@ def pull_pow(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
         return elementwise_pullback(pullback, q, factor)
     # d(b^e)/de = sum over entries of b^e * log(b), e being a scalar
     shifted = _shift(s, q)
-    return N.mul(
-        (pullback, node, N.func("log", base)), (tuple(range(q)) + shifted, shifted, shifted), tuple(range(q))
-    )
+    return N.mul((pullback, node, N.func("log", base)), (tuple(range(q)) + shifted, shifted, shifted), tuple(range(q)))
 
 
 def pull_inv(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:

@@ -406,9 +406,18 @@ ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms, add_factor_comm
 # ----------------------------------------------------------- functions and powers
 
 _NUMERIC = {
-    "sin": math.sin, "cos": math.cos, "tan": math.tan, "arcsin": math.asin, "arccos": math.acos,
-    "arctan": math.atan, "tanh": math.tanh, "exp": math.exp, "log": math.log, "abs": abs,
-    "sign": lambda v: float(np.sign(v)), "relu": lambda v: max(v, 0.0),
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "arcsin": math.asin,
+    "arccos": math.acos,
+    "arctan": math.atan,
+    "tanh": math.tanh,
+    "exp": math.exp,
+    "log": math.log,
+    "abs": abs,
+    "sign": lambda v: float(np.sign(v)),
+    "relu": lambda v: max(v, 0.0),
 }
 
 

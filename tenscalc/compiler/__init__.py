@@ -126,8 +126,8 @@ class CompiledFunction:
         open_inputs = [name for name in self.inputs if name not in kwargs]
         if len(arrays) == 1 and len(open_inputs) == 1:
             return {**kwargs, open_inputs[0]: arrays[0]}
-        names = ", ".join(self.inputs) or "none"
-        example = ", ".join(f"{name}=..." for name in self.inputs)
+        names = ", ".join(sorted(self.inputs)) or "none"
+        example = ", ".join(f"{name}=..." for name in sorted(self.inputs))
         raise EvaluationError(
             f"this compiled function has the inputs {names}: pass them by name, run({example}) or "
             f"run({{'name': array, ...}}); a positional array is accepted only for a single input "
