@@ -246,7 +246,7 @@ class NumpyBackend(Backend):
     def _lookup(self, name: str) -> Callable[[Any], Any]:
         if name == "relu":
             return lambda x: np.maximum(x, 0.0)
-        module = np
+        module: Any = np
         for part in name.split("."):  # "tanh", "linalg.inv" (NumPy needs no autoray)
             module = getattr(module, part)
         return module

@@ -48,9 +48,9 @@ def _resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
         raise SemanticError(f"wrt must be a variable name or tc.var(...), got {wrt!r}")
     variables = expr.variables
     if wrt not in variables:
-        known = ", ".join(variables) or "none"
+        names = ", ".join(variables) or "none"
         raise SemanticError(
-            f"unknown variable '{wrt}': the expression's variables are {known} "
+            f"unknown variable '{wrt}': the expression's variables are {names} "
             f"(pass tc.var('{wrt}', order) to differentiate by a variable it does not contain)"
         )
     return N.var(wrt, variables[wrt])
@@ -229,6 +229,8 @@ def hessian(
     for the second, all simplified together.  ``wrt2`` (a list too) picks other
     column variables; by default they are ``wrt``'s.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.hessian(tc.parse("U *(ij,ij->) U", {"U": 2}), "U").order
     4
