@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from .adapters import ScipyObjective, grad, scipy_objective
 from .builder import (
     abs,
     adj,
@@ -86,6 +87,7 @@ __all__ = [
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]
+__all__ += ["grad", "scipy_objective", "ScipyObjective"]
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 

@@ -30,11 +30,14 @@ from .errors import EvaluationError
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
 
-_INSTALL = {
-    "torch": "pip install torch==2.13.0",
-    "jax": "pip install jax jaxlib",
-    "cupy": "pip install cupy-cuda12x (needs a CUDA GPU)",
-    "dask": 'pip install "dask[array]" distributed',
+# What each backend imports, and the one pip command that installs all of it (so a
+# missing package is never followed by a second "needs ..." after installing the
+# first). torch is no extra on purpose: an unpinned torch pulls gigabytes of CUDA.
+_REQUIRES = {
+    "torch": (("torch", "autoray"), "pip install torch==2.13.0 autoray"),
+    "jax": (("jax", "autoray"), 'pip install "tenscalc[jax]"'),
+    "cupy": (("cupy", "autoray"), "pip install cupy-cuda12x autoray (needs a CUDA GPU)"),
+    "dask": (("dask.array", "scipy", "autoray"), 'pip install "tenscalc[dask]"'),
 }
 
 
@@ -66,12 +69,18 @@ class Backend:
 
     # ------------------------------------------------------------ setup
     def load(self) -> None:
-        """Import the library (and autoray), raising a clear error when missing."""
-        for module, hint in ((self.module_name, _INSTALL.get(self.name, "")), ("autoray", "pip install autoray")):
+        """Import the library (and autoray), raising a clear error naming the pip command when missing."""
+        modules, command = _REQUIRES.get(self.name, ((self.module_name, "autoray"), "pip install autoray"))
+        missing = []
+        for module in modules:
             try:
                 importlib.import_module(module)
             except ImportError:
-                raise EvaluationError(f"backend {self.name!r} needs the {module} package: {hint}") from None
+                missing.append(module)
+        if missing:
+            raise EvaluationError(
+                f"backend {self.name!r} needs the package{'s' * (len(missing) > 1)} {', '.join(missing)}: {command}"
+            )
 
     @property
     def module_name(self) -> str:
@@ -237,7 +246,7 @@ class NumpyBackend(Backend):
     def _lookup(self, name: str) -> Callable[[Any], Any]:
         if name == "relu":
             return lambda x: np.maximum(x, 0.0)
-        module = np
+        module: Any = np
         for part in name.split("."):  # "tanh", "linalg.inv" (NumPy needs no autoray)
             module = getattr(module, part)
         return module

@@ -36,6 +36,16 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 
+#: Every subcommand with its one-line description, listed by ``tenscalc --help``.
+SUBCOMMANDS = {
+    "convexity": "prove or refute convexity from the symbolic Hessian (tenscalc convexity --help)",
+}
+
+_COMMANDS = "\n".join(
+    ["commands:", f"  {'tenscalc PROBLEM':<30}print a problem and its derivatives (the options below)"]
+    + [f"  {'tenscalc ' + name + ' PROBLEM':<30}{line}" for name, line in SUBCOMMANDS.items()]
+)
+
 _EPILOG = """\
 examples:
   tenscalc --example
@@ -89,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``tenscalc`` command."""
     parser = argparse.ArgumentParser(
         prog="tenscalc",
-        description="Parse a tensor expression problem and print it with its exact derivatives.",
+        description="Parse a tensor expression problem and print it with its exact derivatives.\n\n" + _COMMANDS,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -23,11 +23,13 @@ repeated output letter (the pullback lies on the diagonal); repeated letters in
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import overload
 
 from . import nodes as N
 from .errors import SemanticError
 from .nodes import Expr, topological
 from .simplifier import simplify as run_simplifier
+from .simplifier import simplify_many
 
 PullbackRule = Callable[[Expr, int, Expr, int], "Expr | None"]
 
@@ -39,9 +41,7 @@ def _resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
         name, order = wrt.arg
         known = expr.variables.get(name)
         if known is not None and known != order:
-            raise SemanticError(
-                f"'{name}' has order {known} in the expression but tc.var('{name}', {order}) was given"
-            )
+            raise SemanticError(f"'{name}' has order {known} in the expression but tc.var('{name}', {order}) was given")
         return wrt
     if not isinstance(wrt, str):
         raise SemanticError(f"wrt must be a variable name or tc.var(...), got {wrt!r}")
@@ -50,15 +50,35 @@ def _resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
         shape_only = expr.shape_variables
         if wrt in shape_only:  # only its shape is used: the derivative by it is zero
             return N.var(wrt, shape_only[wrt])
-        known = ", ".join(variables) or "none"
+        names = ", ".join(variables) or "none"
         raise SemanticError(
-            f"unknown variable '{wrt}': the expression's variables are {known} "
+            f"unknown variable '{wrt}': the expression's variables are {names} "
             f"(pass tc.var('{wrt}', order) to differentiate by a variable it does not contain)"
         )
     return N.var(wrt, variables[wrt])
 
 
-def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
+#: several variables to differentiate by at once (a list or a tuple, not any sequence:
+#: a str is a sequence too)
+WrtList = list[str | Expr] | list[str] | list[Expr] | tuple[str | Expr, ...]
+
+
+def _resolve_wrt_list(expr: Expr, wrt: WrtList) -> list[Expr]:
+    if not wrt:
+        raise SemanticError("the list of variables to differentiate by is empty")
+    xs = [_resolve_wrt(expr, w) for w in wrt]
+    names = [x.arg[0] for x in xs]
+    for name in names:
+        if names.count(name) > 1:
+            raise SemanticError(f"variable '{name}' is listed twice in wrt")
+    return xs
+
+
+@overload
+def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr: ...
+@overload
+def derivative(expr: Expr, wrt: WrtList, *, simplify: bool = True) -> dict[str, Expr]: ...
+def derivative(expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True) -> Expr | dict[str, Expr]:
     """The derivative ``d expr / d wrt`` as a new expression.
 
     The result has order ``expr.order + wrt.order``: the expression's axes first,
@@ -69,8 +89,11 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
     ----------
     expr : Expr
         What to differentiate.
-    wrt : str or Expr
-        A variable name of ``expr`` or a ``tc.var``.
+    wrt : str or Expr, or a list of them
+        A variable name of ``expr`` or a ``tc.var``.  With a list (or tuple),
+        the result is a dict name -> derivative, all read from one reverse
+        sweep and simplified together, so they share subexpressions (JAX's
+        ``argnums``).
     simplify : bool
         Run the simplifier on the result (default).  ``False`` gives the raw
         reverse-mode DAG, useful to see what simplification does.
@@ -81,18 +104,24 @@ def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr:
     >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
     >>> str(tc.derivative(tc.derivative(f, "x"), "x"))
     'A *(ij,->ji) 1 + A'
+    >>> d = tc.derivative(f, ["x", "A"])    # one sweep, a dict name -> derivative
+    >>> {name: e.order for name, e in d.items()}
+    {'x': 1, 'A': 2}
     """
     if not isinstance(expr, Expr):
         raise SemanticError(f"derivative needs a tenscalc expression, got {type(expr).__name__}")
+    if isinstance(wrt, (list, tuple)):
+        xs = _resolve_wrt_list(expr, wrt)
+        raws = reverse_sweep_many(expr, xs, expr.order)  # one sweep for every variable
+        results = simplify_many(raws) if simplify else raws
+        return {x.arg[0]: r for x, r in zip(xs, results)}
     x = _resolve_wrt(expr, wrt)
     q = expr.order
     result = reverse_sweep(expr, x, q)
     return run_simplifier(result) if simplify else result
 
 
-def reverse_sweep(
-    expr: Expr, x: Expr, q: int, observe: Callable[[Expr, Expr], None] | None = None
-) -> Expr:
+def reverse_sweep(expr: Expr, x: Expr, q: int, observe: Callable[[Expr, Expr], None] | None = None) -> Expr:
     """The raw (unsimplified) reverse-mode derivative of ``expr`` by ``x``.
 
     ``observe(new, node)`` is called for the seed (with the root), for each
@@ -100,56 +129,79 @@ def reverse_sweep(
     tools (the pullback colouring of :func:`tenscalc.to_dot`) can tell which node
     of ``expr`` produced which part of the derivative.
     """
+    return reverse_sweep_many(expr, [x], q, observe)[0]
+
+
+def reverse_sweep_many(
+    expr: Expr, xs: list[Expr], q: int, observe: Callable[[Expr, Expr], None] | None = None
+) -> list[Expr]:
+    """:func:`reverse_sweep` for several variables at once: one sweep, whose
+    pullbacks of every node are shared, read at each variable of ``xs``."""
     nodes = topological(expr)
+    targets = {id(x) for x in xs}
     depends: set[int] = set()
     for node in nodes:
-        if node is x or any(id(c) in depends for c in node.children):
+        if id(node) in targets or any(id(c) in depends for c in node.children):
             depends.add(id(node))
-    zero = N.const(0, q + x.order, expr.dims + x.dims)  # d expr / d x has expr's axes, then x's
-    if id(x) not in depends:
-        return zero
-    seed = N.delta(q, expr.dims) if q else N.const(1, 0)
-    if observe:
-        observe(seed, expr)
-    contributions: dict[int, list[Expr]] = {id(expr): [seed]}
-    for node in reversed(nodes):
-        if id(node) not in depends:
-            continue
-        parts = contributions.pop(id(node), None)
-        if not parts:
-            continue
-        pullback = parts[0] if len(parts) == 1 else N.add(parts)
+    found: dict[int, Expr] = {}
+    if id(expr) in depends:
+        seed = N.delta(q, expr.dims) if q else N.const(1, 0)
         if observe:
-            observe(pullback, node)
-        if node is x:
-            return pullback
-        rule = PULLBACK_RULES[node.op]
-        for k, child in enumerate(node.children):
-            if id(child) in depends:
-                contribution = rule(node, k, pullback, q)
-                if contribution is not None:
-                    if observe:
-                        observe(contribution, node)
-                    contributions.setdefault(id(child), []).append(contribution)
-    return zero
+            observe(seed, expr)
+        contributions: dict[int, list[Expr]] = {id(expr): [seed]}
+        for node in reversed(nodes):
+            if id(node) not in depends:
+                continue
+            parts = contributions.pop(id(node), None)
+            if not parts:
+                continue
+            pullback = parts[0] if len(parts) == 1 else N.add(parts)
+            if observe:
+                observe(pullback, node)
+            if id(node) in targets:
+                found[id(node)] = pullback
+                if len(found) == len(targets):
+                    break
+                continue
+            rule = PULLBACK_RULES[node.op]
+            for k, child in enumerate(node.children):
+                if id(child) in depends:
+                    contribution = rule(node, k, pullback, q)
+                    if contribution is not None:
+                        if observe:
+                            observe(contribution, node)
+                        contributions.setdefault(id(child), []).append(contribution)
+    # d expr / d x has expr's axes, then x's: a zero keeps their dimensions
+    return [found.get(id(x), N.const(0, q + x.order, expr.dims + x.dims)) for x in xs]
 
 
-def gradient(expr: Expr, wrt: str | Expr) -> Expr:
+@overload
+def gradient(expr: Expr, wrt: str | Expr) -> Expr: ...
+@overload
+def gradient(expr: Expr, wrt: WrtList) -> dict[str, Expr]: ...
+def gradient(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
     """The gradient of a scalar expression (``wrt``'s shape).
+
+    With a list of variables, a dict name -> gradient from one reverse sweep.
 
     >>> import tenscalc as tc
     >>> str(tc.gradient(tc.parse("X *(ij,ij->) X", {"X": 2}), "X"))
     '2 *(,ij->ij) X'
+    >>> g = tc.gradient(tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), ["x", "A"])
+    >>> sorted(g), g["A"].order
+    (['A', 'x'], 2)
     """
     if not isinstance(expr, Expr) or expr.order != 0:
         order = getattr(expr, "order", "?")
-        raise SemanticError(
-            f"gradient needs a scalar (order 0) expression, this one has order {order}; use jacobian"
-        )
+        raise SemanticError(f"gradient needs a scalar (order 0) expression, this one has order {order}; use jacobian")
     return derivative(expr, wrt)
 
 
-def jacobian(expr: Expr, wrt: str | Expr) -> Expr:
+@overload
+def jacobian(expr: Expr, wrt: str | Expr) -> Expr: ...
+@overload
+def jacobian(expr: Expr, wrt: WrtList) -> dict[str, Expr]: ...
+def jacobian(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
     """The Jacobian ``d expr / d wrt`` of any order (same as :func:`derivative`).
 
     >>> import tenscalc as tc
@@ -159,13 +211,46 @@ def jacobian(expr: Expr, wrt: str | Expr) -> Expr:
     return derivative(expr, wrt)
 
 
-def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr:
+@overload
+def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr: ...
+@overload
+def hessian(expr: Expr, wrt: WrtList, wrt2: WrtList | None = None) -> dict[str, dict[str, Expr]]: ...
+def hessian(
+    expr: Expr, wrt: str | Expr | WrtList, wrt2: str | Expr | WrtList | None = None
+) -> Expr | dict[str, dict[str, Expr]]:
     """Second derivative; ``hessian(f, x, y)[a, b] = d^2 f / dx[a] dy[b]``.
 
+    With a list of variables the result is the block Hessian as a nested dict,
+    ``H[x][y] = d^2 f / dx dy`` (JAX's ``hessian`` with ``argnums`` gives nested
+    tuples): one reverse sweep for all first derivatives, then one per variable
+    for the second, all simplified together.  ``wrt2`` (a list too) picks other
+    column variables; by default they are ``wrt``'s.
+
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.hessian(tc.parse("U *(ij,ij->) U", {"U": 2}), "U").order
     4
+    >>> H = tc.hessian(tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), ["x", "A"])
+    >>> H["x"]["A"].order, H["A"]["x"].order
+    (3, 3)
     """
+    if isinstance(wrt, (list, tuple)):
+        if wrt2 is not None and not isinstance(wrt2, (list, tuple)):
+            raise SemanticError("with a list of variables, wrt2 must be a list too (or left out)")
+        rows = _resolve_wrt_list(expr, wrt)
+        columns = rows if wrt2 is None else _resolve_wrt_list(expr, wrt2)
+        firsts = derivative(expr, rows)  # simplified first, as the one-variable path does
+        raws = [reverse_sweep_many(firsts[x.arg[0]], columns, firsts[x.arg[0]].order) for x in rows]
+        flat = simplify_many([r for row in raws for r in row])
+        result: dict[str, dict[str, Expr]] = {}
+        for i, x in enumerate(rows):
+            row = result.setdefault(x.arg[0], {})
+            for j, y in enumerate(columns):
+                row[y.arg[0]] = flat[i * len(columns) + j]
+        return result
+    if isinstance(wrt2, (list, tuple)):
+        raise SemanticError("wrt2 is a list but wrt is one variable: pass both as lists")
     first = derivative(expr, wrt)
     second_wrt = wrt2 if wrt2 is not None else _resolve_wrt(expr, wrt)
     if isinstance(second_wrt, str):
@@ -255,9 +340,7 @@ def pull_pow(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
         return elementwise_pullback(pullback, q, factor)
     # d(b^e)/de = sum over entries of b^e * log(b), e being a scalar
     shifted = _shift(s, q)
-    return N.mul(
-        (pullback, node, N.func("log", base)), (tuple(range(q)) + shifted, shifted, shifted), tuple(range(q))
-    )
+    return N.mul((pullback, node, N.func("log", base)), (tuple(range(q)) + shifted, shifted, shifted), tuple(range(q)))
 
 
 def pull_inv(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:

@@ -13,10 +13,18 @@ import itertools
 from collections.abc import Mapping
 
 import numpy as np
-import sympy
 
+from .errors import TensCalcError
 from .interpreter import resolve_sizes, run_interpreter
 from .nodes import Expr
+
+try:  # sympy is a test dependency, not a runtime one (85 MB with mpmath)
+    import sympy
+except ImportError:
+    raise TensCalcError(
+        "tenscalc.oracle needs SymPy, which tenscalc does not install by default: pip install sympy "
+        '(or pip install "tenscalc[test]" for everything the test suite uses)'
+    ) from None
 
 _SYMPY_FUNCTIONS = {
     "sin": sympy.sin,

@@ -14,7 +14,7 @@ factors 0 and 1 and terms 0 disappear, constants fold, identical summands merge.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -378,9 +378,18 @@ ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms, add_factor_comm
 # ----------------------------------------------------------- functions and powers
 
 _NUMERIC = {
-    "sin": math.sin, "cos": math.cos, "tan": math.tan, "arcsin": math.asin, "arccos": math.acos,
-    "arctan": math.atan, "tanh": math.tanh, "exp": math.exp, "log": math.log, "abs": abs,
-    "sign": lambda v: float(np.sign(v)), "relu": lambda v: max(v, 0.0),
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "arcsin": math.asin,
+    "arccos": math.acos,
+    "arctan": math.atan,
+    "tanh": math.tanh,
+    "exp": math.exp,
+    "log": math.log,
+    "abs": abs,
+    "sign": lambda v: float(np.sign(v)),
+    "relu": lambda v: max(v, 0.0),
 }
 
 
@@ -454,17 +463,36 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     >>> str(tc.simplify(x + x - 0))
     '2 *(,i->i) x'
     """
+    return simplify_many([root], rules)[0]
+
+
+def simplify_many(roots: Sequence[Expr], rules: dict[str, list[Rule]] | None = None) -> list[Expr]:
+    """:func:`simplify` several roots together (the derivatives of one sweep).
+
+    Use counts span all the roots, so a node they share counts as shared and
+    stays one node instead of being inlined into each root.
+
+    >>> import tenscalc as tc
+    >>> x = tc.var("x", 1)
+    >>> [str(r) for r in simplify_many([x + x, x + x + x])]
+    ['2 *(,i->i) x', '3 *(,i->i) x']
+    """
     table = RULES if rules is None else rules
+    roots = list(roots)
     for _ in range(MAX_PASSES):
-        new_root = _one_pass(root, table)
-        if new_root is root:
-            return root
-        root = new_root
+        new_roots = _one_pass_many(roots, table)
+        if all(new is old for new, old in zip(new_roots, roots)):
+            return roots
+        roots = new_roots
     raise TensCalcError(f"simplification did not reach a fixed point within {MAX_PASSES} passes (a rule loop)")
 
 
 def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
-    nodes = topological(root)
+    return _one_pass_many([root], table)[0]
+
+
+def _one_pass_many(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr]:
+    nodes = topological(roots)
     ctx = Context()
     for node in nodes:
         for child in node.children:
@@ -480,7 +508,7 @@ def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
                     ctx.uses[id(new)] = ctx.uses.get(id(new), 0) + ctx.uses.get(id(old), 0)
         current = _rewrite_locally(current, table, ctx)
         mapped[id(node)] = current
-    return mapped[id(root)]
+    return [mapped[id(root)] for root in roots]
 
 
 def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> Expr:

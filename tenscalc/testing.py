@@ -72,7 +72,7 @@ def random_values(
     low: float | None = None,
     high: float | None = None,
     first_length: int = FIRST_LENGTH,
-) -> dict[str, np.ndarray]:
+) -> dict[str, np.ndarray | float]:
     """Random arrays for every variable, with distinct axis lengths.
 
     Entries are uniform in ``[low, high]``; by default ``[-1.5, 1.5]``, or
@@ -83,7 +83,7 @@ def random_values(
     rng = np.random.default_rng(seed)
     if low is None or high is None:
         low, high = (0.1, 0.9) if _needs_positive(exprs) else (-1.5, 1.5)
-    values = {}
+    values: dict[str, np.ndarray | float] = {}
     for name, shape in axis_lengths(exprs, first_length).items():
         array = rng.uniform(low, high, size=shape)
         if len(shape) == 2 and shape[0] == shape[1]:
@@ -124,7 +124,7 @@ def check_derivative(
     expr: Expr,
     wrt: str | Expr,
     order: int = 1,
-    values: Mapping[str, np.ndarray] | None = None,
+    values: Mapping[str, np.ndarray | float] | None = None,
     seed: int = 0,
     h: float = 1e-6,
     tolerance: float = 1e-5,
@@ -145,9 +145,10 @@ def check_derivative(
     for _ in range(order - 1):
         target = derivative(target, x)
     symbolic_expr = derivative(target, x)
-    values = dict(values) if values is not None else random_values([expr, symbolic_expr], seed)
-    if name not in values:
-        values.update({k: v for k, v in random_values([expr, x], seed).items() if k == name})
+    given = dict(values) if values is not None else random_values([expr, symbolic_expr], seed)
+    values = given
+    if name not in given:
+        given.update({k: v for k, v in random_values([expr, x], seed).items() if k == name})
     point = np.asarray(values[name], dtype=float)
 
     def f(at: np.ndarray) -> np.ndarray:

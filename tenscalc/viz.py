@@ -361,6 +361,7 @@ def dot_source(
     if title:
         lines.append(f"\tlabel={_quote(title)} labelloc=t fontname=Helvetica")
     if derivatives:
+        assert derivative_wrt is not None  # derivatives are drawn only for a variable
         wrt_name = derivative_wrt if isinstance(derivative_wrt, str) else derivative_wrt.arg[0]
         lines.append("\tsubgraph cluster_expression {")
         lines.append('\t\tlabel="expression" style=rounded color="#999999"')

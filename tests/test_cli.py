@@ -294,3 +294,17 @@ def test_failed_check_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: p
 def test_cli_docstring_examples() -> None:
     result = doctest.testmod(cli)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_help_lists_every_subcommand_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from tenscalc.cli import SUBCOMMANDS
+
+    assert "convexity" in SUBCOMMANDS
+    status, out, _ = run_main(capsys, "--help")
+    assert status == 0
+    for name, line in SUBCOMMANDS.items():
+        listed = [row for row in out.splitlines() if row.strip().startswith(f"tenscalc {name} ")]
+        assert len(listed) == 1 and line in listed[0], out
+        # and it is a real subcommand: its own --help works
+        assert cli.main([name, "--help"]) == 0
+        assert f"tenscalc {name}" in capsys.readouterr().out

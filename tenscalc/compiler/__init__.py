@@ -38,11 +38,24 @@ CACHE_SIZE = 16
 
 
 class CompiledFunction:
-    """A compiled expression (or list of expressions); call it with arrays.
+    """A compiled expression (or list or dict of expressions); call it with arrays.
 
     Call with a mapping ``{name: array}`` and/or keyword arrays.  Returns one
-    array for a single expression, a tuple for a list.  Arrays of the backend
-    (or NumPy arrays and numbers, which are converted) are accepted.
+    array for a single expression, a tuple for a list, a dict (same keys) for a
+    dict.  Arrays of the backend (or NumPy arrays and numbers, which are
+    converted) are accepted.
+
+    Positional arrays are bound only when there is no doubt which variable they
+    are: a function of one input variable may be called ``run(array)``.  With
+    several inputs a positional array raises an :class:`EvaluationError` that
+    lists the inputs and says to pass them by name: variables carry no
+    declaration order (``expr.variables`` is sorted by name, so ``x`` and ``A``
+    would silently swap).
+
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("x *(i,i->) x", {"x": 1})
+    >>> tc.compile({"f": f, "g": tc.gradient(f, "x")})(np.array([1.0, 2.0]))
+    {'f': array(5.), 'g': array([2., 4.])}
 
     Attributes
     ----------
@@ -56,9 +69,10 @@ class CompiledFunction:
         ``x·x``, see ``Expr.shape_variables``).
     """
 
-    def __init__(self, exprs: Sequence[Expr], single: bool, backend: Backend):
+    def __init__(self, exprs: Sequence[Expr], single: bool, backend: Backend, keys: Sequence[str] | None = None):
         self.exprs = tuple(exprs)
         self._single = single
+        self._keys = None if keys is None else tuple(keys)
         self._backend = backend
         self.plan: Plan = build_plan(self.exprs)
         self._graphs = [axis_graph(root) for root in self.exprs]
@@ -81,7 +95,9 @@ class CompiledFunction:
         return self._backend.name
 
     # ---------------------------------------------------------------- calling
-    def __call__(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+    def __call__(self, values: Mapping[str, Any] | Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        if args or (values is not None and not isinstance(values, Mapping)):
+            values = self._positional((values, *args), kwargs)
         if values is None:
             values = kwargs
         elif kwargs:
@@ -101,7 +117,22 @@ class CompiledFunction:
         else:
             self._programs.move_to_end(key)
         results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
+        if self._keys is not None:
+            return dict(zip(self._keys, results))
         return results[0] if self._single else results
+
+    def _positional(self, arrays: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Bind positional arrays: only the one input not given by name, or a clear error."""
+        open_inputs = [name for name in self.inputs if name not in kwargs]
+        if len(arrays) == 1 and len(open_inputs) == 1:
+            return {**kwargs, open_inputs[0]: arrays[0]}
+        names = ", ".join(sorted(self.inputs)) or "none"
+        example = ", ".join(f"{name}=..." for name in sorted(self.inputs))
+        raise EvaluationError(
+            f"this compiled function has the inputs {names}: pass them by name, run({example}) or "
+            f"run({{'name': array, ...}}); a positional array is accepted only for a single input "
+            f"(got {len(arrays)} positional for {len(open_inputs)} inputs not given by name)"
+        )
 
     def _bind(self, shapes: Mapping[str, tuple[int, ...]]) -> Program:
         for name, shape in shapes.items():
@@ -147,8 +178,10 @@ class CompiledFunction:
         )
 
 
-def compile(exprs: Expr | Sequence[Expr], backend: str = "numpy") -> CompiledFunction:  # noqa: A001
-    """Compile one expression or a list of them into a reusable callable.
+def compile(  # noqa: A001
+    exprs: Expr | Sequence[Expr] | Mapping[str, Expr], backend: str = "numpy"
+) -> CompiledFunction:
+    """Compile one expression, a list or a dict of them into a reusable callable.
 
     All symbolic work happens here, once: the evaluation plan, product fusion,
     delta and constant removal, common subexpressions shared between the
@@ -157,8 +190,9 @@ def compile(exprs: Expr | Sequence[Expr], backend: str = "numpy") -> CompiledFun
 
     Parameters
     ----------
-    exprs : Expr or sequence of Expr
-        What to compute, e.g. ``[f, gradient, hessian]``.
+    exprs : Expr, sequence of Expr, or dict str -> Expr
+        What to compute, e.g. ``[f, gradient, hessian]`` or
+        ``{"f": f, "g": gradient}`` (or ``tc.gradient(f, ["x", "A"])``).
     backend : str
         ``"numpy"`` (default), ``"torch"``, ``"jax"``, ``"cupy"`` or ``"dask"``.
         The other libraries are optional; Dask returns lazy arrays (call
@@ -167,8 +201,9 @@ def compile(exprs: Expr | Sequence[Expr], backend: str = "numpy") -> CompiledFun
     Returns
     -------
     CompiledFunction
-        Call it with a mapping and/or keyword arrays; it returns one array for a
-        single expression and a tuple for a list.
+        Call it with a mapping and/or keyword arrays (or one positional array
+        when it has one input); it returns one array for a single expression,
+        a tuple for a list and a dict with the same keys for a dict.
 
     >>> import numpy as np, tenscalc as tc
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
@@ -176,10 +211,18 @@ def compile(exprs: Expr | Sequence[Expr], backend: str = "numpy") -> CompiledFun
     array([1., 2.])
     """
     single = isinstance(exprs, Expr)
-    roots = [exprs] if single else list(exprs)
+    keys = None
+    if isinstance(exprs, Mapping):
+        keys = list(exprs)
+        for key in keys:
+            if not isinstance(key, str):
+                raise EvaluationError(f"the keys of a dict to compile must be str, got {key!r}")
+        roots = [exprs[key] for key in keys]
+    else:
+        roots = [exprs] if isinstance(exprs, Expr) else list(exprs)
     if not roots:
         raise EvaluationError("compile needs at least one expression")
     for root in roots:
         if not isinstance(root, Expr):
             raise EvaluationError(f"compile needs tenscalc expressions, got {type(root).__name__}")
-    return CompiledFunction(roots, single, get_backend(backend))
+    return CompiledFunction(roots, single, get_backend(backend), keys)
