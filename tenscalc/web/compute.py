@@ -12,8 +12,8 @@ character of the field the user typed it in.
 
 >>> from tenscalc.web.compute import analyse
 >>> reply = analyse({"expression": "x *(i,ij->j) A *(j,j->) x", "declarations": "x 1 A 2", "wrt": "x", "order": 1})
->>> reply["ok"], reply["derivatives"][0]["text"]
-(True, 'A *(ij,j->i) x + x *(i,ij->j) A')
+>>> reply["ok"], reply["derivatives"][0]["label"], reply["derivatives"][0]["order"]
+(True, 'gradient wrt x', 1)
 >>> analyse({"expression": "x *(i,->) x", "declarations": "x 1"})["error"]["message"].splitlines()[-1]
 '        ^'
 """
@@ -64,9 +64,7 @@ def analyse(request: Mapping[str, Any]) -> dict[str, Any]:
         if part not in PARTS:
             raise InputError(f"unknown part {part!r}; expected one of {', '.join(PARTS)}")
         problem = read_problem(request)
-        handler: Callable[[Problem], dict[str, Any]] = {
-            "derive": derive, "check": check, "convexity": convexity
-        }[part]
+        handler: Callable[[Problem], dict[str, Any]] = {"derive": derive, "check": check, "convexity": convexity}[part]
         return {"ok": True, "part": part, **handler(problem)}
     except TensCalcError as exc:
         return {"ok": False, "error": describe_error(exc, request)}
@@ -125,7 +123,7 @@ def problem_text(expression: str, declarations: str) -> tuple[str, dict[str, int
     declarations go on a first line and the expression on the second.
 
     >>> problem_text("A *(ij,j->i) x", "A 2 x 1")
-    ('declare A 2 x 1\\nexpression A *(ij,j->i) x', {'declarations': 8, 'expression': 28})
+    ('declare A 2 x 1\\nexpression A *(ij,j->i) x', {'declarations': 8, 'expression': 27})
     """
     if _WHOLE_PROBLEM.match(expression) or not declarations.strip():
         return expression, {"expression": 0}
@@ -298,8 +296,11 @@ def drawing(expr: Expr) -> dict[str, Any]:
     from ..viz import graphviz_available, to_dot
 
     if not graphviz_available():
-        return {"svg": None, "note": "Graphviz is not installed: install the 'dot' program "
-                "(e.g. apt-get install graphviz) and the Python package 'graphviz' to see the DAG."}
+        return {
+            "svg": None,
+            "note": "Graphviz is not installed: install the 'dot' program "
+            "(e.g. apt-get install graphviz) and the Python package 'graphviz' to see the DAG.",
+        }
     nodes = count_nodes(expr)
     if nodes > MAX_DRAWN_NODES:
         return {"svg": None, "note": f"not drawn: {nodes} nodes (at most {MAX_DRAWN_NODES} are drawn)"}
@@ -319,18 +320,30 @@ def derive(problem: Problem) -> dict[str, Any]:
             roots.append(d)
             # every order up to the one asked for is shown; only the highest is drawn
             shown = drawing(d) if k == problem.order else None
-            entries.append({
-                "wrt": name, "k": k, "label": f"{label(k, expr.order)} wrt {name}",
-                "text": _text(d), "order": d.order, "nodes": count_nodes(d), "drawing": shown,
-                **_latex_entry(d),
-            })
+            entries.append(
+                {
+                    "wrt": name,
+                    "k": k,
+                    "label": f"{label(k, expr.order)} wrt {name}",
+                    "text": _text(d),
+                    "order": d.order,
+                    "nodes": count_nodes(d),
+                    "drawing": shown,
+                    **_latex_entry(d),
+                }
+            )
     source = tc.to_python(roots, name="f")
-    returns = ["f"] + [f"d{k}f/d{name}{k}" if k > 1 else f"df/d{name}"
-                       for name in problem.wrt for k in range(1, problem.order + 1)]
+    returns = ["f"] + [
+        f"d{k}f/d{name}{k}" if k > 1 else f"df/d{name}" for name in problem.wrt for k in range(1, problem.order + 1)
+    ]
     return {
         "expression": {
-            "text": _text(expr), "order": expr.order, "nodes": count_nodes(expr),
-            "variables": dict(expr.variables), "drawing": drawing(expr), **_latex_entry(expr),
+            "text": _text(expr),
+            "order": expr.order,
+            "nodes": count_nodes(expr),
+            "variables": dict(expr.variables),
+            "drawing": drawing(expr),
+            **_latex_entry(expr),
         },
         "wrt": problem.wrt,
         "order": problem.order,
@@ -351,25 +364,42 @@ def check(problem: Problem, seed: int = 0) -> dict[str, Any]:
     for name in problem.wrt:
         for k in range(1, problem.order + 1):
             report = check_derivative(expr, name, order=k, seed=seed)
-            rows.append({
-                "wrt": name, "k": k, "label": f"{label(k, expr.order)} wrt {name}", "ok": bool(report.ok),
-                "max_error": float(report.max_error), "method": report.method, "message": report.message,
-            })
+            rows.append(
+                {
+                    "wrt": name,
+                    "k": k,
+                    "label": f"{label(k, expr.order)} wrt {name}",
+                    "ok": bool(report.ok),
+                    "max_error": float(report.max_error),
+                    "method": report.method,
+                    "message": report.message,
+                }
+            )
     return {"shapes": shapes, "seed": seed, "checks": rows, "all_ok": all(r["ok"] for r in rows)}
 
 
 def convexity(problem: Problem) -> dict[str, Any]:
     """The convexity verdict in the variables (jointly), with certificate or counterexample."""
     import tenscalc as tc
+
     from ..convexity.report import _MEANING
 
     expr = problem.expr
     if expr.order != 0:
-        return {"convexity": {"applicable": False,
-                              "note": f"convexity is decided for scalar functions; this one has order {expr.order}"}}
+        return {
+            "convexity": {
+                "applicable": False,
+                "note": f"convexity is decided for scalar functions; this one has order {expr.order}",
+            }
+        }
     result = tc.check_convexity(expr, problem.wrt, problem.assumptions or None)
-    return {"convexity": {
-        "applicable": True, "verdict": result.verdict, "summary": result.summary(),
-        "meaning": _MEANING.get(result.verdict, ""), "certified": result.certified,
-        "explanation": result.explain(),
-    }}
+    return {
+        "convexity": {
+            "applicable": True,
+            "verdict": result.verdict,
+            "summary": result.summary(),
+            "meaning": _MEANING.get(result.verdict, ""),
+            "certified": result.certified,
+            "explanation": result.explain(),
+        }
+    }

@@ -39,9 +39,16 @@ DEFAULT_PORT = 8765
 MAX_BODY = MAX_INPUT * 4 + 1024
 """Largest API request body in bytes (the input limit, in UTF-8, plus the JSON around it)."""
 _TYPES = {
-    ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
-    ".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf", ".svg": "image/svg+xml", ".txt": "text/plain",
-    ".png": "image/png", ".ico": "image/x-icon",
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".woff2": "font/woff2",
+    ".woff": "font/woff",
+    ".ttf": "font/ttf",
+    ".svg": "image/svg+xml",
+    ".txt": "text/plain",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
 }
 
 
@@ -106,8 +113,7 @@ class Handler(BaseHTTPRequestHandler):
         host = self.headers.get("Host", "")
         if self.server.server_address[0] in ("0.0.0.0", "", "::") or host in self.server.allowed_hosts:
             return True
-        self._send_json({"ok": False, "error": {"message": f"unexpected Host header {host!r}"}},
-                        HTTPStatus.FORBIDDEN)
+        self._send_json({"ok": False, "error": {"message": f"unexpected Host header {host!r}"}}, HTTPStatus.FORBIDDEN)
         return False
 
     def do_GET(self) -> None:  # noqa: N802 - the base class's name
@@ -128,20 +134,25 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json({"ok": False, "error": {"message": "not found"}}, HTTPStatus.NOT_FOUND)
             return
         if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
-            self._send_json({"ok": False, "error": {"message": "the body must be application/json"}},
-                            HTTPStatus.UNSUPPORTED_MEDIA_TYPE)
+            self._send_json(
+                {"ok": False, "error": {"message": "the body must be application/json"}},
+                HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            )
             return
         try:
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
-            self._send_json({"ok": False, "error": {"message": "Content-Length is required"}},
-                            HTTPStatus.LENGTH_REQUIRED)
+            self._send_json(
+                {"ok": False, "error": {"message": "Content-Length is required"}}, HTTPStatus.LENGTH_REQUIRED
+            )
             return
         if length > MAX_BODY or length < 0:
             # the body is not read: the connection is closed instead
             self.close_connection = True
-            self._send_json(_error(f"the input is too long ({length:,} bytes; at most {MAX_BODY:,})"),
-                            HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+            self._send_json(
+                _error(f"the input is too long ({length:,} bytes; at most {MAX_BODY:,})"),
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            )
             return
         try:
             request = json.loads(self.rfile.read(length).decode("utf-8"))
@@ -178,8 +189,9 @@ def _error(message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"message": message, "field": None, "offset": None, "kind": "InputError"}}
 
 
-def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, workers: int = 2,
-                timeout: float = DEFAULT_TIMEOUT) -> Server:
+def make_server(
+    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, workers: int = 2, timeout: float = DEFAULT_TIMEOUT
+) -> Server:
     """A server bound to ``host:port`` (port 0: any free port), not yet serving.
 
     Call ``serve_forever()`` (in a thread, for tests) and ``close()`` at the end.
@@ -208,14 +220,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)")
     parser.add_argument(
-        "--host", default=DEFAULT_HOST,
+        "--host",
+        default=DEFAULT_HOST,
         help=f"address to listen on (default {DEFAULT_HOST}: this machine only; anything else exposes the "
         "server to your network)",
     )
     parser.add_argument("--open", action="store_true", help="open the page in the web browser")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                        help=f"seconds a computation may take (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds a computation may take (default {DEFAULT_TIMEOUT:g})",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     return parser
 
@@ -233,8 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         server = make_server(args.host, args.port, args.workers, args.timeout)
     except OSError as exc:
-        print(f"tenscalc serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"tenscalc serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 2
     server.verbose = args.verbose
     print(f"tenscalc: serving on {server.url}  (Ctrl-C stops it)", flush=True)

@@ -7,8 +7,10 @@ pathological input) or dies (out of memory) is killed and replaced, and the
 request gets a clear error; the server itself never blocks on the work.
 
 >>> pool = WorkerPool(size=1, timeout=60)
->>> pool.run({"expression": "x *(i,i->) x", "declarations": "x 1", "wrt": "x"})["derivatives"][0]["text"]
-'2 x'
+>>> pool.run({"expression": "x *(i,i->) x", "declarations": "x 1", "wrt": "x"})["derivatives"][0]["label"]
+'gradient wrt x'
+>>> pool.run({"expression": "x *(i,->) x", "declarations": "x 1"})["error"]["message"].splitlines()[0]
+"index string '' has 0 letters but `x` has order 1 (line 1, column 3)"
 >>> pool.close()
 """
 
@@ -39,8 +41,15 @@ def _work(conn: Connection) -> None:
         try:
             answer = analyse(request)
         except Exception as exc:  # noqa: BLE001 - a bug must reach the page as a message, not kill the worker
-            answer = {"ok": False, "error": {"message": f"internal error ({type(exc).__name__}): {exc}",
-                                             "field": None, "offset": None, "kind": "InternalError"}}
+            answer = {
+                "ok": False,
+                "error": {
+                    "message": f"internal error ({type(exc).__name__}): {exc}",
+                    "field": None,
+                    "offset": None,
+                    "kind": "InternalError",
+                },
+            }
         try:
             conn.send(answer)
         except (OSError, ValueError):
@@ -120,7 +129,9 @@ class WorkerPool:
                 self._retire(worker)
                 return _failure(
                     f"stopped after {self.timeout:g} s: this input takes too long (try a lower order or a "
-                    "smaller expression)", "Timeout")
+                    "smaller expression)",
+                    "Timeout",
+                )
             answer = worker.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             self._retire(worker)
