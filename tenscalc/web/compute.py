@@ -15,7 +15,7 @@ character of the field the user typed it in.
 >>> reply["ok"], reply["derivatives"][0]["label"], reply["derivatives"][0]["order"]
 (True, 'gradient wrt x', 1)
 >>> analyse({"expression": "x *(i,->) x", "declarations": "x 1"})["error"]["message"].splitlines()[-1]
-'        ^'
+'    ^'
 """
 
 from __future__ import annotations
