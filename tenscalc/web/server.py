@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 import webbrowser
@@ -260,10 +261,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tenscalc: warning: listening on {args.host}: other machines can reach this page", file=sys.stderr)
     if args.open:
         webbrowser.open(server.url)
+    # `kill` (SIGTERM) stops it as cleanly as Ctrl-C: the workers are stopped too
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        pass
+        print("tenscalc: stopped", file=sys.stderr)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.close()
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

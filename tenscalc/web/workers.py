@@ -29,6 +29,11 @@ DEFAULT_TIMEOUT = 20.0
 
 def _work(conn: Connection) -> None:
     """The worker's loop: read a request, send back its answer, until told to stop."""
+    import signal
+
+    # Ctrl-C in the terminal reaches the whole process group: the server stops its
+    # workers itself, so a worker ignores it rather than print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from .compute import analyse
 
     while True:
