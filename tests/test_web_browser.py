@@ -154,6 +154,7 @@ def test_typing_an_expression_shows_its_derivative_check_and_convexity(browser, 
     rows = browser.find_elements(By.CSS_SELECTOR, "#check-table tr")
     assert [r.find_elements(By.TAG_NAME, "td")[2].text for r in rows[1:]] == ["agrees", "agrees"]
     assert "A: 2×3" in text_of(browser, "check")  # distinct axis lengths
+    assert text_of(browser, "python-check").startswith("Python code: agrees")
     shot(browser, artifacts, "3-numeric-check")
     select_tab(browser, "convexity")
     assert browser.find_element(By.ID, "convexity-verdict").text == "convex in x"

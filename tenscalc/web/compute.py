@@ -375,7 +375,39 @@ def check(problem: Problem, seed: int = 0) -> dict[str, Any]:
                     "message": report.message,
                 }
             )
-    return {"shapes": shapes, "seed": seed, "checks": rows, "all_ok": all(r["ok"] for r in rows)}
+    python = check_python(problem, seed)
+    ok = all(r["ok"] for r in rows) and python["ok"]
+    return {"shapes": shapes, "seed": seed, "checks": rows, "python": python, "all_ok": ok}
+
+
+def check_python(problem: Problem, seed: int = 0, tolerance: float = 1e-9) -> dict[str, Any]:
+    """Run the Python function the page shows and compare each of its results (value
+    and derivatives) with the interpreter's value of the same expression, at random data.
+
+    So the code a user copies is the code whose derivatives were checked.
+    """
+    import numpy as np
+
+    import tenscalc as tc
+
+    from ..testing import random_values
+
+    roots = [problem.expr] + [d for name in problem.wrt for d in derivatives(problem.expr, name, problem.order)]
+    values = random_values(roots, seed=seed)
+    namespace: dict[str, Any] = {}
+    exec(tc.to_python(roots, name="f"), namespace)  # our own generated code, no user text in it
+    produced = namespace["f"](**values)
+    worst = 0.0
+    for root, result in zip(roots, produced):
+        expected = np.asarray(tc.evaluate(root, values), dtype=float)
+        if expected.size:
+            scale = max(1.0, float(np.max(np.abs(expected))))
+            worst = max(worst, float(np.max(np.abs(np.asarray(result, dtype=float) - expected))) / scale)
+    return {
+        "ok": bool(worst <= tolerance),
+        "max_error": worst,
+        "message": f"the Python function's {len(roots)} results against the interpreter at the same random data",
+    }
 
 
 def convexity(problem: Problem) -> dict[str, Any]:

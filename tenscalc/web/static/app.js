@@ -167,6 +167,14 @@ function showCheck(answer) {
     cell(row, r.method);
   }
   target.appendChild(table);
+  const py = document.createElement("p");
+  py.id = "python-check";
+  const verdict = document.createElement("span");
+  verdict.className = answer.python.ok ? "ok" : "bad";
+  verdict.textContent = answer.python.ok ? "agrees" : "DISAGREES";
+  py.append("Python code: ", verdict,
+    ` (${answer.python.message}; max relative difference ${answer.python.max_error.toExponential(2)})`);
+  target.appendChild(py);
   $("check-badge").textContent = answer.all_ok ? "✓" : "✗";
   $("check-badge").className = answer.all_ok ? "ok" : "bad";
 }
