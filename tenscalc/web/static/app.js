@@ -6,7 +6,7 @@
 const EXAMPLES = [
   ["quadratic form xᵀAx", "x *(i,ij->j) A *(j,j->) x", "", "x", "2"],
   ["least squares ‖Ax − y‖²", "(A *(ij,j->i) x - y) *(i,i->) (A *(ij,j->i) x - y)", "", "x", "2"],
-  ["log det X", "log(det(X))", "", "X", "1"],
+  ["log det X, X positive definite", "log(det(X))", "X 2 pd", "X", "1"],
   ["logistic loss", "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "", "w", "2"],
   ["cubic form (order-3 tensor)", "T *(ijk,i->jk) x *(jk,j->k) x *(k,k->) x", "T 3", "x", "3"],
   ["neural layer tanh(Wx)", "tanh(W *(ij,j->i) x)", "", "W", "1"],
@@ -52,7 +52,9 @@ function showError(error) {
   box.hidden = false;
   for (const name of fields) $(name).classList.toggle("invalid", error.field === name);
   $("results").classList.add("stale");
-  status("the input is not valid yet");
+  // a timeout or a crash is no fault of the input's syntax
+  const stopped = ["Timeout", "Busy", "Crashed", "InternalError", "Unavailable"].includes(error.kind);
+  status(stopped ? "no result for this input" : "the input is not valid yet");
 }
 
 function clearError() {
