@@ -73,12 +73,11 @@ def analyse(request: Mapping[str, Any]) -> dict[str, Any]:
 class Problem:
     """The parsed request: expression, variables to differentiate by, order."""
 
-    def __init__(self, expr: Expr, wrt: list[str], order: int, assumptions: dict, fields: dict[str, str]):
+    def __init__(self, expr: Expr, wrt: list[str], order: int, assumptions: dict):
         self.expr = expr
         self.wrt = wrt
         self.order = order
         self.assumptions = assumptions
-        self.fields = fields
 
 
 def _field(request: Mapping[str, Any], name: str) -> str:
@@ -175,7 +174,7 @@ def read_problem(request: Mapping[str, Any]) -> Problem:
     if not expression.strip():
         raise InputError("type an expression, e.g. x *(i,ij->j) A *(j,j->) x")
     order = read_order(request.get("order"))
-    text, starts = problem_text(expression, declarations)
+    text, _ = problem_text(expression, declarations)
     orders = default_orders(text) if request.get("defaults", True) else {}
     import tenscalc as tc  # the public entry points, so that new notations arrive through them
 
@@ -200,9 +199,7 @@ def read_problem(request: Mapping[str, Any]) -> Problem:
                 wrt_text,
                 position if position >= 0 else None,
             )
-    fields = {"text": text, "wrt": wrt_text, **{f"start:{k}": str(v) for k, v in starts.items()}}
-    fields["expression"], fields["declarations"] = expression, declarations
-    return Problem(expr, list(dict.fromkeys(names)), order, dict(problem.assumptions), fields)
+    return Problem(expr, list(dict.fromkeys(names)), order, dict(problem.assumptions))
 
 
 def describe_error(exc: TensCalcError, request: Mapping[str, Any]) -> dict[str, Any]:
