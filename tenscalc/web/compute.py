@@ -242,13 +242,14 @@ def latex_with_temporaries(expr: Expr) -> tuple[str, bool]:
     """
     import tenscalc as tc
 
+    printer: Any = tc.latex  # its signature depends on the tenscalc version
     try:
-        accepts = "temporaries" in inspect.signature(tc.latex).parameters
+        accepts = "temporaries" in inspect.signature(printer).parameters
     except (TypeError, ValueError):
         accepts = False
     if accepts:
-        return tc.latex(expr, temporaries=True), True
-    return tc.latex(expr), False
+        return printer(expr, temporaries=True), True
+    return printer(expr), False
 
 
 def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:

@@ -84,12 +84,12 @@ class Server(ThreadingHTTPServer):
         self.pool = pool
         self.files = static_files()
         super().__init__(address, Handler)
-        host, port = self.server_address[:2]
+        host, port = str(self.server_address[0]), self.server_address[1]
         self.allowed_hosts = {f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]", host)}
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = str(self.server_address[0]), self.server_address[1]
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
         return f"http://{shown}:{port}/"
 

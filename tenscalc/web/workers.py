@@ -62,7 +62,7 @@ def _work(conn: Connection) -> None:
 
 
 class _Worker:
-    def __init__(self, context: multiprocessing.context.BaseContext):
+    def __init__(self, context: multiprocessing.context.SpawnContext):
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_work, args=(child,), daemon=True, name="tenscalc-web-worker")
         self.process.start()
