@@ -352,6 +352,21 @@ def test_the_page_loads_nothing_from_elsewhere():
 UP = ".."  # URL paths that climb out of the static folder (spelled so: they name no file of the repository)
 
 
+def test_every_static_file_is_in_the_package_data():
+    # a file the patterns of setup.cfg miss would be served from a checkout but not from a wheel
+    import configparser
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    config = configparser.ConfigParser()
+    config.read(root / "setup.cfg", encoding="utf-8")
+    patterns = [line.strip() for line in config["options.package_data"]["tenscalc.web"].splitlines() if line.strip()]
+    web = root / "tenscalc" / "web"
+    shipped = {path for pattern in patterns for path in web.glob(pattern)}
+    files = {path for path in (web / "static").rglob("*") if path.is_file()}
+    assert files and files == shipped, sorted(str(p.relative_to(web)) for p in files ^ shipped)
+
+
 @pytest.mark.parametrize("path", [f"/{UP}/setup.cfg", "/static/app.js", "/nothing", f"/katex/{UP}/{UP}/server.py"])
 def test_only_the_shipped_files_are_served(server, path):
     assert request(server, "GET", path)[0] == 404
