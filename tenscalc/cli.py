@@ -53,6 +53,7 @@ examples:
   tenscalc --orders x=1,A=2 --wrt x --hessian 'x *(i,ij->j) A *(j,j->) x'
   echo 'declare W 2 x 1 expression tanh(W *(ij,j->i) x) derivative wrt W' | tenscalc --check
   tenscalc -f problem.txt --order 3
+  tenscalc serve --open        (the web page, on this machine: tenscalc serve --help)
 
 An expression that starts with '-' must follow '--':  tenscalc --orders x=1 -- '-x'
 """
@@ -77,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .convexity.cli import main as convexity_main
 
         return convexity_main(argv[1:])
+    if argv[:1] == ["serve"]:  # `tenscalc serve [--port N] [--open] [--host H]`: the web page
+        from .web.server import main as serve_main
+
+        return serve_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -1,0 +1,435 @@
+"""What the web page shows, computed from what the user typed.
+
+Everything here is plain functions from a request (a dict of strings, as the
+page sends it) to a JSON-ready dict.  They run in a worker process of
+:mod:`tenscalc.web.server` (so a slow input can be stopped) and can be called
+directly, which is how most of them are tested.
+
+A bad input is never an exception here: it comes back as
+``{"ok": False, "error": {"message": ..., "field": ..., "offset": ...}}``, where
+``message`` is the parser's own message with the caret under the offending
+character of the field the user typed it in.
+
+>>> from tenscalc.web.compute import analyse
+>>> reply = analyse({"expression": "x *(i,ij->j) A *(j,j->) x", "declarations": "x 1 A 2", "wrt": "x", "order": 1})
+>>> reply["ok"], reply["derivatives"][0]["label"], reply["derivatives"][0]["order"]
+(True, 'gradient wrt x', 1)
+>>> analyse({"expression": "x *(i,->) x", "declarations": "x 1"})["error"]["message"].splitlines()[-1]
+'    ^'
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import ParseError, SemanticError, TensCalcError
+from ..nodes import Expr, count_nodes
+
+MAX_INPUT = 20_000
+"""Most characters accepted in the expression and declarations together."""
+MAX_ORDER = 6
+"""Highest derivative order the page computes (the k-th derivative of a tensor
+expression has k more groups of axes; beyond this it is neither readable nor quick)."""
+MAX_DRAWN_NODES = 400
+"""Larger DAGs are not drawn: Graphviz takes long and the drawing is unreadable."""
+MAX_TEXT = 200_000
+"""Longer printed derivatives are cut (the page would choke on them)."""
+PARTS = ("derive", "check", "convexity")
+
+
+class InputError(TensCalcError):
+    """A request the page should not have sent (missing field, bad order, too long)."""
+
+
+# --------------------------------------------------------------------- requests
+
+
+def analyse(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Compute one part of the page (``request["part"]``, default ``"derive"``).
+
+    The request holds ``expression`` (einsum language, or a whole ``declare ...
+    expression ...`` problem), ``declarations`` (``"x 1 A 2"``, assumptions
+    allowed), ``wrt`` (``"x"`` or ``"x, A"``; empty: the problem's own or the only
+    variable), ``order`` (1 gradient, 2 Hessian, any k up to :data:`MAX_ORDER`) and
+    ``defaults`` (give undeclared names matrixcalculus.org's types by letter).
+
+    >>> analyse({"expression": "sin(x)", "declarations": "x 0", "part": "check"})["checks"][0]["ok"]
+    True
+    """
+    try:
+        part = str(request.get("part", "derive"))
+        if part not in PARTS:
+            raise InputError(f"unknown part {part!r}; expected one of {', '.join(PARTS)}")
+        problem = read_problem(request)
+        handler: Callable[[Problem], dict[str, Any]] = {"derive": derive, "check": check, "convexity": convexity}[part]
+        return {"ok": True, "part": part, **handler(problem)}
+    except TensCalcError as exc:
+        return {"ok": False, "error": describe_error(exc, request)}
+
+
+class Problem:
+    """The parsed request: expression, variables to differentiate by, order."""
+
+    def __init__(self, expr: Expr, wrt: list[str], order: int, assumptions: dict):
+        self.expr = expr
+        self.wrt = wrt
+        self.order = order
+        self.assumptions = assumptions
+
+
+def _field(request: Mapping[str, Any], name: str) -> str:
+    value = request.get(name, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f"'{name}' must be text, not {type(value).__name__}")
+    return value
+
+
+def read_order(value: Any) -> int:
+    """The derivative order asked for: an integer from 1 to :data:`MAX_ORDER`.
+
+    >>> read_order("2")
+    2
+    >>> read_order(9)
+    Traceback (most recent call last):
+    ...
+    tenscalc.web.compute.InputError: the order must be at most 6 (asked: 9)
+    """
+    if value is None or value == "":
+        return 1
+    try:
+        order = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"the order must be a whole number, not {value!r}") from None
+    if order < 1:
+        raise InputError(f"the order must be at least 1 (asked: {order})")
+    if order > MAX_ORDER:
+        raise InputError(f"the order must be at most {MAX_ORDER} (asked: {order})")
+    return order
+
+
+_WHOLE_PROBLEM = re.compile(r"^\s*(declare|expression)\b", re.IGNORECASE)
+
+
+def problem_text(expression: str, declarations: str) -> tuple[str, dict[str, int]]:
+    """The problem text to parse and where each field starts in it.
+
+    A whole problem typed in the expression field is used as it is; otherwise the
+    declarations go on a first line and the expression on the second.
+
+    >>> problem_text("A *(ij,j->i) x", "A 2 x 1")
+    ('declare A 2 x 1\\nexpression A *(ij,j->i) x', {'declarations': 8, 'expression': 27})
+    """
+    if _WHOLE_PROBLEM.match(expression) or not declarations.strip():
+        return expression, {"expression": 0}
+    head = "declare "
+    middle = "\nexpression "
+    text = head + declarations + middle + expression
+    return text, {"declarations": len(head), "expression": len(head) + len(declarations) + len(middle)}
+
+
+def default_orders(text: str) -> dict[str, int]:
+    """matrixcalculus.org's types by letter for the undeclared names of ``text``:
+    ``a``–``g`` scalars, other lower-case names vectors, upper-case names matrices.
+
+    Returns ``{}`` when the text does not parse (the parser's message then comes
+    from the real parse).
+
+    >>> default_orders("x *(i,ij->j) A *(j,j->) x + c")
+    {'A': 2, 'c': 0, 'x': 1}
+    """
+    from ..parser import parse_text
+
+    try:
+        parsed = parse_text(text)
+    except Exception:  # noqa: BLE001 - the real parse reports it
+        return {}
+    declared = parsed.declarations.orders if parsed.declarations is not None else {}
+    names: set[str] = set()
+    stack = [parsed.tree]
+    while stack:
+        syn = stack.pop()
+        if getattr(syn, "kind", None) == "name" and isinstance(syn.value, str):
+            names.add(syn.value)
+        stack.extend(getattr(syn, "children", ()))
+    found = {}
+    for name in sorted(names - set(declared)):
+        first = name[0]
+        found[name] = 2 if first.isupper() else 0 if first in "abcdefg" else 1
+    return found
+
+
+def read_problem(request: Mapping[str, Any]) -> Problem:
+    """Parse the request's fields (a ``TensCalcError`` with a caret when they are wrong)."""
+    expression = _field(request, "expression")
+    declarations = _field(request, "declarations")
+    wrt_text = _field(request, "wrt")
+    size = len(expression) + len(declarations) + len(wrt_text)
+    if size > MAX_INPUT:
+        raise InputError(f"the input is too long ({size:,} characters; at most {MAX_INPUT:,})")
+    if not expression.strip():
+        raise InputError("type an expression, e.g. x *(i,ij->j) A *(j,j->) x")
+    order = read_order(request.get("order"))
+    text, _ = problem_text(expression, declarations)
+    orders = default_orders(text) if request.get("defaults", True) else {}
+    import tenscalc as tc  # the public entry points, so that new notations arrive through them
+
+    problem = tc.parse_problem(text, orders or None)
+    expr = problem.expr
+    variables = expr.variables
+    names = [w for w in re.split(r"[\s,]+", wrt_text.strip()) if w]
+    if not names:
+        if problem.wrt is not None:
+            names = [problem.wrt]
+        elif len(variables) == 1:
+            names = list(variables)
+        else:
+            listed = ", ".join(variables) or "none"
+            raise InputError(f"name the variable to differentiate by (the expression has: {listed})")
+    for name in names:
+        if name not in variables:
+            position = wrt_text.find(name)
+            listed = ", ".join(variables) or "none"
+            raise SemanticError(
+                f"cannot differentiate by '{name}': it is not a variable of the expression (variables: {listed})",
+                wrt_text,
+                position if position >= 0 else None,
+            )
+    return Problem(expr, list(dict.fromkeys(names)), order, dict(problem.assumptions))
+
+
+def describe_error(exc: TensCalcError, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The error as the page shows it: the message with a caret under the field it is in.
+
+    A parse error at offset ``p`` of the composed problem text is moved to the
+    field (expression or declarations) and the offset within it.
+    """
+    reason = getattr(exc, "reason", None)
+    position = getattr(exc, "position", None)
+    text = getattr(exc, "text", None)
+    field, offset, message = None, None, str(exc)
+    if reason is not None and position is not None and text is not None:
+        expression = request.get("expression") or ""
+        declarations = request.get("declarations") or ""
+        wrt_text = request.get("wrt") or ""
+        if isinstance(expression, str) and isinstance(declarations, str):
+            composed, starts = problem_text(expression, declarations)
+            if text == composed:
+                for name in ("expression", "declarations"):
+                    start = starts.get(name)
+                    source = expression if name == "expression" else declarations
+                    if start is not None and start <= position <= start + len(source):
+                        field, offset = name, position - start
+                        message = str(ParseError(reason, source, offset))
+                        break
+            elif text == wrt_text:
+                field, offset = "wrt", position
+    kind = type(exc).__name__
+    return {"message": message, "field": field, "offset": offset, "kind": kind}
+
+
+# ------------------------------------------------------------------------ parts
+
+
+def latex_with_temporaries(expr: Expr) -> tuple[str, bool]:
+    """``tc.latex(expr, temporaries=True)`` where that keyword exists, else ``tc.latex(expr)``.
+
+    Returns the LaTeX and whether temporaries were asked for.
+    """
+    import tenscalc as tc
+
+    printer: Any = tc.latex  # its signature depends on the tenscalc version
+    try:
+        accepts = "temporaries" in inspect.signature(printer).parameters
+    except (TypeError, ValueError):
+        accepts = False
+    if accepts:
+        return printer(expr, temporaries=True), True
+    return printer(expr), False
+
+
+def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
+    """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified."""
+    from .. import nodes as N
+    from ..differentiate import derivative
+    from ..simplifier import simplify
+
+    wrt = N.var(name, expr.variables[name])
+    found, current = [], expr
+    for _ in range(order):
+        current = simplify(derivative(current, wrt))
+        found.append(current)
+    return found
+
+
+def _latex_entry(expr: Expr) -> dict[str, Any]:
+    try:
+        formula, temporaries = latex_with_temporaries(expr)
+        return {"latex": formula, "temporaries": temporaries, "latex_error": None}
+    except TensCalcError as exc:  # too large for a formula: the page shows the text instead
+        return {"latex": None, "temporaries": False, "latex_error": str(exc)}
+
+
+def _text(expr: Expr) -> str:
+    from ..printing import text_length
+
+    if text_length(expr) > MAX_TEXT:
+        return f"(too long to print: about {text_length(expr):,} characters; use the Python code)"
+    return str(expr)
+
+
+def label(k: int, expr_order: int) -> str:
+    """What to call the k-th derivative (gradient, Jacobian, Hessian ...)."""
+    from ..cli import derivative_label
+
+    return derivative_label(k, expr_order)
+
+
+def drawing(expr: Expr) -> dict[str, Any]:
+    """The DAG as SVG text (Graphviz), or a note saying why there is none."""
+    from ..viz import graphviz_available, to_dot
+
+    if not graphviz_available():
+        return {
+            "svg": None,
+            "note": "Graphviz is not installed: install the 'dot' program "
+            "(e.g. apt-get install graphviz) and the Python package 'graphviz' to see the DAG.",
+        }
+    nodes = count_nodes(expr)
+    if nodes > MAX_DRAWN_NODES:
+        return {"svg": None, "note": f"not drawn: {nodes} nodes (at most {MAX_DRAWN_NODES} are drawn)"}
+    svg = to_dot(expr).pipe(format="svg").decode("utf-8")
+    start = svg.find("<svg")
+    return {"svg": svg[start:] if start >= 0 else svg, "note": None}
+
+
+def derive(problem: Problem) -> dict[str, Any]:
+    """The expression and its derivatives: text, LaTeX, drawings, Python code."""
+    import tenscalc as tc
+
+    expr = problem.expr
+    entries, roots = [], [expr]
+    for name in problem.wrt:
+        for k, d in enumerate(derivatives(expr, name, problem.order), start=1):
+            roots.append(d)
+            # every order up to the one asked for is shown; only the highest is drawn
+            shown = drawing(d) if k == problem.order else None
+            entries.append(
+                {
+                    "wrt": name,
+                    "k": k,
+                    "label": f"{label(k, expr.order)} wrt {name}",
+                    "text": _text(d),
+                    "order": d.order,
+                    "nodes": count_nodes(d),
+                    "drawing": shown,
+                    **_latex_entry(d),
+                }
+            )
+    source = tc.to_python(roots, name="f")
+    returns = ["f"] + [
+        f"d{k}f/d{name}{k}" if k > 1 else f"df/d{name}" for name in problem.wrt for k in range(1, problem.order + 1)
+    ]
+    return {
+        "expression": {
+            "text": _text(expr),
+            "order": expr.order,
+            "nodes": count_nodes(expr),
+            "variables": dict(expr.variables),
+            "drawing": drawing(expr),
+            **_latex_entry(expr),
+        },
+        "wrt": problem.wrt,
+        "order": problem.order,
+        "derivatives": entries,
+        "python": source,
+        "python_returns": returns,
+    }
+
+
+def check(problem: Problem, seed: int = 0) -> dict[str, Any]:
+    """Every derivative 1..order by every variable against central finite differences,
+    at random data whose independent axes all have distinct lengths (2, 3, 4 ...)."""
+    from ..testing import axis_lengths, check_derivative
+
+    expr = problem.expr
+    shapes = {name: list(shape) for name, shape in sorted(axis_lengths(expr).items())}
+    rows = []
+    for name in problem.wrt:
+        for k in range(1, problem.order + 1):
+            report = check_derivative(expr, name, order=k, seed=seed)
+            rows.append(
+                {
+                    "wrt": name,
+                    "k": k,
+                    "label": f"{label(k, expr.order)} wrt {name}",
+                    "ok": bool(report.ok),
+                    "max_error": float(report.max_error),
+                    "method": report.method,
+                    "message": report.message,
+                }
+            )
+    python = check_python(problem, seed)
+    ok = all(r["ok"] for r in rows) and python["ok"]
+    return {"shapes": shapes, "seed": seed, "checks": rows, "python": python, "all_ok": ok}
+
+
+def check_python(problem: Problem, seed: int = 0, tolerance: float = 1e-9) -> dict[str, Any]:
+    """Run the Python function the page shows and compare each of its results (value
+    and derivatives) with the interpreter's value of the same expression, at random data.
+
+    So the code a user copies is the code whose derivatives were checked.
+    """
+    import numpy as np
+
+    import tenscalc as tc
+
+    from ..testing import random_values
+
+    roots = [problem.expr] + [d for name in problem.wrt for d in derivatives(problem.expr, name, problem.order)]
+    values = random_values(roots, seed=seed)
+    namespace: dict[str, Any] = {}
+    exec(tc.to_python(roots, name="f"), namespace)  # our own generated code, no user text in it
+    produced = namespace["f"](**values)
+    worst = 0.0
+    for root, result in zip(roots, produced):
+        expected = np.asarray(tc.evaluate(root, values), dtype=float)
+        if expected.size:
+            scale = max(1.0, float(np.max(np.abs(expected))))
+            worst = max(worst, float(np.max(np.abs(np.asarray(result, dtype=float) - expected))) / scale)
+    return {
+        "ok": bool(worst <= tolerance),
+        "max_error": worst,
+        "message": f"the Python function's {len(roots)} results against the interpreter at the same random data",
+    }
+
+
+def convexity(problem: Problem) -> dict[str, Any]:
+    """The convexity verdict in the variables (jointly), with certificate or counterexample."""
+    import tenscalc as tc
+
+    from ..convexity.report import _MEANING
+
+    expr = problem.expr
+    if expr.order != 0:
+        return {
+            "convexity": {
+                "applicable": False,
+                "note": f"convexity is decided for scalar functions; this one has order {expr.order}",
+            }
+        }
+    result = tc.check_convexity(expr, problem.wrt, problem.assumptions or None)
+    return {
+        "convexity": {
+            "applicable": True,
+            "verdict": result.verdict,
+            "summary": result.summary(),
+            "meaning": _MEANING.get(result.verdict, ""),
+            "certified": result.certified,
+            "explanation": result.explain(),
+        }
+    }

@@ -1,0 +1,326 @@
+// The tenscalc page: sends what the user typed to /api/analyse and shows the answers.
+// Three requests per input: "derive" (formulas, text, drawings, Python), then "check"
+// (finite differences) and "convexity", which may take longer and fill in when ready.
+"use strict";
+
+const EXAMPLES = [
+  ["quadratic form xᵀAx", "x *(i,ij->j) A *(j,j->) x", "", "x", "2"],
+  ["least squares ‖Ax − y‖²", "(A *(ij,j->i) x - y) *(i,i->) (A *(ij,j->i) x - y)", "", "x", "2"],
+  ["log det X, X positive definite", "log(det(X))", "X 2 pd", "X", "1"],
+  ["logistic loss", "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "", "w", "2"],
+  ["cubic form (order-3 tensor)", "T *(ijk,i->jk) x *(jk,j->k) x *(k,k->) x", "T 3", "x", "3"],
+  ["neural layer tanh(Wx)", "tanh(W *(ij,j->i) x)", "", "W", "1"],
+];
+
+const $ = (id) => document.getElementById(id);
+const fields = ["expression", "declarations", "wrt"];
+let generation = 0;        // the answer to an older input is dropped
+let controllers = [];      // in-flight requests of the current input
+let pythonSource = "";
+
+function request() {
+  return {
+    expression: $("expression").value,
+    declarations: $("declarations").value,
+    wrt: $("wrt").value,
+    order: Number($("order").value),
+    defaults: $("defaults").checked,
+  };
+}
+
+async function post(body, controller) {
+  const response = await fetch("api/analyse", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+    signal: controller.signal,
+  });
+  let answer;
+  try {
+    answer = await response.json();
+  } catch (e) {
+    answer = { ok: false, error: { message: `the server answered ${response.status} ${response.statusText}` } };
+  }
+  return answer;
+}
+
+function status(text) { $("status").textContent = text; }
+
+function showError(error) {
+  const box = $("error");
+  box.textContent = error.message;
+  box.hidden = false;
+  for (const name of fields) $(name).classList.toggle("invalid", error.field === name);
+  $("results").classList.add("stale");
+  // a timeout or a crash is no fault of the input's syntax
+  const stopped = ["Timeout", "Busy", "Crashed", "InternalError", "Unavailable"].includes(error.kind);
+  status(stopped ? "no result for this input" : "the input is not valid yet");
+}
+
+function clearError() {
+  $("error").hidden = true;
+  for (const name of fields) $(name).classList.remove("invalid");
+}
+
+function tex(target, formula) {
+  try {
+    katex.render(formula, target, { displayMode: true, throwOnError: true, strict: false, maxSize: 50 });
+  } catch (e) {
+    target.textContent = formula;  // raw LaTeX rather than nothing
+    target.title = String(e);
+  }
+}
+
+function partial(k, name) {
+  return k === 1 ? `\\frac{\\partial f}{\\partial ${name}}` : `\\frac{\\partial^{${k}} f}{\\partial ${name}^{${k}}}`;
+}
+
+function latexName(name) {
+  // the same rule as tenscalc's LaTeX printer for a plain name: x_1 -> x_{1}
+  const m = /^([A-Za-z]+)_?(\d*)$/.exec(name);
+  if (m && m[2]) return `${m[1]}_{${m[2]}}`;
+  return name.replace(/_/g, "\\_");
+}
+
+function formulaBlock(container, labelText, left, entry) {
+  const label = document.createElement("div");
+  label.className = "label";
+  label.textContent = labelText;
+  container.appendChild(label);
+  const div = document.createElement("div");
+  div.className = "formula";
+  container.appendChild(div);
+  if (entry.latex !== null) {
+    tex(div, `${left} = ${entry.latex}`);
+  } else {
+    div.className = "note";
+    div.textContent = entry.latex_error;
+  }
+}
+
+function showDerive(answer) {
+  const formulas = $("formulas");
+  formulas.textContent = "";
+  const e = answer.expression;
+  const vars = Object.entries(e.variables).map(([n, o]) => `${n} (order ${o})`).join(", ");
+  formulaBlock(formulas, `expression: order ${e.order}; variables ${vars || "none"}`, "f", e);
+  const lines = [];
+  for (const d of answer.derivatives) {
+    const name = latexName(d.wrt);
+    formulaBlock(formulas, `${d.label}: order ${d.order}, ${d.nodes} nodes` +
+      (d.temporaries ? " (with named temporaries)" : ""), partial(d.k, name), d);
+    lines.push(`# ${d.label}\n${d.text}`);
+  }
+  $("einsum-text").textContent = lines.join("\n");
+  pythonSource = answer.python;
+  $("python-code").textContent = answer.python;
+  $("python-note").textContent = `f(${Object.keys(e.variables).map((n) => n + "=…").join(", ")}) returns ` +
+    `(${answer.python_returns.join(", ")})`;
+  showDrawing($("dag-expression"), e.drawing, "the expression's DAG");
+  const drawn = answer.derivatives.filter((d) => d.drawing);
+  const last = drawn[drawn.length - 1];
+  $("dag-derivative-caption").textContent = last ? last.label : "derivative";
+  showDrawing($("dag-derivative"), last ? last.drawing : { svg: null, note: "" }, "the derivative's DAG");
+}
+
+function showDrawing(target, drawing, alt) {
+  target.textContent = "";
+  if (drawing.svg) {
+    const img = document.createElement("img");
+    // as an image, an SVG runs no script whatever its labels say
+    img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(drawing.svg);
+    img.alt = alt;
+    target.appendChild(img);
+  } else {
+    const p = document.createElement("p");
+    p.className = "muted note";
+    p.textContent = drawing.note;
+    target.appendChild(p);
+  }
+}
+
+function cell(row, text, cls) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (cls) td.className = cls;
+  row.appendChild(td);
+}
+
+function showCheck(answer) {
+  const target = $("check");
+  target.textContent = "";
+  if (!answer.ok) { target.textContent = answer.error.message; $("check-badge").textContent = ""; return; }
+  const shapes = Object.entries(answer.shapes).map(([n, s]) => `${n}: ${s.length ? s.join("×") : "scalar"}`);
+  const p = document.createElement("p");
+  p.textContent = `Symbolic derivatives against central finite differences at random data (seed ${answer.seed}), ` +
+    `every independent axis with its own length: ${shapes.join(", ")}.`;
+  target.appendChild(p);
+  const table = document.createElement("table");
+  table.id = "check-table";
+  const head = table.insertRow();
+  for (const h of ["derivative", "max relative error", "verdict", "method"]) {
+    const th = document.createElement("th"); th.textContent = h; head.appendChild(th);
+  }
+  for (const r of answer.checks) {
+    const row = table.insertRow();
+    cell(row, r.label);
+    cell(row, r.max_error.toExponential(2));
+    cell(row, r.ok ? "agrees" : "DISAGREES", r.ok ? "ok" : "bad");
+    cell(row, r.method);
+  }
+  target.appendChild(table);
+  const py = document.createElement("p");
+  py.id = "python-check";
+  const verdict = document.createElement("span");
+  verdict.className = answer.python.ok ? "ok" : "bad";
+  verdict.textContent = answer.python.ok ? "agrees" : "DISAGREES";
+  py.append("Python code: ", verdict,
+    ` (${answer.python.message}; max relative difference ${answer.python.max_error.toExponential(2)})`);
+  target.appendChild(py);
+  $("check-badge").textContent = answer.all_ok ? "✓" : "✗";
+  $("check-badge").className = answer.all_ok ? "ok" : "bad";
+}
+
+function showConvexity(answer) {
+  const target = $("convexity");
+  target.textContent = "";
+  const badge = $("convexity-badge");
+  badge.textContent = "";
+  if (!answer.ok) { target.textContent = answer.error.message; return; }
+  const c = answer.convexity;
+  if (!c.applicable) {
+    const p = document.createElement("p"); p.className = "muted"; p.textContent = c.note;
+    target.appendChild(p); return;
+  }
+  const cls = c.certified ? "ok" : c.verdict === "unknown" ? "unknown" : "bad";
+  const head = document.createElement("p");
+  head.className = "verdict";
+  const b = document.createElement("span");
+  b.className = cls; b.id = "convexity-verdict"; b.textContent = c.summary;
+  head.appendChild(b);
+  target.appendChild(head);
+  const meaning = document.createElement("p"); meaning.className = "muted"; meaning.textContent = c.meaning;
+  target.appendChild(meaning);
+  const pre = document.createElement("pre"); pre.id = "convexity-explanation"; pre.textContent = c.explanation;
+  target.appendChild(pre);
+  badge.textContent = c.verdict;
+  badge.className = cls;
+}
+
+async function update() {
+  const mine = ++generation;
+  for (const c of controllers) c.abort();
+  controllers = [];
+  const body = request();
+  if (!body.expression.trim()) {
+    clearError(); $("results").hidden = true; status("type an expression"); return;
+  }
+  const controller = new AbortController();
+  controllers.push(controller);
+  status("computing…");
+  let answer;
+  try {
+    answer = await post({ ...body, part: "derive" }, controller);
+  } catch (e) {
+    if (e.name !== "AbortError" && mine === generation) status(`no answer from the server: ${e.message}`);
+    return;
+  }
+  if (mine !== generation) return;
+  if (!answer.ok) { showError(answer.error); return; }
+  clearError();
+  showDerive(answer);
+  $("results").hidden = false;
+  $("results").classList.remove("stale");
+  status("derivative ready; checking numerically and deciding convexity…");
+  $("check").innerHTML = '<p class="muted">checking…</p>';
+  $("convexity").innerHTML = '<p class="muted">deciding…</p>';
+  $("check-badge").textContent = ""; $("convexity-badge").textContent = "";
+  const later = ["check", "convexity"].map(async (part) => {
+    const c = new AbortController();
+    controllers.push(c);
+    try {
+      const a = await post({ ...body, part }, c);
+      if (mine !== generation) return;
+      (part === "check" ? showCheck : showConvexity)(a);
+    } catch (e) {
+      if (e.name !== "AbortError" && mine === generation) $(part).textContent = `no answer: ${e.message}`;
+    }
+  });
+  await Promise.all(later);
+  if (mine === generation) status("ready");
+}
+
+let timer = null;
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(update, 250);
+}
+
+async function copy(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (e) {
+    const area = document.createElement("textarea");  // older browsers, insecure contexts
+    area.value = text; document.body.appendChild(area); area.select();
+    document.execCommand("copy"); area.remove();
+  }
+  const old = button.textContent;
+  button.textContent = "copied";
+  setTimeout(() => { button.textContent = old; }, 1200);
+}
+
+function download() {
+  const blob = new Blob([pythonSource], { type: "text/x-python" });
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = "tenscalc_f.py";
+  document.body.appendChild(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+function selectTab(name) {
+  for (const button of document.querySelectorAll(".tabs button")) {
+    const on = button.dataset.tab === name;
+    button.setAttribute("aria-selected", on ? "true" : "false");
+    $(`panel-${button.dataset.tab}`).hidden = !on;
+  }
+}
+
+function init() {
+  const select = $("examples");
+  EXAMPLES.forEach(([label], i) => {
+    const option = document.createElement("option");
+    option.value = String(i); option.textContent = label; select.appendChild(option);
+  });
+  select.addEventListener("change", () => {
+    if (select.value === "") return;
+    const [, expression, declarations, wrt, order] = EXAMPLES[Number(select.value)];
+    $("expression").value = expression; $("declarations").value = declarations;
+    $("wrt").value = wrt; $("order").value = order;
+    select.value = "";
+    update();
+  });
+  for (const id of ["expression", "declarations", "wrt"]) $(id).addEventListener("input", schedule);
+  for (const id of ["order", "defaults"]) $(id).addEventListener("change", schedule);
+  $("input").addEventListener("submit", (e) => { e.preventDefault(); update(); });
+  $("copy-einsum").addEventListener("click", (e) => copy($("einsum-text").textContent, e.target));
+  $("copy-python").addEventListener("click", (e) => copy(pythonSource, e.target));
+  $("download-python").addEventListener("click", download);
+  for (const button of document.querySelectorAll(".tabs button")) {
+    button.addEventListener("click", () => selectTab(button.dataset.tab));
+  }
+  const params = new URLSearchParams(location.hash.slice(1));
+  if (params.has("e")) {
+    $("expression").value = params.get("e");
+    $("declarations").value = params.get("d") || "";
+    $("wrt").value = params.get("wrt") || "";
+    $("order").value = params.get("k") || "1";
+  } else {
+    const [, expression, declarations, wrt, order] = EXAMPLES[0];
+    $("expression").value = expression; $("declarations").value = declarations;
+    $("wrt").value = wrt; $("order").value = order;
+  }
+  update();
+}
+
+document.addEventListener("DOMContentLoaded", init);

@@ -1,0 +1,473 @@
+"""The web page's server and computations, without a browser (see test_web_browser.py for the page).
+
+Values are checked against closed forms written here in NumPy and against finite
+differences, at random data whose axes have distinct lengths.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import time
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc.cli import main as cli_main
+from tenscalc.web.compute import MAX_INPUT, MAX_ORDER, analyse, default_orders, latex_with_temporaries
+from tenscalc.web.server import MAX_BODY, make_server, serve_in_thread, static_files
+from tenscalc.web.workers import WorkerPool
+
+# short to write, slow to differentiate six times: about 40 s on an idle machine
+SLOW = {"expression": "sin(sin(sin(sin(sin(sin(W *(ij,j->i) x))))))*(i,i->) y", "wrt": "x", "order": 6}
+
+
+def run_python(source: str, **arrays):
+    namespace: dict = {}
+    exec(source, namespace)  # the code the page shows, run as a user would
+    return namespace["f"](**arrays)
+
+
+# ------------------------------------------------------------------- computations
+
+
+def test_quadratic_form_value_gradient_hessian_from_the_generated_code():
+    reply = analyse({"expression": "x *(i,ij->j) A *(j,j->) x", "wrt": "x", "order": 2})
+    assert reply["ok"], reply
+    assert reply["expression"]["variables"] == {"A": 2, "x": 1}  # types by letter
+    assert [d["label"] for d in reply["derivatives"]] == ["gradient wrt x", "Hessian wrt x"]
+    assert reply["python_returns"] == ["f", "df/dx", "d2f/dx2"]
+    rng = np.random.default_rng(1)
+    A, x = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    value, grad, hess = run_python(reply["python"], A=A, x=x)
+    np.testing.assert_allclose(value, x @ A @ x)
+    np.testing.assert_allclose(grad, (A + A.T) @ x)
+    np.testing.assert_allclose(hess, A + A.T)
+
+
+def test_matrix_jacobian_of_an_order_3_result_against_finite_differences():
+    # tanh(W x) by W: a Jacobian of order 3, with W 2x3 (distinct lengths)
+    reply = analyse({"expression": "tanh(W *(ij,j->i) x)", "wrt": "W", "order": 1})
+    assert reply["ok"], reply
+    assert reply["derivatives"][0]["order"] == 3
+    rng = np.random.default_rng(2)
+    W, x = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    value, jac = run_python(reply["python"], W=W, x=x)
+    np.testing.assert_allclose(value, np.tanh(W @ x))
+    h, numeric = 1e-6, np.zeros((2, 2, 3))
+    for a in range(2):
+        for b in range(3):
+            step = np.zeros_like(W)
+            step[a, b] = h
+            numeric[:, a, b] = (np.tanh((W + step) @ x) - np.tanh((W - step) @ x)) / (2 * h)
+    np.testing.assert_allclose(jac, numeric, atol=1e-8)
+
+
+def test_log_det_gradient_is_the_inverse_transpose():
+    reply = analyse({"expression": "log(det(X))", "wrt": "X"})
+    assert reply["ok"], reply
+    X = np.random.default_rng(3).uniform(0.1, 0.9, (4, 4)) + 4 * np.eye(4)
+    value, grad = run_python(reply["python"], X=X)
+    np.testing.assert_allclose(value, np.log(np.linalg.det(X)))
+    np.testing.assert_allclose(grad, np.linalg.inv(X).T)
+
+
+def test_third_derivative_of_a_cubic_form_in_an_order_3_tensor():
+    reply = analyse(
+        {"expression": "T *(ijk,i->jk) x *(jk,j->k) x *(k,k->) x", "declarations": "T 3", "wrt": "x", "order": 3}
+    )
+    assert reply["ok"], reply
+    T = np.random.default_rng(4).standard_normal((3, 3, 3))
+    x = np.random.default_rng(5).standard_normal(3)
+    value, _, _, third = run_python(reply["python"], T=T, x=x)
+    np.testing.assert_allclose(value, np.einsum("ijk,i,j,k->", T, x, x, x))
+    # the third derivative of sum T_ijk x_i x_j x_k is the sum of T over the 6 permutations of its axes
+    perms = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+    np.testing.assert_allclose(third, sum(np.transpose(T, p) for p in perms))
+
+
+def test_several_variables_give_one_derivative_each():
+    reply = analyse({"expression": "x *(i,ij->j) A *(j,j->) x", "wrt": "x, A", "order": 1})
+    assert reply["ok"], reply
+    assert [d["wrt"] for d in reply["derivatives"]] == ["x", "A"]
+    A, x = np.random.default_rng(6).standard_normal((3, 3)), np.arange(1.0, 4.0)
+    _, dx, dA = run_python(reply["python"], A=A, x=x)
+    np.testing.assert_allclose(dx, (A + A.T) @ x)
+    np.testing.assert_allclose(dA, np.outer(x, x))
+
+
+def test_latex_and_text_of_the_derivative():
+    reply = analyse({"expression": "x *(i,ij->j) A *(j,j->) x", "wrt": "x", "order": 2})
+    hessian = reply["derivatives"][1]
+    assert re.fullmatch(r"A \+ A\^\\top|A\^\\top \+ A", hessian["latex"]), hessian["latex"]
+    # the einsum text parses back to the same values
+    A = np.random.default_rng(7).standard_normal((2, 2))
+    np.testing.assert_allclose(tc.evaluate(tc.parse(hessian["text"], {"A": 2}), {"A": A}), A + A.T)
+
+
+def test_a_whole_problem_in_the_expression_field():
+    reply = analyse({"expression": "declare x 1 expression x *(i,i->) x derivative wrt x", "order": 1})
+    assert reply["ok"], reply
+    assert reply["wrt"] == ["x"]
+    np.testing.assert_allclose(run_python(reply["python"], x=np.array([1.0, 2.0]))[1], [2.0, 4.0])
+
+
+def test_default_orders_follow_matrixcalculus_letters():
+    assert default_orders("a *(,i->i) h + B *(ij,j->i) z") == {"B": 2, "a": 0, "h": 1, "z": 1}
+    assert default_orders("declare x 0 expression x + y") == {"y": 1}  # declared names keep their order
+    assert default_orders("x *(") == {}  # the parse error comes from the real parse
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x", "defaults": False})
+    assert not reply["ok"] and "not declared" in reply["error"]["message"]
+
+
+# --------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "request_, field, offset",
+    [
+        ({"expression": "x *(i,->) x", "declarations": "x 1"}, "expression", 2),
+        ({"expression": "x *(i,i->) x", "declarations": "x 1 %"}, "declarations", 4),
+        ({"expression": "x + ", "declarations": ""}, "expression", 3),
+        ({"expression": "log(det(X))", "wrt": "X, y"}, "wrt", 3),
+    ],
+)
+def test_errors_carry_the_message_with_a_caret_under_the_field(request_, field, offset):
+    reply = analyse(request_)
+    assert not reply["ok"]
+    error = reply["error"]
+    assert (error["field"], error["offset"]) == (field, offset)
+    lines = error["message"].splitlines()
+    # the last two lines: the field's text and a caret under the offending character
+    assert lines[-1].index("^") - 2 == offset
+    assert lines[-2][2:] == request_[field]
+    assert "Traceback" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    "request_, needle",
+    [
+        ({"expression": "x" * (MAX_INPUT + 1)}, "too long"),
+        ({"expression": "x *(i,i->) x", "order": MAX_ORDER + 1}, f"at most {MAX_ORDER}"),
+        ({"expression": "x *(i,i->) x", "order": 0}, "at least 1"),
+        ({"expression": "x *(i,i->) x", "order": "two"}, "whole number"),
+        ({"expression": "   "}, "type an expression"),
+        ({"expression": 3}, "must be text"),
+        ({"expression": "x *(i,ij->j) A *(j,j->) x"}, "name the variable"),
+        ({"expression": "x *(i,i->) x", "part": "everything"}, "unknown part"),
+    ],
+)
+def test_bad_requests_get_a_clear_message(request_, needle):
+    reply = analyse(request_)
+    assert not reply["ok"] and needle in reply["error"]["message"]
+
+
+# --------------------------------------------------------- latex with temporaries
+
+
+def test_latex_uses_temporaries_when_the_keyword_exists(monkeypatch):
+    calls = []
+
+    def latex(expr, notation="auto", temporaries=False):
+        calls.append(temporaries)
+        return "t_0"
+
+    monkeypatch.setattr(tc, "latex", latex)
+    assert latex_with_temporaries(tc.parse("x", {"x": 1})) == ("t_0", True)
+    assert calls == [True]
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x"})
+    assert reply["derivatives"][0]["latex"] == "t_0" and reply["derivatives"][0]["temporaries"]
+
+
+def test_latex_without_the_keyword_is_called_plainly(monkeypatch):
+    calls = []
+
+    def latex(expr, notation="auto"):
+        calls.append(notation)
+        return "plain"
+
+    monkeypatch.setattr(tc, "latex", latex)
+    assert latex_with_temporaries(tc.parse("x", {"x": 1})) == ("plain", False)
+    assert calls == ["auto"]
+
+
+def test_latex_with_the_installed_printer():
+    import inspect
+
+    expr = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+    formula, temporaries = latex_with_temporaries(expr)
+    assert temporaries == ("temporaries" in inspect.signature(tc.latex).parameters)
+    assert formula == (tc.latex(expr, temporaries=True) if temporaries else tc.latex(expr))
+
+
+def test_a_formula_too_large_for_latex_leaves_a_note(monkeypatch):
+    def latex(expr, notation="auto"):
+        raise tc.TensCalcError("the expression is too large for a formula")
+
+    monkeypatch.setattr(tc, "latex", latex)
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x"})
+    assert reply["ok"] and reply["derivatives"][0]["latex"] is None
+    assert "too large" in reply["derivatives"][0]["latex_error"]
+
+
+# ---------------------------------------------------------- drawings, check, convexity
+
+
+def test_drawings_are_svg_or_a_note(monkeypatch):
+    from tenscalc import viz
+
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x"})
+    if viz.graphviz_available():
+        assert reply["expression"]["drawing"]["svg"].startswith("<svg")
+        assert reply["derivatives"][-1]["drawing"]["svg"].startswith("<svg")
+    monkeypatch.setattr(viz, "graphviz_available", lambda: False)
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x"})
+    assert reply["expression"]["drawing"]["svg"] is None
+    assert "Graphviz is not installed" in reply["expression"]["drawing"]["note"]
+
+
+def test_numeric_check_uses_distinct_axis_lengths():
+    reply = analyse(
+        {"expression": "(A *(ij,j->i) x - y) *(i,i->) (A *(ij,j->i) x - y)", "wrt": "x", "order": 2, "part": "check"}
+    )
+    assert reply["ok"], reply
+    assert reply["shapes"] == {"A": [2, 3], "x": [3], "y": [2]}
+    assert [c["label"] for c in reply["checks"]] == ["gradient wrt x", "Hessian wrt x"]
+    assert reply["all_ok"] and all(c["max_error"] < 1e-6 for c in reply["checks"])
+    assert reply["python"]["ok"] and reply["python"]["max_error"] < 1e-9
+
+
+def test_the_python_check_finds_code_that_disagrees(monkeypatch):
+    real = tc.to_python
+
+    def off_by_one(roots, name="f"):  # generated code whose last result is shifted by one
+        source = real(roots, name="_real")
+        return source + "\n\ndef f(**arrays):\n    out = _real(**arrays)\n    return (*out[:-1], out[-1] + 1.0)\n"
+
+    monkeypatch.setattr(tc, "to_python", off_by_one)
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x", "part": "check"})
+    assert reply["ok"] and not reply["python"]["ok"] and not reply["all_ok"]
+    assert reply["python"]["max_error"] > 0.1
+
+
+def test_numeric_check_reports_a_disagreement(monkeypatch):
+    from tenscalc import testing
+
+    def wrong(*args, **kwargs):
+        return testing.DerivativeCheck(False, 0.5, (0,), 1.0, 1.5, "full Jacobian", "MISMATCH: made up")
+
+    monkeypatch.setattr(testing, "check_derivative", wrong)
+    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x", "part": "check"})
+    assert reply["ok"] and not reply["all_ok"] and not reply["checks"][0]["ok"]
+
+
+@pytest.mark.parametrize(
+    "expression, wrt, verdict",
+    [
+        ("(A *(ij,j->i) x - y) *(i,i->) (A *(ij,j->i) x - y)", "x", "convex"),
+        ("log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "w", "convex"),
+        ("sin(c)", "c", "neither"),
+    ],
+)
+def test_convexity_verdict(expression, wrt, verdict):
+    reply = analyse({"expression": expression, "wrt": wrt, "part": "convexity"})
+    assert reply["ok"], reply
+    assert reply["convexity"]["verdict"] == verdict
+    assert ("certificate" in reply["convexity"]["explanation"]) == (verdict == "convex")
+    assert ("counterexample against convexity" in reply["convexity"]["explanation"]) == (verdict == "neither")
+
+
+def test_convexity_of_a_non_scalar_is_not_applicable():
+    reply = analyse({"expression": "A *(ij,j->i) x", "wrt": "x", "part": "convexity"})
+    assert reply["ok"] and not reply["convexity"]["applicable"]
+
+
+# ------------------------------------------------------------------------ server
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = make_server(port=0, workers=2, timeout=60)
+    serve_in_thread(srv)
+    yield srv
+    srv.shutdown()
+    srv.close()
+
+
+def request(srv, method, path, body=None, headers=None):
+    host, port = srv.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def post(srv, payload, headers=None):
+    body = json.dumps(payload).encode()
+    status, _, data = request(
+        srv, "POST", "/api/analyse", body, {"Content-Type": "application/json", **(headers or {})}
+    )
+    return status, json.loads(data)
+
+
+def test_server_listens_on_localhost_only_by_default(server):
+    assert server.server_address[0] == "127.0.0.1"
+
+
+def test_the_page_and_its_files_are_served(server):
+    status, headers, body = request(server, "GET", "/")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b'id="expression"' in body
+    assert "default-src 'self'" in headers["Content-Security-Policy"]
+    for path in (
+        "/app.js",
+        "/app.css",
+        "/katex/katex.min.js",
+        "/katex/katex.min.css",
+        "/katex/fonts/KaTeX_Main-Regular.woff2",
+        "/katex/LICENSE",
+    ):
+        status, _, body = request(server, "GET", path)
+        assert status == 200 and body, path
+
+
+def test_the_page_loads_nothing_from_elsewhere():
+    files = static_files()
+    for path in ("/index.html", "/app.js", "/app.css"):
+        text = files[path][0].decode()
+        assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", text), path
+    # every font the stylesheet names is shipped
+    css = files["/katex/katex.min.css"][0].decode()
+    fonts = set(re.findall(r"url\(([^)]+)\)", css))
+    assert fonts and all(f"/katex/{font}" in files for font in fonts)
+    assert "MIT" in files["/katex/LICENSE"][0].decode()
+
+
+UP = ".."  # URL paths that climb out of the static folder (spelled so: they name no file of the repository)
+
+
+def test_every_static_file_is_in_the_package_data():
+    # a file the patterns of setup.cfg miss would be served from a checkout but not from a wheel
+    import configparser
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    config = configparser.ConfigParser()
+    config.read(root / "setup.cfg", encoding="utf-8")
+    patterns = [line.strip() for line in config["options.package_data"]["tenscalc.web"].splitlines() if line.strip()]
+    web = root / "tenscalc" / "web"
+    shipped = {path for pattern in patterns for path in web.glob(pattern)}
+    files = {path for path in (web / "static").rglob("*") if path.is_file()}
+    assert files and files == shipped, sorted(str(p.relative_to(web)) for p in files ^ shipped)
+
+
+@pytest.mark.parametrize("path", [f"/{UP}/setup.cfg", "/static/app.js", "/nothing", f"/katex/{UP}/{UP}/server.py"])
+def test_only_the_shipped_files_are_served(server, path):
+    assert request(server, "GET", path)[0] == 404
+
+
+def test_api_answers_json(server):
+    status, reply = post(server, {"expression": "x *(i,i->) x", "wrt": "x"})
+    assert status == 200 and reply["ok"]
+    gradient = tc.parse(reply["derivatives"][0]["text"], {"x": 1})
+    np.testing.assert_allclose(tc.evaluate(gradient, {"x": np.array([1.0, -2.0, 3.0])}), [2.0, -4.0, 6.0])
+    status, reply = post(server, {"expression": "x *(i,->) x", "declarations": "x 1"})
+    assert status == 200 and not reply["ok"] and reply["error"]["message"].endswith("^")
+
+
+def test_api_refuses_a_megabyte_without_reading_it(server):
+    body = json.dumps({"expression": "x + " * 250_000}).encode()
+    assert len(body) > MAX_BODY
+    host, port = server.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        conn.putrequest("POST", "/api/analyse")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders()
+        response = conn.getresponse()  # answered before the body is sent
+        assert response.status == 413
+        assert "too long" in json.loads(response.read())["error"]["message"]
+    finally:
+        conn.close()
+
+
+def test_api_refuses_what_a_cross_site_form_could_send(server):
+    status, _, _ = request(server, "POST", "/api/analyse", b"expression=x", {"Content-Type": "text/plain"})
+    assert status == 415
+    status, _, _ = request(server, "POST", "/api/analyse", b"[1]", {"Content-Type": "application/json"})
+    assert status == 400
+    status, _, _ = request(server, "POST", "/api/analyse", b"{", {"Content-Type": "application/json"})
+    assert status == 400
+
+
+def test_requests_for_another_host_name_are_refused(server):
+    # a DNS-rebinding page would reach 127.0.0.1 under its own name
+    assert request(server, "GET", "/", headers={"Host": "evil.example:80"})[0] == 403
+    status, _ = post(server, {"expression": "x"}, {"Host": "evil.example"})
+    assert status == 403
+
+
+def test_a_pathological_input_is_stopped_and_the_server_keeps_answering():
+    srv = make_server(port=0, workers=1, timeout=3)
+    serve_in_thread(srv)
+    try:
+        start = time.monotonic()
+        status, reply = post(srv, SLOW)
+        elapsed = time.monotonic() - start
+        assert status == 200 and not reply["ok"] and reply["error"]["kind"] == "Timeout"
+        assert "too long" in reply["error"]["message"]
+        assert elapsed < 30  # 3 s of work, then the worker is killed (generous: the machine is shared)
+        # the killed worker was replaced: the next request is answered
+        status, reply = post(srv, {"expression": "x *(i,i->) x", "wrt": "x"})
+        assert reply["ok"], reply
+        # the static page never waits for a worker
+        start = time.monotonic()
+        assert request(srv, "GET", "/")[0] == 200
+        assert time.monotonic() - start < 5
+    finally:
+        srv.shutdown()
+        srv.close()
+
+
+def test_worker_pool_replaces_a_dead_worker():
+    pool = WorkerPool(size=1, timeout=60)
+    try:
+        worker = pool._all[0]
+        worker.process.kill()
+        worker.process.join()
+        reply = pool.run({"expression": "x *(i,i->) x", "wrt": "x"})
+        assert not reply["ok"] and reply["error"]["kind"] == "Crashed"
+        assert pool.run({"expression": "x *(i,i->) x", "wrt": "x"})["ok"]
+        assert len(pool._all) == 1
+    finally:
+        pool.close()
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_serve_help(capsys):
+    assert cli_main(["serve", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--port" in out and "--open" in out and "--host" in out
+
+
+def test_cli_serve_reports_a_busy_port(capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert cli_main(["serve", "--port", str(port), "--workers", "1"]) == 2
+    assert "cannot listen" in capsys.readouterr().err
+
+
+def test_cli_serve_refuses_bad_options(capsys):
+    assert cli_main(["serve", "--workers", "0"]) == 2
+    assert cli_main(["serve", "--port", "many"]) == 2
