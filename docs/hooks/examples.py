@@ -91,3 +91,9 @@ def render_results(markdown: str, page_name: str) -> str:
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # mkdocs hook
     return render_results(markdown, page.file.src_uri)
+
+
+def on_post_page(output: str, page, config) -> str:  # mkdocs hook
+    # mkdocs-jupyter's template loads MathJax from `custom_mathjax_url`, empty here:
+    # KaTeX renders the notebooks' formulas, so the empty script tag goes
+    return output.replace('<script src=""> </script>', "")
