@@ -69,6 +69,8 @@ def parse(text: str, orders: dict[str, int] | None = None) -> Expr:
 def parse_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
     """Parse a ``declare … expression … [derivative wrt …]`` problem.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> p = tc.parse_problem("declare X 2 expression log(det(X)) derivative wrt X")
     >>> p.orders, p.wrt

@@ -1,6 +1,6 @@
 """Generated code: a standalone NumPy/opt_einsum function for one or more expressions.
 
-:func:`to_python` writes the source of a function that computes a list of
+``to_python`` writes the source of a function that computes a list of
 expressions (typically a value, its gradient and its Hessian) from arrays given as
 keyword arguments.  The function needs only NumPy and opt_einsum, never tenscalc;
 every node shared by the expressions is computed once, in one statement.
@@ -412,6 +412,8 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
         When ``name`` or a variable name is not a plain identifier (or is a
         Python keyword), so that no text can be injected into the code.
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
     >>> source = tc.to_python([f, tc.gradient(f, "x")], name="quadratic")
@@ -438,7 +440,7 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
 
 
 def to_function(exprs: Expr | Sequence[Expr], name: str = "f"):
-    """Compile the source of :func:`to_python` and return the function itself."""
+    """Compile the source of ``to_python`` and return the function itself."""
     source = to_python(exprs, name)
     namespace: dict[str, object] = {}
     exec(compile(source, f"<tenscalc {name}>", "exec"), namespace)  # noqa: S102 - our own, validated source

@@ -99,7 +99,7 @@ def reverse_sweep(
 
     ``observe(new, node)`` is called for the seed (with the root), for each
     node's summed pullback and for each contribution a node's rule makes, so that
-    tools (the pullback colouring of :func:`tenscalc.to_dot`) can tell which node
+    tools (the pullback colouring of ``tenscalc.to_dot``) can tell which node
     of ``expr`` produced which part of the derivative.
     """
     nodes = topological(expr)
@@ -138,6 +138,8 @@ def reverse_sweep(
 def gradient(expr: Expr, wrt: str | Expr) -> Expr:
     """The gradient of a scalar expression (``wrt``'s shape).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.gradient(tc.parse("X *(ij,ij->) X", {"X": 2}), "X"))
     '2 *(,ij->ij) X'
@@ -151,8 +153,10 @@ def gradient(expr: Expr, wrt: str | Expr) -> Expr:
 
 
 def jacobian(expr: Expr, wrt: str | Expr) -> Expr:
-    """The Jacobian ``d expr / d wrt`` of any order (same as :func:`derivative`).
+    """The Jacobian ``d expr / d wrt`` of any order (same as ``derivative``).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.jacobian(tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}), "x"))
     'A'
@@ -163,6 +167,8 @@ def jacobian(expr: Expr, wrt: str | Expr) -> Expr:
 def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr:
     """Second derivative; ``hessian(f, x, y)[a, b] = d^2 f / dx[a] dy[b]``.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.hessian(tc.parse("U *(ij,ij->) U", {"U": 2}), "U").order
     4
@@ -175,8 +181,10 @@ def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr
 
 
 def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
-    """The ``n``-th derivative by repeating :func:`derivative`.
+    """The ``n``-th derivative by repeating ``derivative``.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.nth_derivative(tc.parse("c^3", {"c": 0}), "c", 3))
     '6'

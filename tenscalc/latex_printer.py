@@ -65,7 +65,7 @@ def latex(expr: Expr, notation: str = "auto") -> str:
         Any tenscalc expression.
     notation : {"auto", "index", "matrix"}
         ``"index"`` writes indices and sums; ``"matrix"`` uses matrix notation
-        and raises :class:`TensCalcError` when the expression has none (a node of
+        and raises ``TensCalcError`` when the expression has none (a node of
         order 3 or more, or a product that is no chain of matrix products);
         ``"auto"`` (default) picks matrix notation when it exists.
 

@@ -1,6 +1,6 @@
 """Interned, immutable expression nodes: the DAG every other module works on.
 
-Every node is created through :func:`make`, which looks its structural key up in a
+Every node is created through ``make``, which looks its structural key up in a
 weak-value cache.  Structurally equal expressions are therefore the *same* object:
 equality is ``is``, hashing is O(1) and common subexpressions are shared from the
 moment they are built.  The factory also brings nodes into a canonical form
@@ -53,7 +53,7 @@ _serials = itertools.count()
 
 class Expr:
     """One node of a tensor expression DAG.  Create nodes with the builder API
-    (:func:`tenscalc.var`, operators, :func:`tenscalc.einsum` ...) or by parsing.
+    (``tenscalc.var``, operators, ``tenscalc.einsum`` ...) or by parsing.
 
     Attributes
     ----------
@@ -204,7 +204,7 @@ class Expr:
         p.text(repr(self))
 
     def to_latex(self, notation: str = "auto") -> str:
-        """The expression in LaTeX (see :func:`tenscalc.latex`)."""
+        """The expression in LaTeX (see ``tenscalc.latex``)."""
         from .latex_printer import latex
 
         return latex(self, notation)
@@ -234,8 +234,8 @@ def make(op: str, children: Sequence[Expr], arg: Any = None) -> Expr:
     """Return the unique node ``(op, children, arg)``, creating it if needed.
 
     The arguments are first brought into canonical form and checked; an invalid
-    combination raises :class:`SemanticError`.  Prefer the small constructors below
-    (:func:`var`, :func:`const`, :func:`mul` ...) which document each kind's ``arg``.
+    combination raises ``SemanticError``.  Prefer the small constructors below
+    (``var``, ``const``, ``mul`` ...) which document each kind's ``arg``.
     """
     children = tuple(children)
     canon = _CANONICALIZERS.get(op)
@@ -576,6 +576,8 @@ def topological(roots: Expr | Sequence[Expr]) -> list[Expr]:
 def count_nodes(roots: Expr | Sequence[Expr]) -> int:
     """Number of distinct nodes in the DAG (shared subexpressions count once).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4
@@ -586,6 +588,8 @@ def count_nodes(roots: Expr | Sequence[Expr]) -> int:
 def count_edges(roots: Expr | Sequence[Expr]) -> int:
     """Number of parent-child edges in the DAG (a child used twice counts twice).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4

@@ -477,6 +477,8 @@ RULES: dict[str, list[Rule]] = {
 def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     """Rewrite ``root`` with the rule sets until nothing changes.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> x = tc.var("x", 1)
     >>> str(tc.simplify(x + x - 0))

@@ -96,4 +96,14 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # mkdocs hook
 def on_post_page(output: str, page, config) -> str:  # mkdocs hook
     # mkdocs-jupyter's template loads MathJax from `custom_mathjax_url`, empty here:
     # KaTeX renders the notebooks' formulas, so the empty script tag goes
-    return output.replace('<script src=""> </script>', "")
+    # and a Sphinx role left in a docstring (mkdocstrings' numpy style does not read
+    # them) shows as the plain name
+    return strip_sphinx_roles(output.replace('<script src=""> </script>', ""))
+
+
+_SPHINX_ROLE = re.compile(r":(?:func|class|meth|attr|mod|exc|data):(?=<code>)")
+
+
+def strip_sphinx_roles(html: str) -> str:
+    """Drop a Sphinx role left in a docstring (``:func:`x``` shows as ``x``)."""
+    return _SPHINX_ROLE.sub("", html)

@@ -1,12 +1,12 @@
 """Compiled evaluation: all symbolic work once, then arrays at hand-written speed.
 
 ``tc.compile(expr_or_list, backend="numpy")`` turns expressions into a reusable
-callable.  The symbolic half (:mod:`.plan`) fuses chains of products into
+callable.  The symbolic half (``.plan``) fuses chains of products into
 multi-operand einsums, removes deltas and constants by index renaming and
 shares common subexpressions between all the compiled roots; the shape half
-(:mod:`.program`) searches contraction paths with opt_einsum once per shape
+(``.program``) searches contraction paths with opt_einsum once per shape
 signature (kept in a small bounded cache) and binds every step to a closure;
-the NumPy kernels (:mod:`.kernels`) turn each pairwise contraction into
+the NumPy kernels (``.kernels``) turn each pairwise contraction into
 ``matmul`` or ``multiply`` calls.
 
 >>> import numpy as np, tenscalc as tc
@@ -54,6 +54,15 @@ class CompiledFunction:
         The variables a call needs (those the expressions contain, plus those
         that only fix an axis length, such as ``x`` for the Hessian ``2 delta(1)``
         of ``x·x``).
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> compiled = tc.compile([f, tc.gradient(f, "x")])
+    >>> value, grad = compiled(x=np.array([1.0, 2.0]), A=np.eye(2))
+    >>> float(value), grad.tolist()
+    (5.0, [2.0, 4.0])
     """
 
     def __init__(self, exprs: Sequence[Expr], single: bool, backend: Backend):
@@ -170,6 +179,8 @@ def compile(exprs: Expr | Sequence[Expr], backend: str = "numpy") -> CompiledFun
         Call it with a mapping and/or keyword arrays; it returns one array for a
         single expression and a tuple for a list.
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
     >>> tc.compile(f)(A=np.eye(2), x=[1.0, 2.0])
