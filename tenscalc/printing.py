@@ -46,8 +46,13 @@ def text_length(root: Expr) -> int:
 MAX_TEXT = 50_000_000
 
 
-def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
+def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -> str:
     """The expression in the tenscalc language.
+
+    With ``temporaries=True`` every subexpression that the text would repeat (and
+    that is at least ``TEMPORARY_MIN_LENGTH`` characters long) is printed once, on
+    its own line ``t0 = ...`` before the expression, and named where it is used.
+    That text is for reading: the language itself has no assignments.
 
     >>> import tenscalc as tc
     >>> str(tc.parse("A *(ab,b->a) x - 2 *(,i->i) y", {"A": 2, "x": 1, "y": 1}))
@@ -64,6 +69,8 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
             f"the expression is too large to print as text (about {estimate:,} characters{why}); "
             "draw it or count its nodes instead"
         )
+    if temporaries:
+        return _with_temporaries(root)
     texts: dict[int, tuple[str, int]] = {}
     flexible: dict[int, bool] = {}
     for node in topological(root):
@@ -77,6 +84,49 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
         letters = letters_for(tuple(range(root.order)))
         text = f"({text}) *(,{letters}->{letters}) 1"
     return text
+
+
+TEMPORARY_MIN_LENGTH = 24
+
+
+def _with_temporaries(root: Expr) -> str:
+    """``t0 = ...`` lines for the repeated subexpressions, then the expression.
+
+    Parents are judged first, so the largest repeated piece gets a name; a part
+    of it that is also used elsewhere gets its own.
+    """
+    nodes = topological(root)
+    taken = {name for name, _ in root.varset}
+    prefix = "t" if not any(name.startswith("t") and name[1:].isdigit() for name in taken) else "tmp"
+    flexible: dict[int, bool] = {}
+    full: dict[int, tuple[str, int]] = {}
+    for node in nodes:
+        flexible[id(node)] = _order_from_context(node, flexible)
+        full[id(node)] = _PRINTERS[node.op](node, full)
+    named: set[int] = set()
+    uses: dict[int, int] = {id(root): 1}
+    for node in reversed(nodes):  # parents before children
+        if (
+            node is not root
+            and node.op not in ("var", "const", "delta")
+            and not flexible[id(node)]
+            and uses.get(id(node), 0) >= 2
+            and len(full[id(node)][0]) >= TEMPORARY_MIN_LENGTH
+        ):
+            named.add(id(node))
+        times = 1 if id(node) in named else uses.get(id(node), 0)
+        for child in node.children:
+            uses[id(child)] = uses.get(id(child), 0) + times
+    texts: dict[int, tuple[str, int]] = {}
+    lines = []
+    for node in nodes:
+        texts[id(node)] = _PRINTERS[node.op](node, texts)
+        if id(node) in named:
+            name = f"{prefix}{len(lines)}"
+            lines.append(f"{name} = {texts[id(node)][0]}")
+            texts[id(node)] = (name, ATOM)
+    lines.append(texts[id(root)][0])
+    return "\n".join(lines)
 
 
 def _order_from_context(node: Expr, flexible: dict[int, bool]) -> bool:

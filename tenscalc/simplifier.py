@@ -400,7 +400,49 @@ def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
-ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms, add_factor_common]
+def _entrywise_factors(term: Expr) -> list[Expr] | None:
+    """The operands of an entrywise product ``a *(ij,ij->ij) b ...`` (all specs
+    equal to the output, no letter repeated), else None."""
+    if term.op != "mul":
+        return None
+    ins, out = term.arg
+    if len(set(out)) != len(out) or any(spec != out for spec in ins):
+        return None
+    return list(term.children)
+
+
+def _const_power(node: Expr) -> tuple[Expr, int | float] | None:
+    """``b^c`` with a constant ``c`` as ``(b, c)``."""
+    if node.op == "pow" and node.children[1].op == "const":
+        return node.children[0], node.children[1].arg[0]
+    return None
+
+
+def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
+    # c1 u ⊙ q^-2 + c2 q^-1 with q = a u + b k, c1 + a c2 = 0  ->  c2 b k q^-2   (σ(1-σ): e/(e+1)^2)
+    terms = list(zip(node.children, node.arg))
+    for i, (term, c1) in enumerate(terms):
+        factors = _entrywise_factors(term)
+        if factors is None or len(factors) != 2:
+            continue
+        for slot in (0, 1):
+            square, u = factors[slot], factors[1 - slot]
+            parts = _const_power(square)
+            if parts is None or parts[1] != -2 or parts[0].op != "add" or len(parts[0].children) != 2:
+                continue
+            q = parts[0]
+            (x, a), (k, b) = sorted(zip(q.children, q.arg), key=lambda p: p[0].op == "const")
+            if x is not u or k.op != "const" or k.arg[1] != node.order:
+                continue
+            for j, (other, c2) in enumerate(terms):
+                if j != i and _const_power(other) == (q, -1) and c1 + a * c2 == 0:
+                    rest = [(t, c) for n, (t, c) in enumerate(terms) if n not in (i, j)]
+                    rest.append((square, c2 * b * k.arg[0]))
+                    return N.add([t for t, _ in rest], [c for _, c in rest])
+    return None
+
+
+ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms, add_factor_common, add_cancel_over_square]
 
 
 # ----------------------------------------------------------- functions and powers

@@ -38,7 +38,7 @@ def _problem_result(source: str) -> str:
         expr, title = problem.expr, "Reads as"
     else:
         expr, title = problem.derivative(), f"Its derivative by `{problem.wrt}`"
-    formula = tc.latex(expr)
+    formula = tc.latex(expr, temporaries=True)
     return f"{title}:\n\n$$\n{formula}\n$$\n\n{_text_block(str(expr))}"
 
 
