@@ -22,6 +22,7 @@ Both printers are iterative (no recursion limit on deep expressions).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -920,3 +921,60 @@ def _with_temporaries(root: Expr, readings: dict[int, _Reading | None]) -> str:
         new[id(node)] = reading
     main = new[id(root)]
     return f"{main.text} \\quad\\text{{where}}\\quad " + ",\\quad ".join(definitions)
+
+
+# ------------------------------------------------------- plain-text matrix notation
+
+# LaTeX of the matrix printer -> plain text, longest pieces first
+_PLAIN = [
+    (" \\quad\\text{where}\\quad ", "\n  where "),
+    (",\\quad ", "\n        "),
+    ("^{-\\top}", "⁻ᵀ"),
+    ("^{-1}", "⁻¹"),
+    ("^\\top", "ᵀ"),
+    ("\\operatorname{diag}", "diag"),
+    ("\\operatorname{tr}", "tr"),
+    ("\\operatorname{sign}", "sign"),
+    ("\\operatorname{relu}", "relu"),
+    ("\\left|", "|"),
+    ("\\right|", "|"),
+    ("\\left(", "("),
+    ("\\right)", ")"),
+    ("\\mathbf{1}", "1"),
+    ("\\odot", "⊙"),
+    ("\\oslash", "⊘"),
+    ("\\cdot", "·"),
+    ("\\det", "det"),
+    ("\\sqrt", "sqrt"),
+]
+
+
+def matrix_text(expr: Expr) -> str | None:
+    """Matrix notation as plain text (``Aᵀ x + A x``), or None where there is none.
+
+    It is the LaTeX printer's matrix reading with named temporaries, its LaTeX
+    commands written as Unicode; an expression without a matrix reading (a node
+    of order 3 or more) gives None, and the caller prints the einsum language.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> matrix_text(tc.gradient(f, "x"))
+    'Aᵀ x + A x'
+    >>> print(matrix_text(tc.parse("T *(ijk,k->ij) x", {"T": 3, "x": 1})))
+    None
+    """
+    try:
+        text = latex(expr, notation="matrix", temporaries=True)
+    except TensCalcError:
+        return None
+    for old, new in _PLAIN:
+        text = text.replace(old, new)
+    for name, plain in FUNCTION_LATEX.items():
+        text = text.replace(plain + "(", name + "(")
+    text = re.sub(r"\^\{\\circ (-?[\d.]+)\}", r"^∘\1", text)  # entrywise powers
+    text = re.sub(r"\^\{(-?[\d.]+)\}", r"^\1", text)
+    text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = re.sub(r"([A-Za-z])_\{(\w+)\}", r"\1\2", text)  # t_{0} -> t0, names with subscripts
+    return text

@@ -283,12 +283,58 @@ def mul_merge_powers(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def mul_distribute_power(node: Expr, ctx: Context) -> Expr | None:
+    # q^-2 ⊙ p^2 ⊙ (p ⊙ q^-1)^-1 -> q^-2 ⊙ p^2 ⊙ p^-1 ⊙ q   (then powers merge: -p/q in KL)
+    pairs = _operands(node)
+    bases = {id(_power_parts(child)[0]) for child, _ in pairs}
+    for k, (child, spec) in enumerate(pairs):
+        power = _const_power(child)
+        if power is None or power[1] != int(power[1]) or power[0].op != "mul":
+            continue
+        parts = _embedded(power[0])
+        if parts is None or parts[1] != parts[2] or parts[3] != 1 or power[0].order != len(spec):
+            continue
+        factors = parts[0]
+        if not any(id(_power_parts(f)[0]) in bases for f in factors):
+            continue  # nothing to merge with: distributing would only add nodes
+        exponent = N.const(power[1], 0)
+        inner = [(N.power(f, exponent), spec) for f in factors]
+        return _rebuild(pairs[:k] + inner + pairs[k + 1 :], node.arg[1])
+    return None
+
+
+def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:
+    # inv(A) *(ij,jk->ik) A -> delta(1) ; A *(ij,jk->ik) inv(A) -> delta(1)
+    pairs = _operands(node)
+    out = node.arg[1]
+    uses: dict[int, int] = {}
+    for _, spec in pairs:
+        for letter in spec:
+            uses[letter] = uses.get(letter, 0) + 1
+    for k, (inverse, (i1, i2)) in ((k, p) for k, p in enumerate(pairs) if p[0].op == "inv"):
+        if i1 == i2:
+            continue
+        for m, (matrix, spec) in enumerate(pairs):
+            if m == k or matrix is not inverse.children[0] or len(spec) != 2 or spec[0] == spec[1]:
+                continue
+            a1, a2 = spec
+            for summed, keep in (((i2, a1), (i1, a2)), ((a2, i1), (a1, i2))):
+                letter = summed[0]
+                if summed[0] == summed[1] and uses[letter] == 2 and letter not in out and keep[0] != keep[1]:
+                    rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+                    rest.append((N.delta(1), keep))
+                    return _rebuild(rest, out)
+    return None
+
+
 MUL_RULES: list[Rule] = [
     mul_zero,
     mul_drop_delta0,
     mul_pull_scale,
     mul_fuse,
     mul_absorb_delta,
+    mul_cancel_inverse,
+    mul_distribute_power,
     mul_merge_powers,
     mul_constants,
     mul_all_constant,
@@ -400,15 +446,29 @@ def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
-def _entrywise_factors(term: Expr) -> list[Expr] | None:
-    """The operands of an entrywise product ``a *(ij,ij->ij) b ...`` (all specs
-    equal to the output, no letter repeated), else None."""
+def _embedded(term: Expr) -> tuple[list[Expr], tuple[int, ...], tuple[int, ...], int | float] | None:
+    """A term as ``scale * (f1 ⊙ f2 ...)`` laid out by one spec: ``(factors, s, out, scale)``.
+
+    ``e ⊙ q`` is ``([e, q], s, s, 1)``; ``q *(i,->ii) 1`` (``diag(q)``) is
+    ``([q], (i,), (i, i), 1)``; any other node is itself, laid out as it is.
+    """
     if term.op != "mul":
-        return None
+        letters = tuple(range(term.order))
+        return [term], letters, letters, 1
     ins, out = term.arg
-    if len(set(out)) != len(out) or any(spec != out for spec in ins):
+    factors, specs, scale = [], set(), 1
+    for child, spec in zip(term.children, ins):
+        if child.op == "const" and not spec:
+            scale *= child.arg[0]
+            continue
+        factors.append(child)
+        specs.add(spec)
+    if len(specs) != 1:
         return None
-    return list(term.children)
+    (spec,) = specs
+    if len(set(spec)) != len(spec):
+        return None
+    return factors, spec, out, scale
 
 
 def _const_power(node: Expr) -> tuple[Expr, int | float] | None:
@@ -420,25 +480,32 @@ def _const_power(node: Expr) -> tuple[Expr, int | float] | None:
 
 def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
     # c1 u ⊙ q^-2 + c2 q^-1 with q = a u + b k, c1 + a c2 = 0  ->  c2 b k q^-2   (σ(1-σ): e/(e+1)^2)
-    terms = list(zip(node.children, node.arg))
-    for i, (term, c1) in enumerate(terms):
-        factors = _entrywise_factors(term)
-        if factors is None or len(factors) != 2:
+    terms = [(t, c, _embedded(t)) for t, c in zip(node.children, node.arg)]
+    for i, (_, c1, parts_i) in enumerate(terms):
+        if parts_i is None or len(parts_i[0]) != 2:
             continue
+        factors, spec, out, scale1 = parts_i
         for slot in (0, 1):
             square, u = factors[slot], factors[1 - slot]
-            parts = _const_power(square)
-            if parts is None or parts[1] != -2 or parts[0].op != "add" or len(parts[0].children) != 2:
+            power = _const_power(square)
+            if power is None or power[1] != -2 or power[0].op != "add" or len(power[0].children) != 2:
                 continue
-            q = parts[0]
+            q = power[0]
             (x, a), (k, b) = sorted(zip(q.children, q.arg), key=lambda p: p[0].op == "const")
-            if x is not u or k.op != "const" or k.arg[1] != node.order:
+            if x is not u or k.op != "const" or k.arg[1] != q.order:
                 continue
-            for j, (other, c2) in enumerate(terms):
-                if j != i and _const_power(other) == (q, -1) and c1 + a * c2 == 0:
-                    rest = [(t, c) for n, (t, c) in enumerate(terms) if n not in (i, j)]
-                    rest.append((square, c2 * b * k.arg[0]))
-                    return N.add([t for t, _ in rest], [c for _, c in rest])
+            for j, (_, c2, parts_j) in enumerate(terms):
+                if j == i or parts_j is None or len(parts_j[0]) != 1 or parts_j[1:3] != (spec, out):
+                    continue
+                if _const_power(parts_j[0][0]) != (q, -1) or c1 * scale1 + a * c2 * parts_j[3] != 0:
+                    continue
+                if spec == out:
+                    merged = square
+                else:
+                    merged = N.mul([square, N.const(1, 0)], [spec, ()], out)
+                rest = [(t, c) for n, (t, c, _) in enumerate(terms) if n not in (i, j)]
+                rest.append((merged, c2 * parts_j[3] * b * k.arg[0]))
+                return N.add([t for t, _ in rest], [c for _, c in rest])
     return None
 
 
@@ -498,7 +565,24 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
 
 
 FUNC_RULES: list[Rule] = [func_constant]
-POW_RULES: list[Rule] = [pow_simplify]
+def pow_of_pow(node: Expr, ctx: Context) -> Expr | None:
+    # (b^a)^c -> b^(a c) for an integer c ((b^2)^0.5 is |b|, so never for a fractional c)
+    outer = _const_power(node)
+    inner = None if outer is None else _const_power(outer[0])
+    if inner is None or outer[1] != int(outer[1]):
+        return None
+    return N.power(inner[0], N.const(N.normalize_number(inner[1] * outer[1]), 0))
+
+
+POW_RULES: list[Rule] = [pow_simplify, pow_of_pow]
+
+def inv_of_inv(node: Expr, ctx: Context) -> Expr | None:
+    # inv(inv(X)) -> X
+    (child,) = node.children
+    return child.children[0] if child.op == "inv" else None
+
+
+INV_RULES: list[Rule] = [inv_of_inv]
 
 RULES: dict[str, list[Rule]] = {
     "var": [],
@@ -508,7 +592,7 @@ RULES: dict[str, list[Rule]] = {
     "mul": MUL_RULES,
     "func": FUNC_RULES,
     "pow": POW_RULES,
-    "inv": [],
+    "inv": INV_RULES,
     "det": [],
 }
 

@@ -1,0 +1,197 @@
+"""Readable derivatives: named temporaries, plain matrix text, the CLI's printers
+and the simplifications that make σ(1 − σ) appear.
+
+Printed forms are checked by meaning wherever possible: the text with its
+temporaries substituted back is parsed and evaluated against NumPy.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc import cli, simplifier
+from tenscalc.latex_printer import matrix_text
+from tenscalc.printing import to_text
+from tenscalc.testing import check_derivative
+
+LOGISTIC = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
+LOGISTIC_ORDERS = {"X": 2, "y": 1, "w": 1}
+SHAPES = {"X": (5, 3), "y": (5,), "w": (3,)}  # distinct lengths
+
+
+def _logistic_values(seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape) for name, shape in SHAPES.items()}
+
+
+def _substitute(text: str) -> str:
+    """``t0 = a`` / ``t1 = ...t0...`` / ``main`` -> ``main`` with every name replaced."""
+    *definitions, main = text.split("\n")
+    for line in reversed(definitions):
+        name, _, body = line.partition(" = ")
+        main = re.sub(rf"\b{name}\b", f"({body})", main)
+    for line in definitions:  # earlier names used inside later definitions
+        name, _, body = line.partition(" = ")
+        main = re.sub(rf"\b{name}\b", f"({body})", main)
+    return main
+
+
+# ------------------------------------------------------------------ temporaries
+
+
+@pytest.mark.parametrize("which", ["gradient", "hessian"])
+def test_text_temporaries_mean_the_same(which):
+    f = tc.parse(LOGISTIC, LOGISTIC_ORDERS)
+    d = getattr(tc, which)(f, "w")
+    text = to_text(d, temporaries=True)
+    assert text.count("\n") >= 1 and text.startswith("t0 = ")
+    assert len(text) < len(str(d))
+    again = tc.parse(_substitute(text), LOGISTIC_ORDERS)
+    values = _logistic_values()
+    np.testing.assert_allclose(tc.evaluate(again, values), tc.evaluate(d, values), rtol=1e-12)
+
+
+def test_temporaries_only_where_something_repeats():
+    f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    assert to_text(f, temporaries=True) == str(f)
+    assert tc.latex(f, temporaries=True) == tc.latex(f)
+
+
+def test_temporary_names_avoid_variable_names():
+    f = tc.parse("exp(t0 *(ij,j->i) x) *(i,i->) exp(t0 *(ij,j->i) x) + 1", {"t0": 2, "x": 1})
+    text = to_text(f + f, temporaries=True)
+    assert text.startswith("tmp0 = ")
+
+
+def test_latex_temporaries_shorten_the_logistic_hessian():
+    H = tc.hessian(tc.parse(LOGISTIC, LOGISTIC_ORDERS), "w")
+    plain, named = tc.latex(H), tc.latex(H, temporaries=True)
+    formula, _, definitions = named.partition(r" \quad\text{where}\quad ")
+    assert formula.count("t_{0}") == 2 and r"\exp" not in formula
+    assert definitions == r"t_{0} = \exp\left(-y \odot \left(X w\right)\right)"
+    assert plain.count(r"\exp") == 2  # the shared exponential, written out twice
+    assert H._repr_latex_() == f"${named}$"  # notebooks show the named form
+
+
+# ------------------------------------------------------------- plain matrix text
+
+
+@pytest.mark.parametrize(
+    "text, orders, expected",
+    [
+        ("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}, "xᵀ A x"),
+        ("inv(X) *(ij,jk->ik) A", {"X": 2, "A": 2}, "X⁻¹ A"),
+        ("x *(i,i->i) y", {"x": 1, "y": 1}, "x ⊙ y"),
+    ],
+)
+def test_matrix_text(text, orders, expected):
+    assert matrix_text(tc.parse(text, orders)) == expected
+
+
+def test_matrix_text_of_order_three_is_none():
+    assert matrix_text(tc.parse("T *(ijk,k->ij) x", {"T": 3, "x": 1})) is None
+
+
+# ---------------------------------------------------------------------- the CLI
+
+PROBLEM = f"declare X 2 y 1 w 1 expression {LOGISTIC} derivative wrt w"
+
+
+def _run(capsys, *args):
+    status = cli.main(list(args))
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return status, captured.out
+
+
+def test_cli_latex(capsys):
+    status, out = _run(capsys, "--latex", "--hessian", PROBLEM)
+    assert status == 0
+    problem = tc.parse_problem(PROBLEM)
+    H = tc.hessian(problem.expr, "w")
+    assert tc.latex(H, temporaries=True) in out
+    assert tc.latex(problem.expr, temporaries=True) in out
+
+
+def test_cli_latex_einsum_is_index_notation(capsys):
+    status, out = _run(capsys, "--latex", "--notation", "einsum", "--orders", "A=2,x=1", "A *(ij,j->i) x")
+    assert status == 0 and r"\sum_{j} A_{ij} x_{j}" in out
+
+
+def test_cli_matrix_notation_and_its_fallback(capsys):
+    status, out = _run(capsys, "--notation", "matrix", "--hessian", PROBLEM)
+    assert status == 0
+    assert "Xᵀ diag(t0 ⊙ y^∘2 ⊘ (t0 + 1)^∘2) X" in out and "where t0 = exp(-y ⊙ (X w))" in out
+    # order 4: no matrix notation, the einsum language instead
+    logdet = "declare X 2 expression log(det(X)) derivative wrt X"
+    status, out = _run(capsys, "--notation", "matrix", "--hessian", logdet)
+    assert status == 0 and "X⁻ᵀ" in out and "inv(X) *(" in out
+
+
+def test_cli_python_prints_working_code(capsys):
+    status, out = _run(capsys, "--python", "--hessian", PROBLEM)
+    assert status == 0
+    source = out[out.index("# Generated by tenscalc") :]
+    assert "tenscalc" not in source.replace("# Generated by tenscalc", "")
+    namespace: dict = {}
+    exec(compile(source, "<cli --python>", "exec"), namespace)
+    values = _logistic_values(3)
+    value, gradient, hessian = namespace["f"](**values)
+    X, y, w = values["X"], values["y"], values["w"]
+    s = 1 / (1 + np.exp(y * (X @ w)))
+    np.testing.assert_allclose(value, np.sum(np.log1p(np.exp(-y * (X @ w)))), rtol=1e-12)
+    np.testing.assert_allclose(gradient, -X.T @ (y * s), rtol=1e-12)
+    np.testing.assert_allclose(hessian, X.T @ np.diag(s * (1 - s) * y**2) @ X, rtol=1e-12)
+
+
+# ------------------------------------------------------------- simplifications
+
+
+def _without(rule) -> dict:
+    table = {op: [r for r in rules if r is not rule] for op, rules in simplifier.RULES.items()}
+    return table
+
+
+def _raw_hessian(text, orders, wrt):
+    return tc.derivative(tc.derivative(tc.parse(text, orders), wrt), wrt, simplify=False)
+
+
+def test_sigma_one_minus_sigma_rule():
+    # e ⊙ (e+1)^-2 - (e+1)^-1 -> -(e+1)^-2
+    raw = _raw_hessian(LOGISTIC, LOGISTIC_ORDERS, "w")
+    before = tc.simplify(raw, _without(simplifier.add_cancel_over_square))
+    after = tc.simplify(raw)
+    assert (tc.count_nodes(before), tc.count_nodes(after)) == (18, 13)
+    values = _logistic_values(1)
+    np.testing.assert_allclose(tc.evaluate(after, values), tc.evaluate(before, values), rtol=1e-12)
+    f = tc.parse(LOGISTIC, LOGISTIC_ORDERS)
+    assert check_derivative(f, "w", order=2).ok
+
+
+def test_sigma_rule_needs_matching_coefficients():
+    # 2 e ⊙ (e+1)^-2 - (e+1)^-1 is not -(e+1)^-2: it must stay
+    u = tc.exp(tc.var("x", 1))
+    q = u + 1
+    expr = 2 * (u * q**-2) - q**-1
+    values = {"x": np.array([0.3, -1.2, 2.0])}
+    e = np.exp(values["x"])
+    np.testing.assert_allclose(tc.evaluate(tc.simplify(expr), values), 2 * e / (e + 1) ** 2 - 1 / (e + 1))
+    matching = u * q**-2 - q**-1
+    np.testing.assert_allclose(tc.evaluate(tc.simplify(matching), values), -1 / (e + 1) ** 2)
+    assert tc.count_nodes(tc.simplify(matching)) < tc.count_nodes(matching)
+
+
+def test_simplified_values_match_the_oracle_for_the_sigma_rule():
+    import sympy
+
+    from tenscalc.oracle import exact_mismatches
+
+    f = tc.parse("log(exp(x) + 1) *(i,i->) 1", {"x": 1})
+    g = tc.gradient(f, "x")
+    point = {"x": np.array([sympy.Rational(1, 3), sympy.Rational(-2, 5)], dtype=object)}
+    assert exact_mismatches(g, "x", point, tc.derivative(g, "x")) == []
+
