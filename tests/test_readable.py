@@ -16,7 +16,7 @@ import tenscalc as tc
 from tenscalc import cli, simplifier
 from tenscalc.latex_printer import matrix_text
 from tenscalc.printing import to_text
-from tenscalc.testing import check_derivative
+from tenscalc.testing import check_derivative, random_values
 
 LOGISTIC = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
 LOGISTIC_ORDERS = {"X": 2, "y": 1, "w": 1}
@@ -195,3 +195,59 @@ def test_simplified_values_match_the_oracle_for_the_sigma_rule():
     point = {"x": np.array([sympy.Rational(1, 3), sympy.Rational(-2, 5)], dtype=object)}
     assert exact_mismatches(g, "x", point, tc.derivative(g, "x")) == []
 
+
+
+# each rule: (the rule, an expression, its orders, wrt, nodes of the simplified
+# second derivative without the rule, with it)
+RULE_CASES = [
+    (simplifier.inv_of_inv, "inv(inv(X)) *(ij,ij->) X", {"X": 2}, "X"),
+    (simplifier.mul_cancel_inverse, "log(det(inv(X)))", {"X": 2}, "X"),
+    (simplifier.mul_distribute_power, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
+    (simplifier.pow_of_pow, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
+    (simplifier.add_cancel_over_square, "log(exp(x) + 1) *(i,i->) 1", {"x": 1}, "x"),
+]
+
+
+@pytest.mark.parametrize("rule, text, orders, wrt", RULE_CASES, ids=[c[0].__name__ for c in RULE_CASES])
+def test_rule_shrinks_and_keeps_values(rule, text, orders, wrt):
+    f = tc.parse(text, orders)
+    shrunk = False
+    for raw in (tc.derivative(f, wrt, simplify=False), _raw_hessian(text, orders, wrt)):
+        before = tc.simplify(raw, _without(rule))
+        after = tc.simplify(raw)
+        values = random_values(f, seed=5, low=0.2, high=0.9)  # p, q > 0 for the logarithms
+        np.testing.assert_allclose(tc.evaluate(after, values), tc.evaluate(before, values), rtol=1e-10)
+        assert tc.count_nodes(after) <= tc.count_nodes(before)
+        shrunk = shrunk or tc.count_nodes(after) < tc.count_nodes(before)
+    assert shrunk, "the rule must make the gradient or the Hessian smaller"
+    for order in (1, 2):
+        assert check_derivative(f, wrt, order=order, values=random_values(f, seed=2, low=0.2, high=0.9)).ok
+
+
+@pytest.mark.parametrize("rule, text, orders, wrt", RULE_CASES, ids=[c[0].__name__ for c in RULE_CASES])
+def test_rule_agrees_with_the_exact_oracle(rule, text, orders, wrt):
+    import sympy
+
+    from tenscalc.oracle import exact_mismatches
+
+    f = tc.parse(text, orders)
+    shapes = {"X": (2, 2), "p": (3,), "q": (3,), "x": (3,)}
+    rationals = [sympy.Rational(n, 7) for n in (2, 3, 5, 4, 6, 1)]
+    point = {}
+    for name in f.variables:
+        entries = np.array(rationals[: int(np.prod(shapes[name]))], dtype=object).reshape(shapes[name])
+        if name == "X":
+            entries = entries + np.eye(2, dtype=int) * 2  # well away from singular
+        point[name] = entries
+    g = tc.gradient(f, wrt)
+    assert exact_mismatches(f, wrt, point, g) == []
+    assert exact_mismatches(g, wrt, point, tc.derivative(g, wrt)) == []
+
+
+def test_printed_sizes_of_the_issue_cases():
+    # the derivatives of issue 17 item 2, as printed now (before this work: in comments)
+    logdet_inv = tc.gradient(tc.parse("log(det(inv(X)))", {"X": 2}), "X")
+    assert tc.latex(logdet_inv) == r"-X^{-\top}"  # was -X^{-\top} (X^{-1})^{-\top} X^{-\top}
+    kl = tc.gradient(tc.parse("p *(i,i->) log(p / q)", {"p": 1, "q": 1}), "q")
+    assert tc.latex(kl) == r"-p \oslash q"  # was -(q^(-2) ⊙ p^2 ⊙ (p/q)^(-1))
+    assert str(kl) == "-(p / q)"
