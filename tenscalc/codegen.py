@@ -16,7 +16,7 @@ from __future__ import annotations
 import keyword
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import opt_einsum
@@ -388,7 +388,9 @@ def _describe(exprs: list[Expr], name: str, single: bool) -> str:
     return "\n".join(lines)
 
 
-def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
+def to_python(
+    exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str, Sequence[int]] | None = None
+) -> str:
     """Source of a standalone function computing ``exprs`` with NumPy and opt_einsum.
 
     Parameters
@@ -397,6 +399,13 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
         What to compute, e.g. ``[f, tc.gradient(f, "x"), tc.hessian(f, "x")]``.
     name : str
         The function's name (a plain Python identifier).
+    shapes : dict, optional
+        The shape of every variable (name -> tuple).  Given, the source is the
+        compiler's program for these shapes (``tc.compile``'s plan: fused products,
+        shared subexpressions, contraction paths searched now, each pairwise step
+        written as a NumPy ``matmul`` or broadcast product), as fast as
+        ``tc.compile``; it needs NumPy only and refuses arrays of other shapes.
+        Without it the function works at any shape, through opt_einsum.
 
     Returns
     -------
@@ -433,6 +442,17 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
     for root in roots:
         if not isinstance(root, Expr):
             raise TensCalcError(f"to_python needs tenscalc expressions, got {type(root).__name__}")
+    if shapes is not None:
+        from .compiler.source import program_source
+
+        for variable in {n for root in roots for n, _ in root.varset}:
+            _check_identifier(variable, "variable name")
+            if variable.startswith("_"):
+                raise TensCalcError(
+                    f"variable name {variable!r}: names starting with '_' are reserved in generated code"
+                )
+        header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
+        return program_source(roots, name, shapes, single, header)
     writer = _Writer(roots, name)
     params = writer.bind_sizes()
     results = writer.write()

@@ -196,7 +196,6 @@ def test_simplified_values_match_the_oracle_for_the_sigma_rule():
     assert exact_mismatches(g, "x", point, tc.derivative(g, "x")) == []
 
 
-
 # each rule: (the rule, an expression, its orders, wrt, nodes of the simplified
 # second derivative without the rule, with it)
 RULE_CASES = [
