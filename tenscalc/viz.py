@@ -422,8 +422,10 @@ def html(expr: Expr) -> str | None:
     drawing = svg(expr)
     if drawing is None:
         return None
-    text = to_text(expr) if text_length(expr) < 2_000 else f"({expr.op} node of order {expr.order})"
+    # repeated subexpressions named once (t0 = ...), as tc.latex(..., temporaries=True) does
+    text = to_text(expr, temporaries=True) if text_length(expr) < 2_000 else f"({expr.op} node of order {expr.order})"
     variables = ", ".join(f"{k}: {v}" for k, v in expr.variables.items())
-    caption = f"<code>{html_module.escape(text)}</code><br><small>order {expr.order}; variables {{{variables}}}</small>"
+    code = html_module.escape(text).replace("\n", "<br>")
+    caption = f"<code>{code}</code><br><small>order {expr.order}; variables {{{variables}}}</small>"
     start = drawing.find("<svg")
     return f"<div>{caption}<br>{drawing[start:] if start >= 0 else drawing}</div>"
