@@ -303,6 +303,21 @@ def mul_distribute_power(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
+    # sign(a) ⊙ a -> |a|   (then |a| ⊙ |a|^-1 merges to 1: ln|det X|'s Hessian)
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "func" or child.arg != "sign":
+            continue
+        inner = child.children[0]
+        for m, (other, other_spec) in enumerate(pairs):
+            if m != k and other is inner and other_spec == spec:
+                rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+                rest.append((N.func("abs", inner), spec))
+                return _rebuild(rest, node.arg[1])
+    return None
+
+
 def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:
     # inv(A) *(ij,jk->ik) A -> delta(1) ; A *(ij,jk->ik) inv(A) -> delta(1)
     pairs = _operands(node)
@@ -334,6 +349,7 @@ MUL_RULES: list[Rule] = [
     mul_fuse,
     mul_absorb_delta,
     mul_cancel_inverse,
+    mul_sign_times_self,
     mul_distribute_power,
     mul_merge_powers,
     mul_constants,

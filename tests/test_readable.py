@@ -204,6 +204,7 @@ RULE_CASES = [
     (simplifier.mul_distribute_power, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
     (simplifier.pow_of_pow, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
     (simplifier.add_cancel_over_square, "log(exp(x) + 1) *(i,i->) 1", {"x": 1}, "x"),
+    (simplifier.mul_sign_times_self, "log(abs(det(X)))", {"X": 2}, "X"),
 ]
 
 
@@ -250,3 +251,14 @@ def test_printed_sizes_of_the_issue_cases():
     kl = tc.gradient(tc.parse("p *(i,i->) log(p / q)", {"p": 1, "q": 1}), "q")
     assert tc.latex(kl) == r"-p \oslash q"  # was -(q^(-2) ⊙ p^2 ⊙ (p/q)^(-1))
     assert str(kl) == "-(p / q)"
+
+
+def test_log_abs_det_hessian_has_no_cancelling_terms():
+    f = tc.parse("log(abs(det(X)))", {"X": 2})
+    assert tc.latex(tc.gradient(f, "X")) == r"X^{-\top}"  # was X^{-\top} |det X|^-1 sign(det X) det X
+    H = tc.hessian(f, "X")
+    assert "sign" not in str(H) and "abs" not in str(H)
+    X = np.array([[2.0, 1.0], [0.5, -3.0]])  # det < 0
+    inv = np.linalg.inv(X)
+    # d(X^-T)[i,j] / dX[k,l] = -inv(X)[j,k] inv(X)[l,i]
+    np.testing.assert_allclose(tc.evaluate(H, {"X": X}), -np.einsum("jk,li->ijkl", inv, inv), rtol=1e-12)
