@@ -40,6 +40,7 @@ from .interpreter import evaluate
 from .latex_printer import latex
 from .nodes import Expr, count_edges, count_nodes
 from .orders import Problem, build_problem
+from .printing import to_text
 from .simplifier import simplify
 from .viz import dot_source, to_dot
 
@@ -91,4 +92,4 @@ __all__ = [
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 
-__all__ += ["check_convexity"]
+__all__ += ["check_convexity", "to_text"]

@@ -54,9 +54,15 @@ def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -
     its own line ``t0 = ...`` before the expression, and named where it is used.
     That text is for reading: the language itself has no assignments.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.parse("A *(ab,b->a) x - 2 *(,i->i) y", {"A": 2, "x": 1, "y": 1}))
     'A *(ij,j->i) x - 2 *(,i->i) y'
+    >>> f = tc.parse("tanh(A *(ij,j->i) x + b) *(i,i->) tanh(A *(ij,j->i) x + b)", {"A": 2, "x": 1, "b": 1})
+    >>> print(tc.to_text(f, temporaries=True))
+    t0 = tanh(b + A *(ij,j->i) x)
+    t0 *(i,i->) t0
     """
     estimate = text_length(root)
     if estimate > max_length:
