@@ -318,6 +318,33 @@ def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def _carries_delta(node: Expr) -> bool:
+    """``node`` is a delta, a product with a delta operand, or a scale of one (one level only)."""
+    if node.op == "add" and len(node.children) == 1:
+        node = node.children[0]
+    return node.op == "delta" or (node.op == "mul" and _has_delta(node))
+
+
+def mul_distribute_delta_sum(node: Expr, ctx: Context) -> Expr | None:
+    # (δ ⊗ A - δ' ⊗ B) *(..) C -> δ ⊗ A *(..) C - δ' ⊗ B *(..) C, when every delta is then absorbed
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "add" or not ctx.single_use(child) or len(child.children) > 4:
+            continue
+        if not any(_carries_delta(t) for t in child.children):
+            continue
+        # each new product is rewritten on its own (fusion, delta absorption), nothing deeper
+        local = {"mul": [r for r in MUL_RULES if r is not mul_distribute_delta_sum], "add": ADD_RULES}
+        terms = [
+            _rewrite_locally(_rebuild(pairs[:k] + [(t, spec)] + pairs[k + 1 :], node.arg[1]), local, ctx)
+            for t in child.children
+        ]
+        if any(_carries_delta(t) or (t.op == "add" and any(map(_carries_delta, t.children))) for t in terms):
+            continue  # a delta between free axes stays: distributing would only grow the DAG
+        return N.add(terms, child.arg)
+    return None
+
+
 def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:
     # inv(A) *(ij,jk->ik) A -> delta(1) ; A *(ij,jk->ik) inv(A) -> delta(1)
     pairs = _operands(node)
@@ -349,6 +376,7 @@ MUL_RULES: list[Rule] = [
     mul_fuse,
     mul_absorb_delta,
     mul_cancel_inverse,
+    mul_distribute_delta_sum,
     mul_sign_times_self,
     mul_distribute_power,
     mul_merge_powers,

@@ -262,3 +262,17 @@ def test_log_abs_det_hessian_has_no_cancelling_terms():
     inv = np.linalg.inv(X)
     # d(X^-T)[i,j] / dX[k,l] = -inv(X)[j,k] inv(X)[l,i]
     np.testing.assert_allclose(tc.evaluate(H, {"X": X}), -np.einsum("jk,li->ijkl", inv, inv), rtol=1e-12)
+
+
+def test_third_derivative_of_log_det_has_no_delta():
+    # (δ ⊗ A - δ' ⊗ B) *(..) C is distributed so that each delta is absorbed
+    f = tc.parse("log(det(X))", {"X": 2})
+    second = tc.hessian(f, "X")
+    raw = tc.derivative(second, "X", simplify=False)
+    before = tc.simplify(raw, _without(simplifier.mul_distribute_delta_sum))
+    after = tc.simplify(raw)
+    assert "delta" in str(before) and "delta" not in str(after)
+    assert (tc.count_nodes(before), tc.count_nodes(after)) == (8, 5)
+    values = random_values(f, seed=4)
+    np.testing.assert_allclose(tc.evaluate(after, values), tc.evaluate(before, values), rtol=1e-10)
+    assert check_derivative(second, "X", values=values).ok  # the third derivative, by finite differences
