@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import textwrap
 
@@ -107,3 +108,10 @@ _SPHINX_ROLE = re.compile(r":(?:func|class|meth|attr|mod|exc|data):(?=<code>)")
 def strip_sphinx_roles(html: str) -> str:
     """Drop a Sphinx role left in a docstring (``:func:`x``` shows as ``x``)."""
     return _SPHINX_ROLE.sub("", html)
+
+
+def on_config(config):  # mkdocs hook
+    # the notebooks' kernels inherit the environment: a non-interactive MPLBACKEND
+    # (Agg, set for the test suite) would drop their plots from the pages
+    os.environ.pop("MPLBACKEND", None)
+    return config
