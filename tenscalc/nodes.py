@@ -119,6 +119,8 @@ class Expr:
     def variables(self) -> dict[str, int]:
         """Every variable the expression contains, name -> order, sorted by name.
 
+        Examples
+        --------
         >>> import tenscalc as tc
         >>> tc.parse("x *(i,ij->j) A", {"x": 1, "A": 2}).variables
         {'A': 2, 'x': 1}

@@ -88,6 +88,13 @@ def test_every_public_name_has_an_api_entry():
     assert {"ConvexityResult", "DerivativeCheck", "Cost"} <= listed
 
 
+def _check_docstring(where: str, doc: str) -> None:
+    assert not re.search(r":(func|class|meth|attr|mod|exc):`", doc), f"{where}: a Sphinx role"
+    if ">>>" in doc:
+        examples = re.search(r"^Examples\n-{3,}\n", doc, re.M)
+        assert examples and examples.start() < doc.index(">>>"), f"{where}: doctest outside an Examples section"
+
+
 @pytest.mark.parametrize("entry", _api_entries())
 def test_api_docstrings_render_as_numpy_style(entry):
     obj = _object(entry)
@@ -95,10 +102,11 @@ def test_api_docstrings_render_as_numpy_style(entry):
     assert doc, f"{entry} has no docstring"
     if obj.__module__.startswith("tenscalc.convexity"):
         return  # docstrings of the convexity package: the hook strips their roles
-    assert not re.search(r":(func|class|meth|attr|mod|exc):`", doc), f"{entry}: a Sphinx role"
-    if ">>>" in doc:
-        examples = re.search(r"^Examples\n-{3,}\n", doc, re.M)
-        assert examples and examples.start() < doc.index(">>>"), f"{entry}: doctest outside an Examples section"
+    _check_docstring(entry, doc)
+    if inspect.isclass(obj):  # its public methods and properties are on the page too
+        for name, member in vars(obj).items():
+            if not name.startswith("_"):
+                _check_docstring(f"{entry}.{name}", inspect.getdoc(member) or "")
 
 
 @pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))

@@ -133,6 +133,8 @@ class CompiledFunction:
 
         ``shapes`` maps each input to its shape (a tuple) or to an array.
 
+        Examples
+        --------
         >>> import tenscalc as tc
         >>> g = tc.gradient(tc.parse("x *(i,i->) x", {"x": 1}), "x")
         >>> tc.compile(g).cost({"x": (1000,)}).largest_intermediate
