@@ -844,9 +844,14 @@ def notebook_latex(expr: Expr) -> str | None:
 
 # ------------------------------------------------------------ named temporaries
 
-# a shared subexpression gets a name when its matrix text is at least this long:
-# naming ``X w`` (3 characters) would make the formula longer, not shorter
-TEMPORARY_MIN_LENGTH = 24
+# a shared subexpression gets a name when its formula shows at least this many
+# characters: naming ``X w`` or ``diag(x)`` would make the formula harder to read
+TEMPORARY_MIN_LENGTH = 12
+
+
+def _visible_length(text: str) -> int:
+    """About how many characters a LaTeX formula shows (markup not counted)."""
+    return len(re.sub(r"\\(?:left|right|operatorname|mathbf)|[{}\\ ]", "", text))
 
 
 def _uses(root: Expr, named: set[int]) -> dict[int, int]:
@@ -886,7 +891,10 @@ def _name_temporaries(root: Expr, readings: dict[int, _Reading | None]) -> set[i
             if (
                 id(node) in candidates
                 and reading is not None
-                and (id(node) in named or (uses.get(id(node), 0) >= 2 and len(reading.text) >= TEMPORARY_MIN_LENGTH))
+                and (
+                    id(node) in named
+                    or (uses.get(id(node), 0) >= 2 and _visible_length(reading.text) >= TEMPORARY_MIN_LENGTH)
+                )
             ):
                 chosen.add(id(node))
             new[id(node)] = reading
@@ -940,7 +948,7 @@ _PLAIN = [
     ("\\right|", "|"),
     ("\\left(", "("),
     ("\\right)", ")"),
-    ("\\mathbf{1}", "1"),
+    ("\\mathbf{1}", "𝟏"),
     ("\\odot", "⊙"),
     ("\\oslash", "⊘"),
     ("\\cdot", "·"),

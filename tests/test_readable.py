@@ -61,6 +61,13 @@ def test_temporaries_only_where_something_repeats():
     assert tc.latex(f, temporaries=True) == tc.latex(f)
 
 
+def test_short_repeated_parts_are_not_named():
+    # diag(x) twice reads better than t_0 twice plus its definition
+    f = tc.parse("x *(i,->ii) 1 *(ij,j->i) e *(i,i->) (x *(i,->ii) 1 *(ij,i->j) e)", {"x": 1, "e": 1})
+    assert tc.latex(f, temporaries=True) == tc.latex(f)
+    assert matrix_text(f) == "eᵀ diag(x) diag(x) e"
+
+
 def test_temporary_names_avoid_variable_names():
     f = tc.parse("exp(t0 *(ij,j->i) x) *(i,i->) exp(t0 *(ij,j->i) x) + 1", {"t0": 2, "x": 1})
     text = to_text(f + f, temporaries=True)
@@ -125,7 +132,7 @@ def test_cli_latex_einsum_is_index_notation(capsys):
 def test_cli_matrix_notation_and_its_fallback(capsys):
     status, out = _run(capsys, "--notation", "matrix", "--hessian", PROBLEM)
     assert status == 0
-    assert "Xᵀ diag(t0 ⊙ y^∘2 ⊘ (t0 + 1)^∘2) X" in out and "where t0 = exp(-y ⊙ (X w))" in out
+    assert "Xᵀ diag(t0 ⊙ y^∘2 ⊘ (t0 + 𝟏)^∘2) X" in out and "where t0 = exp(-y ⊙ (X w))" in out
     # order 4: no matrix notation, the einsum language instead
     logdet = "declare X 2 expression log(det(X)) derivative wrt X"
     status, out = _run(capsys, "--notation", "matrix", "--hessian", logdet)
