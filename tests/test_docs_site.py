@@ -95,9 +95,14 @@ def _check_docstring(where: str, doc: str) -> None:
         assert examples and examples.start() < doc.index(">>>"), f"{where}: doctest outside an Examples section"
 
 
+# resolved when the module is collected, before any fixture wraps a function (a
+# wrapper would hide the docstring mkdocstrings shows)
+API_OBJECTS = {entry: _object(entry) for entry in _api_entries()}
+
+
 @pytest.mark.parametrize("entry", _api_entries())
 def test_api_docstrings_render_as_numpy_style(entry):
-    obj = _object(entry)
+    obj = API_OBJECTS[entry]
     doc = inspect.getdoc(obj) or ""
     assert doc, f"{entry} has no docstring"
     if obj.__module__.startswith("tenscalc.convexity"):
