@@ -360,11 +360,13 @@ def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:
             if m == k or matrix is not inverse.children[0] or len(spec) != 2 or spec[0] == spec[1]:
                 continue
             a1, a2 = spec
-            for summed, keep in (((i2, a1), (i1, a2)), ((a2, i1), (a1, i2))):
+            for summed, keep, axis in (((i2, a1), (i1, a2), 1), ((a2, i1), (a1, i2), 0)):
                 letter = summed[0]
                 if summed[0] == summed[1] and uses[letter] == 2 and letter not in out and keep[0] != keep[1]:
                     rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
-                    rest.append((N.delta(1), keep))
+                    # with axis lengths in the IR (issue 10) the identity keeps the matrix's length
+                    dims = getattr(matrix, "dims", None)
+                    rest.append((N.delta(1) if dims is None else N.delta(1, (dims[axis],)), keep))
                     return _rebuild(rest, out)
     return None
 
