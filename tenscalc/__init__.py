@@ -41,6 +41,7 @@ from .interpreter import evaluate
 from .latex_printer import latex
 from .nodes import Dim, Expr, count_edges, count_nodes
 from .orders import Problem, build_problem
+from .printing import to_text
 from .simplifier import simplify
 from .viz import dot_source, to_dot
 
@@ -70,6 +71,8 @@ def parse(text: str, orders: dict[str, int] | None = None) -> Expr:
 def parse_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
     """Parse a ``declare … expression … [derivative wrt …]`` problem.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> p = tc.parse_problem("declare X 2 expression log(det(X)) derivative wrt X")
     >>> p.orders, p.wrt
@@ -91,4 +94,4 @@ __all__ += ["grad", "scipy_objective", "ScipyObjective"]
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 
-__all__ += ["check_convexity"]
+__all__ += ["check_convexity", "to_text"]

@@ -1,8 +1,8 @@
 """Glue for the tools people use tenscalc with: SciPy's optimisers, ``jax.grad``-style calls.
 
-:func:`scipy_objective` hands ``scipy.optimize.minimize`` everything a Newton
+``scipy_objective`` hands ``scipy.optimize.minimize`` everything a Newton
 method needs, on flat float64 vectors, from one symbolic derivation compiled
-once; :func:`grad` returns the compiled gradient as a function of the values,
+once; ``grad`` returns the compiled gradient as a function of the values,
 the way ``jax.grad`` returns a function.  SciPy itself is not imported here:
 the functions returned are plain callables (``pip install scipy`` to use them
 with ``scipy.optimize``).
@@ -53,7 +53,7 @@ METHOD_KEYS = {
 
 
 class ScipyObjective(TypedDict, total=False):
-    """The keyword arguments :func:`scipy_objective` returns for ``scipy.optimize.minimize``."""
+    """The keyword arguments ``scipy_objective`` returns for ``scipy.optimize.minimize``."""
 
     fun: Callable[[npt.ArrayLike], float]
     jac: Callable[[npt.ArrayLike], FloatVector]
@@ -77,7 +77,7 @@ def grad(expr: Expr, wrt: str | Expr | WrtList, backend: str = "numpy") -> Compi
     wrt : str or Expr, or a list of them
         The variable(s) to differentiate by.
     backend : str
-        The array backend of :func:`tenscalc.compile`.
+        The array backend of ``tenscalc.compile``.
 
     Examples
     --------
@@ -110,7 +110,7 @@ def scipy_objective(
     matrix or higher-order variable too) and return a float, a length-``n``
     gradient, the ``(n, n)`` Hessian and the Hessian-vector product, all
     float64.  The gradient, the Hessian and the Hessian-vector product
-    (:func:`tenscalc.hvp`: the Hessian is never formed) are derived and
+    (``tenscalc.hvp``: the Hessian is never formed) are derived and
     compiled once, the Hessian and the product on first use; ``fun`` and
     ``jac`` at the same point share one evaluation.
 

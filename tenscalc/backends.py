@@ -1,14 +1,14 @@
 """Array backends for compiled evaluation: NumPy, PyTorch, JAX, CuPy and Dask.
 
-A compiled plan (:mod:`tenscalc.compiler`) is written against the small
-interface of :class:`Backend`.  Contractions go through opt_einsum's backend
+A compiled plan (``tenscalc.compiler``) is written against the small
+interface of ``Backend``.  Contractions go through opt_einsum's backend
 dispatch (``contract_expression(...)(*arrays, backend=name)``); elementwise
 functions, ``inv`` and ``det`` through autoray, so no per-backend function table
 lives here.  NumPy has a faster contraction path of its own
-(:mod:`tenscalc.compiler.kernels`) because per-call overhead matters most there.
+(``tenscalc.compiler.kernels``) because per-call overhead matters most there.
 
 Heavy libraries are optional: a backend's library is imported when the backend
-is first used, and a missing one raises :class:`~tenscalc.errors.EvaluationError`
+is first used, and a missing one raises ``tenscalc.errors.EvaluationError``
 naming the ``pip install`` line.
 
 >>> from tenscalc.backends import get_backend
@@ -398,7 +398,7 @@ _instances: dict[str, Backend] = {}
 
 
 def get_backend(name: str | Backend) -> Backend:
-    """The backend called ``name`` (one of :data:`BACKENDS`), its library imported."""
+    """The backend called ``name`` (one of ``BACKENDS``), its library imported."""
     if isinstance(name, Backend):
         return name
     if name not in _REGISTRY:

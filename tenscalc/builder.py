@@ -21,6 +21,8 @@ Operand = Expr | int | float
 def var(name: str, order: int) -> Expr:
     """A tensor variable.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.var("x", 1).order
     1
@@ -42,6 +44,8 @@ def delta(n: int, dims: Sequence[N.Dim | None] | None = None) -> Expr:
     Its axis lengths come from what it is combined with, or from ``dims`` (one
     dimension per pair of axes, e.g. ``X.dims[:1]`` for the identity on X's rows).
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> A = tc.var("A", 2)
     >>> tc.evaluate(tc.einsum("ij,jk->ik", tc.delta(1), A), A=np.arange(4.0).reshape(2, 2))
@@ -56,6 +60,8 @@ def constant(value: float, order: int = 0, dims: Sequence[N.Dim | None] | None =
     ``dims`` (one dimension per axis, e.g. ``X.dims`` for a tensor of X's shape),
     or, by default, those of the context it is combined with.
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> x = tc.var("x", 1)
     >>> tc.evaluate(x + tc.constant(2, 1), x=np.array([1.0, 2.0]))
@@ -170,6 +176,8 @@ def einsum(spec: str, *operands: Operand) -> Expr:
     product is built as the left-nested chain of binary products the language would
     write, keeping at each step the indices that are still needed.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> A, x = tc.var("A", 2), tc.var("x", 1)
     >>> str(tc.einsum("i,ij,j->", x, A, x))
@@ -210,6 +218,8 @@ def _elementwise(name: str):
     build.__qualname__ = name
     build.__doc__ = (
         f"``{name}(x)`` entry by entry (the language's ``{name}``).\n\n"
+        f"    Examples\n"
+        f"    --------\n"
         f"    >>> import tenscalc as tc\n"
         f"    >>> str(tc.{name}(tc.var('x', 1)))\n"
         f"    '{name}(x)'\n"
@@ -241,6 +251,8 @@ def _matrix(x: Operand, name: str) -> Expr:
 def inv(x: Operand) -> Expr:
     """Matrix inverse.
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> tc.evaluate(tc.inv(tc.var("X", 2)), X=np.diag([2.0, 4.0]))
     array([[0.5 , 0.  ],
@@ -252,6 +264,8 @@ def inv(x: Operand) -> Expr:
 def det(x: Operand) -> Expr:
     """Determinant (order 0).
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> round(float(tc.evaluate(tc.det(tc.var("X", 2)), X=np.diag([2.0, 4.0]))), 12)
     8.0
@@ -262,6 +276,8 @@ def det(x: Operand) -> Expr:
 def adj(x: Operand) -> Expr:
     """Adjugate, built as ``det(X) *(,ij->ij) inv(X)``.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.adj(tc.var("X", 2)))
     'det(X) *(,ij->ij) inv(X)'

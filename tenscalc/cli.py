@@ -54,6 +54,9 @@ examples:
   echo 'declare W 2 x 1 expression tanh(W *(ij,j->i) x) derivative wrt W' | tenscalc --check
   tenscalc -f problem.txt --order 3
   tenscalc serve --open        (the web page, on this machine: tenscalc serve --help)
+  tenscalc --latex --hessian 'declare X 2 expression log(det(X)) derivative wrt X'
+  tenscalc --notation matrix 'declare X 2 expression log(det(X)) derivative wrt X'
+  tenscalc --python --example
 
 An expression that starts with '-' must follow '--':  tenscalc --orders x=1 -- '-x'
 """
@@ -135,6 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare the derivatives with finite differences at random data; exit 1 if they disagree",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random data of --check (default 0)")
+    parser.add_argument(
+        "--latex",
+        action="store_true",
+        help="print LaTeX formulas (matrix notation where one exists, shared parts named t_{0}, t_{1}, ...)",
+    )
+    parser.add_argument(
+        "--notation",
+        choices=("matrix", "einsum"),
+        help="matrix: matrix notation (x^T A x) where the expression has one, else the einsum language; "
+        "einsum: the einsum language (default), or index notation with --latex",
+    )
+    parser.add_argument(
+        "--python",
+        action="store_true",
+        help="also print a standalone NumPy function (tc.to_python) computing the expression and its derivatives",
+    )
     parser.add_argument("--version", action="version", version=f"tenscalc {__version__}")
     return parser
 
@@ -178,12 +197,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if name is None and (count or args.check):
         raise CliError("nothing to differentiate by: add 'derivative wrt NAME' to the problem or pass --wrt NAME")
     wrt = None if name is None else wrt_variable(problem, name)  # checked before anything is printed
-    show_expression(problem.expr, out)
+    show = Shower(args.latex, args.notation)
+    show_expression(problem.expr, out, show)
+    found = [] if name is None or wrt is None else derivatives(problem.expr, wrt, count or 1)
+    for k, d in enumerate(found, start=1):
+        show_derivative(k, problem.expr, str(name), d, out, show)
+    if args.python:
+        from .codegen import to_python
+
+        out.write("\ngenerated code (NumPy and opt_einsum only):\n\n")
+        out.write(to_python([problem.expr, *found], name="f"))
+        out.write("\n")
     if name is None or wrt is None:
         return EXIT_OK
-    found = derivatives(problem.expr, wrt, count or 1)
-    for k, d in enumerate(found, start=1):
-        show_derivative(k, problem.expr, name, d, out)
     if args.check:
         return check(problem.expr, wrt, name, len(found), args.seed, out)
     return EXIT_OK
@@ -268,17 +294,46 @@ def derivative_label(k: int, expr_order: int) -> str:
     return f"derivative {k}"
 
 
-def show_expression(expr: Expr, out: TextIO) -> None:
+class Shower:
+    """How the command writes an expression: the einsum language (default), plain
+    matrix notation (``--notation matrix``) or LaTeX (``--latex``)."""
+
+    def __init__(self, latex: bool = False, notation: str | None = None):
+        self.latex, self.notation = latex, notation
+
+    def __call__(self, expr: Expr) -> str:
+        from .latex_printer import latex, matrix_text
+
+        if self.latex:
+            chosen = {"matrix": "auto", "einsum": "index", None: "auto"}[self.notation]
+            return latex(expr, notation=chosen, temporaries=True)
+        if self.notation == "matrix":
+            text = matrix_text(expr)
+            if text is not None:
+                return text
+        return str(expr)
+
+
+def show_expression(expr: Expr, out: TextIO, show: Shower | None = None) -> None:
     """Print the expression, its order and its variables."""
+    show = show or Shower()
     variables = ", ".join(f"{name} {order}" for name, order in expr.variables.items()) or "none"
-    out.write(f"expression  {expr}\norder       {expr.order}\nvariables   {variables}\n")
+    text = _indent_more(show(expr), 12)
+    out.write(f"expression  {text}\norder       {expr.order}\nvariables   {variables}\n")
 
 
-def show_derivative(k: int, expr: Expr, name: str, d: Expr, out: TextIO) -> None:
+def show_derivative(k: int, expr: Expr, name: str, d: Expr, out: TextIO, show: Shower | None = None) -> None:
     """Print the ``k``-th derivative: a header line, then the expression indented on its own line."""
+    show = show or Shower()
     nodes = count_nodes(d)
     size = f"{nodes} node" if nodes == 1 else f"{nodes} nodes"
-    out.write(f"\n{derivative_label(k, expr.order)} wrt {name} (order {d.order}, {size}):\n  {d}\n")
+    label = derivative_label(k, expr.order)
+    out.write(f"\n{label} wrt {name} (order {d.order}, {size}):\n  {_indent_more(show(d), 2)}\n")
+
+
+def _indent_more(text: str, width: int) -> str:
+    """Indent the lines after the first (a formula with ``where`` lines)."""
+    return text.replace("\n", "\n" + " " * width)
 
 
 def check(expr: Expr, wrt: Expr, name: str, count: int, seed: int, out: TextIO) -> int:

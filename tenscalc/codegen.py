@@ -1,6 +1,6 @@
 """Generated code: a standalone NumPy/opt_einsum function for one or more expressions.
 
-:func:`to_python` writes the source of a function that computes a list of
+``to_python`` writes the source of a function that computes a list of
 expressions (typically a value, its gradient and its Hessian) from arrays given as
 keyword arguments.  The function needs only NumPy and opt_einsum, never tenscalc;
 every node shared by the expressions is computed once, in one statement.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import keyword
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import opt_einsum
@@ -336,7 +336,9 @@ def _describe(exprs: list[Expr], name: str, single: bool) -> str:
     return "\n".join(lines)
 
 
-def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
+def to_python(
+    exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str, Sequence[int]] | None = None
+) -> str:
     """Source of a standalone function computing ``exprs`` with NumPy and opt_einsum.
 
     Parameters
@@ -345,6 +347,13 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
         What to compute, e.g. ``[f, tc.gradient(f, "x"), tc.hessian(f, "x")]``.
     name : str
         The function's name (a plain Python identifier).
+    shapes : dict, optional
+        The shape of every variable (name -> tuple).  Given, the source is the
+        compiler's program for these shapes (``tc.compile``'s plan: fused products,
+        shared subexpressions, contraction paths searched now, each pairwise step
+        written as a NumPy ``matmul`` or broadcast product), as fast as
+        ``tc.compile``; it needs NumPy only and refuses arrays of other shapes.
+        Without it the function works at any shape, through opt_einsum.
 
     Returns
     -------
@@ -360,6 +369,8 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
         When ``name`` or a variable name is not a plain identifier (or is a
         Python keyword), so that no text can be injected into the code.
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
     >>> source = tc.to_python([f, tc.gradient(f, "x")], name="quadratic")
@@ -379,6 +390,17 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
     for root in roots:
         if not isinstance(root, Expr):
             raise TensCalcError(f"to_python needs tenscalc expressions, got {type(root).__name__}")
+    if shapes is not None:
+        from .compiler.source import program_source
+
+        for variable in {n for root in roots for n, _ in root.varset}:
+            _check_identifier(variable, "variable name")
+            if variable.startswith("_"):
+                raise TensCalcError(
+                    f"variable name {variable!r}: names starting with '_' are reserved in generated code"
+                )
+        header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
+        return program_source(roots, name, shapes, single, header)
     writer = _Writer(roots, name)
     params = writer.bind_sizes()
     results = writer.write()
@@ -386,7 +408,7 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
 
 
 def to_function(exprs: Expr | Sequence[Expr], name: str = "f"):
-    """Compile the source of :func:`to_python` and return the function itself."""
+    """Compile the source of ``to_python`` and return the function itself."""
     source = to_python(exprs, name)
     namespace: dict[str, object] = {}
     exec(compile(source, f"<tenscalc {name}>", "exec"), namespace)  # noqa: S102 - our own, validated source

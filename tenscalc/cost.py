@@ -1,6 +1,6 @@
 """Cost estimates of compiled evaluation: flops, operations, largest intermediate.
 
-A compiled function's :meth:`~tenscalc.compiler.CompiledFunction.cost` binds the
+A compiled function's ``tenscalc.compiler.CompiledFunction.cost`` binds the
 plan to shapes (as a call would, without arrays) and adds up what every step
 costs: for fused products opt_einsum's ``opt_cost`` and the sizes of the
 pairwise intermediates along the chosen path; for elementwise work, sums,
@@ -58,6 +58,14 @@ class Cost:
     largest_intermediate : int
         Entries of the largest array allocated during evaluation, outputs
         included, inputs excluded.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+    >>> cost = tc.compile(f).cost({"A": (3, 4), "x": (4,)})
+    >>> cost.operations, cost.largest_intermediate
+    (1, 3)
     """
 
     flops: float

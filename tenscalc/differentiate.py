@@ -126,7 +126,7 @@ def reverse_sweep(expr: Expr, x: Expr, q: int, observe: Callable[[Expr, Expr], N
 
     ``observe(new, node)`` is called for the seed (with the root), for each
     node's summed pullback and for each contribution a node's rule makes, so that
-    tools (the pullback colouring of :func:`tenscalc.to_dot`) can tell which node
+    tools (the pullback colouring of ``tenscalc.to_dot``) can tell which node
     of ``expr`` produced which part of the derivative.
     """
     return reverse_sweep_many(expr, [x], q, observe)[0]
@@ -184,6 +184,8 @@ def gradient(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
 
     With a list of variables, a dict name -> gradient from one reverse sweep.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.gradient(tc.parse("X *(ij,ij->) X", {"X": 2}), "X"))
     '2 *(,ij->ij) X'
@@ -202,8 +204,10 @@ def jacobian(expr: Expr, wrt: str | Expr) -> Expr: ...
 @overload
 def jacobian(expr: Expr, wrt: WrtList) -> dict[str, Expr]: ...
 def jacobian(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
-    """The Jacobian ``d expr / d wrt`` of any order (same as :func:`derivative`).
+    """The Jacobian ``d expr / d wrt`` of any order (same as ``derivative``).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.jacobian(tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}), "x"))
     'A'
@@ -259,8 +263,10 @@ def hessian(
 
 
 def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
-    """The ``n``-th derivative by repeating :func:`derivative`.
+    """The ``n``-th derivative by repeating ``derivative``.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.nth_derivative(tc.parse("c^3", {"c": 0}), "c", 3))
     '6'

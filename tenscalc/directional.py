@@ -32,7 +32,7 @@ from .nodes import Expr
 
 
 def direction_name(expr: Expr, wrt: str | Expr) -> str:
-    """The name :func:`hvp` gives the direction variable for ``expr`` and ``wrt``."""
+    """The name ``hvp`` gives the direction variable for ``expr`` and ``wrt``."""
     x = _resolve_wrt(expr, wrt)
     taken = expr.variables
     name = f"v_{x.arg[0]}"

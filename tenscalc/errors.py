@@ -6,6 +6,8 @@ from __future__ import annotations
 class TensCalcError(ValueError):
     """Base class of every error tenscalc raises for bad input.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> try:
     ...     tc.parse("x *(i,->) y", {"x": 1, "y": 1})

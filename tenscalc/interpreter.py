@@ -36,6 +36,8 @@ def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, **kwargs: Any)
     numpy.ndarray
         The value, with one axis per order (0-d for order 0).
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
     >>> tc.evaluate(f, {"A": np.eye(2), "x": [1.0, 2.0]})

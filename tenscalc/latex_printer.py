@@ -22,6 +22,7 @@ Both printers are iterative (no recursion limit on deep expressions).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -57,7 +58,7 @@ FUNCTION_LATEX = {
 }
 
 
-def latex(expr: Expr, notation: str = "auto") -> str:
+def latex(expr: Expr, notation: str = "auto", temporaries: bool = False) -> str:
     """The expression as a LaTeX formula (without ``$`` delimiters).
 
     Parameters
@@ -66,9 +67,14 @@ def latex(expr: Expr, notation: str = "auto") -> str:
         Any tenscalc expression.
     notation : {"auto", "index", "matrix"}
         ``"index"`` writes indices and sums; ``"matrix"`` uses matrix notation
-        and raises :class:`TensCalcError` when the expression has none (a node of
+        and raises ``TensCalcError`` when the expression has none (a node of
         order 3 or more, or a product that is no chain of matrix products);
         ``"auto"`` (default) picks matrix notation when it exists.
+    temporaries : bool
+        Name the subexpressions that matrix notation would write more than once
+        (``t_{0}``, ``t_{1}`` ...) and define them after the formula:
+        ``-X^\\top \\operatorname{diag}(...t_{0}...) X \\quad\\text{where}\\quad t_{0} = ...``.
+        Only matrix notation names temporaries; index notation ignores this.
 
     Examples
     --------
@@ -93,7 +99,7 @@ def latex(expr: Expr, notation: str = "auto") -> str:
         readings = matrix_readings(expr)
         reading = readings.get(id(expr))
         if reading is not None:
-            return reading.text
+            return _with_temporaries(expr, readings) if temporaries else reading.text
         if notation == "matrix":
             raise TensCalcError(
                 "this expression has no matrix notation (it has a node of order 3 or more, or a product that "
@@ -449,6 +455,10 @@ class _Reading:
     kind: int
     t: str | None = None
     t_prec: int = ATOM
+    # for an entrywise power with a negative exponent: the text of its reciprocal,
+    # so that an entrywise product writes ``a \oslash b`` instead of ``a \odot b^{\circ -1}``
+    recip: str | None = None
+    recip_prec: int = ATOM
 
 
 def transpose(r: _Reading) -> _Reading:
@@ -525,7 +535,13 @@ def _m_pow(node, kids, readings):
     t = None
     if node.order == 2:
         t = _power((transpose(base).text, transpose(base).prec), (exponent.text, exponent.prec), e, True)[0]
-    return _Reading(text, prec, node.order, t, POW)
+    recip, recip_prec = None, ATOM
+    if hadamard and isinstance(e, (int, float)) and e < 0:
+        # b^{∘-2} is the reciprocal of b^{∘2}
+        recip, recip_prec = (base.text, base.prec)
+        if e != -1:
+            recip, recip_prec = _power((base.text, base.prec), (format_number(-e), ATOM), -e, True)
+    return _Reading(text, prec, node.order, t, POW, recip, recip_prec)
 
 
 def _m_inv(node, kids, readings):
@@ -629,13 +645,20 @@ def _chain_reading(operands: list[_Operand], out: list, scalars: list[_Reading])
             if len(members) < 2 or not all(occurrences(x) >= 3 for x in key):
                 continue
             first = operands[members[0]]
-            parts = []
+            parts, divisors = [], []
             for k in members:
                 r = operands[k].reading
                 if operands[k].letters != first.letters:
                     r = transpose(r)
-                parts.append(_wrap(r.text, r.prec, POW))
-            reading = _Reading(" \\odot ".join(parts), HADAMARD, len(first.letters))
+                if r.recip is not None:
+                    divisors.append(_wrap(r.recip, r.recip_prec, POW))
+                else:
+                    parts.append(_wrap(r.text, r.prec, POW))
+            if not parts:  # nothing to divide: keep the powers
+                parts, divisors = [_wrap(operands[k].reading.text, operands[k].reading.prec, POW) for k in members], []
+            # a ⊙ b^{∘-1} -> a ⊘ b
+            text = " \\odot ".join(parts) + "".join(f" \\oslash {d}" for d in divisors)
+            reading = _Reading(text, HADAMARD, len(first.letters))
             operands = [op for k, op in enumerate(operands) if k not in members[1:]]
             operands[members[0]] = _Operand(reading, list(first.letters))
             merged = True
@@ -781,6 +804,152 @@ def notebook_latex(expr: Expr) -> str | None:
     try:
         if text_length(expr) > 4_000:
             return None
-        return f"${latex(expr)}$"
+        return f"${latex(expr, temporaries=True)}$"
     except TensCalcError:
         return None
+
+
+# ------------------------------------------------------------ named temporaries
+
+# a shared subexpression gets a name when its formula shows at least this many
+# characters: naming ``X w`` or ``diag(x)`` would make the formula harder to read
+TEMPORARY_MIN_LENGTH = 12
+
+
+def _visible_length(text: str) -> int:
+    """About how many characters a LaTeX formula shows (markup not counted)."""
+    return len(re.sub(r"\\(?:left|right|operatorname|mathbf)|[{}\\ ]", "", text))
+
+
+def _uses(root: Expr, named: set[int]) -> dict[int, int]:
+    """How often each node's text appears once every named node is written once."""
+    count: dict[int, int] = {id(root): 1}
+    for node in reversed(topological(root)):  # parents before children
+        times = 1 if id(node) in named else count.get(id(node), 0)
+        for child in node.children:
+            count[id(child)] = count.get(id(child), 0) + times
+    return count
+
+
+def _name_temporaries(root: Expr, readings: dict[int, _Reading | None]) -> set[int]:
+    """The nodes (by id) to name: used twice or more in the formula, and long.
+
+    A node is judged by its text with its own named parts already short; naming a
+    node can leave a part of it used once, which is then written out again.
+    """
+    nodes = topological(root)
+    candidates = {
+        id(n)
+        for n in nodes
+        if n is not root and n.op not in ("var", "const", "delta") and readings.get(id(n)) is not None
+    }
+    named: set[int] = set()
+    for _ in range(4):  # naming a parent can leave a child used once: drop it and redo
+        uses = _uses(root, named)
+        named = {k for k in named if uses.get(k, 0) >= 2}
+        new: dict[int, _Reading | None] = {}
+        chosen: set[int] = set()
+        for node in nodes:
+            kids = [new[id(c)] for c in node.children]
+            if node.order > 2 or any(k is None for k in kids):
+                new[id(node)] = None
+                continue
+            reading = _MATRIX_RULES[node.op](node, kids, new)
+            if (
+                id(node) in candidates
+                and reading is not None
+                and (
+                    id(node) in named
+                    or (uses.get(id(node), 0) >= 2 and _visible_length(reading.text) >= TEMPORARY_MIN_LENGTH)
+                )
+            ):
+                chosen.add(id(node))
+            new[id(node)] = reading
+        if chosen == named:
+            break
+        named = chosen
+    return named
+
+
+def _with_temporaries(root: Expr, readings: dict[int, _Reading | None]) -> str:
+    """The matrix formula with shared subexpressions named (see ``latex``)."""
+    named = _name_temporaries(root, readings)
+    if not named:
+        return readings[id(root)].text
+    nodes = topological(root)
+    taken = {format_name(name) for name, _ in root.varset}
+    prefix = "t" if not any(t.startswith("t_") for t in taken) else "\\tau"
+    new: dict[int, _Reading | None] = {}
+    definitions: list[str] = []
+    for node in nodes:
+        kids = [new[id(c)] for c in node.children]
+        if node.order > 2 or any(k is None for k in kids):
+            new[id(node)] = None
+            continue
+        reading = _MATRIX_RULES[node.op](node, kids, new)
+        if id(node) in named and reading is not None:
+            name = f"{prefix}_{{{len(definitions)}}}"
+            definitions.append(f"{name} = {reading.text}")
+            symmetric = reading.kind == 2 and reading.t == reading.text
+            t = name if symmetric else None
+            reading = _Reading(name, ATOM, reading.kind, t, ATOM if symmetric else POW)
+        new[id(node)] = reading
+    main = new[id(root)]
+    return f"{main.text} \\quad\\text{{where}}\\quad " + ",\\quad ".join(definitions)
+
+
+# ------------------------------------------------------- plain-text matrix notation
+
+# LaTeX of the matrix printer -> plain text, longest pieces first
+_PLAIN = [
+    (" \\quad\\text{where}\\quad ", "\n  where "),
+    (",\\quad ", "\n        "),
+    ("^{-\\top}", "⁻ᵀ"),
+    ("^{-1}", "⁻¹"),
+    ("^\\top", "ᵀ"),
+    ("\\operatorname{diag}", "diag"),
+    ("\\operatorname{tr}", "tr"),
+    ("\\operatorname{sign}", "sign"),
+    ("\\operatorname{relu}", "relu"),
+    ("\\left|", "|"),
+    ("\\right|", "|"),
+    ("\\left(", "("),
+    ("\\right)", ")"),
+    ("\\mathbf{1}", "𝟏"),
+    ("\\odot", "⊙"),
+    ("\\oslash", "⊘"),
+    ("\\cdot", "·"),
+    ("\\det", "det"),
+    ("\\sqrt", "sqrt"),
+]
+
+
+def matrix_text(expr: Expr) -> str | None:
+    """Matrix notation as plain text (``Aᵀ x + A x``), or None where there is none.
+
+    It is the LaTeX printer's matrix reading with named temporaries, its LaTeX
+    commands written as Unicode; an expression without a matrix reading (a node
+    of order 3 or more) gives None, and the caller prints the einsum language.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> matrix_text(tc.gradient(f, "x"))
+    'Aᵀ x + A x'
+    >>> print(matrix_text(tc.parse("T *(ijk,k->ij) x", {"T": 3, "x": 1})))
+    None
+    """
+    try:
+        text = latex(expr, notation="matrix", temporaries=True)
+    except TensCalcError:
+        return None
+    for old, new in _PLAIN:
+        text = text.replace(old, new)
+    for name, plain in FUNCTION_LATEX.items():
+        text = text.replace(plain + "(", name + "(")
+    text = re.sub(r"\^\{\\circ (-?[\d.]+)\}", r"^∘\1", text)  # entrywise powers
+    text = re.sub(r"\^\{(-?[\d.]+)\}", r"^\1", text)
+    text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = re.sub(r"([A-Za-z])_\{(\w+)\}", r"\1\2", text)  # t_{0} -> t0, names with subscripts
+    return text

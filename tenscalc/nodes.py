@@ -1,6 +1,6 @@
 """Interned, immutable expression nodes: the DAG every other module works on.
 
-Every node is created through :func:`make`, which looks its structural key up in a
+Every node is created through ``make``, which looks its structural key up in a
 weak-value cache.  Structurally equal expressions are therefore the *same* object:
 equality is ``is``, hashing is O(1) and common subexpressions are shared from the
 moment they are built.  The factory also brings nodes into a canonical form
@@ -25,7 +25,7 @@ det       None (determinant)                             (X,)
 ========  =============================================  ==========================
 
 Every node also carries ``dims``: one *dimension* per axis, the symbolic length of
-that axis (see :class:`Dim`).  A variable's axis ``k`` has the dimension
+that axis (see ``Dim``).  A variable's axis ``k`` has the dimension
 ``Dim(name, order, k)``; every other node's dimensions follow from its children
 when it is built (a product takes each output letter's dimension from the
 operands carrying that letter), and a constant or ``delta`` takes them from its
@@ -35,7 +35,7 @@ vector of ``x``'s length).  Dimensions are part of a constant's identity, so the
 same text used at two lengths is two nodes and both evaluate.  Equalities that an
 expression implies between different dimensions (``A *(ij,j->i) x`` says
 ``A.1 = x.0``) are constraints, checked when arrays are bound
-(:mod:`tenscalc.axes`); they never rewrite a node.  A derivative keeps the
+(``tenscalc.axes``); they never rewrite a node.  A derivative keeps the
 dimensions of the variable it came from, so it knows "the length of X's axis 0"
 even after X itself has disappeared from it.
 
@@ -62,6 +62,8 @@ class Dim(NamedTuple):
     """The length of axis ``axis`` of the variable ``name`` (of order ``order``):
     the only kind of known dimension.  It prints as ``name.axis`` (``X.0``).
 
+    Examples
+    --------
     >>> Dim("X", 2, 0)
     Dim(name='X', order=2, axis=0)
     """
@@ -74,7 +76,7 @@ class Dim(NamedTuple):
         return f"{self.name}.{self.axis}"
 
 
-#: One entry of ``Expr.dims``: a known :class:`Dim`, ``None`` (unknown: taken from
+#: One entry of ``Expr.dims``: a known ``Dim``, ``None`` (unknown: taken from
 #: the context the node is used in), or an int *mark* (an unknown that the printer
 #: tags to find out whether text would recover it, see ``printing``).
 DimSlot = Dim | int | None
@@ -110,7 +112,7 @@ _lock = threading.RLock()
 
 class Expr:
     """One node of a tensor expression DAG.  Create nodes with the builder API
-    (:func:`tenscalc.var`, operators, :func:`tenscalc.einsum` ...) or by parsing.
+    (``tenscalc.var``, operators, ``tenscalc.einsum`` ...) or by parsing.
 
     Attributes
     ----------
@@ -123,7 +125,7 @@ class Expr:
     order : int
         Number of axes of the tensor this node stands for.
     dims : tuple
-        The length of every axis as a dimension (:class:`Dim`, or ``None`` where
+        The length of every axis as a dimension (``Dim``, or ``None`` where
         no variable fixes it yet).
     serial : int
         Creation number, stable within a process; used for printing and drawing.
@@ -185,6 +187,8 @@ class Expr:
     def variables(self) -> dict[str, int]:
         """Every variable the expression contains, name -> order, sorted by name.
 
+        Examples
+        --------
         >>> import tenscalc as tc
         >>> tc.parse("x *(i,ij->j) A", {"x": 1, "A": 2}).variables
         {'A': 2, 'x': 1}
@@ -198,6 +202,8 @@ class Expr:
         an axis of ``X``'s length.  Evaluation needs an array (of the right shape)
         for each of them too.
 
+        Examples
+        --------
         >>> import tenscalc as tc
         >>> f = tc.parse("X *(ij,->) 1", {"X": 2})      # the sum of X's entries
         >>> tc.hessian(f, "X").shape_variables           # zero, of X's shape twice
@@ -285,7 +291,7 @@ class Expr:
         p.text(repr(self))
 
     def to_latex(self, notation: str = "auto") -> str:
-        """The expression in LaTeX (see :func:`tenscalc.latex`)."""
+        """The expression in LaTeX (see ``tenscalc.latex``)."""
         from .latex_printer import latex
 
         return latex(self, notation)
@@ -318,12 +324,12 @@ def make(op: str, children: Sequence[Expr], arg: Any = None, dims: Sequence[DimS
     """Return the unique node ``(op, children, arg)``, creating it if needed.
 
     The arguments are first brought into canonical form and checked; an invalid
-    combination raises :class:`SemanticError`.  Children whose dimensions are
+    combination raises ``SemanticError``.  Children whose dimensions are
     unknown where a sibling knows them are specialised first.  ``dims`` is read
     only for constants (one per axis) and deltas (one per pair of axes); ``None``
     there means "unknown: take it from the context".  Prefer the small
-    constructors below (:func:`var`, :func:`const`, :func:`mul` ...) which
-    document each kind's ``arg``.
+    constructors below (``var``, ``const``, ``mul`` ...) which document each
+    kind's ``arg``.
     """
     children = tuple(children)
     canon = _CANONICALIZERS.get(op)
@@ -871,6 +877,8 @@ def topological(roots: Expr | Sequence[Expr]) -> list[Expr]:
 def count_nodes(roots: Expr | Sequence[Expr]) -> int:
     """Number of distinct nodes in the DAG (shared subexpressions count once).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4
@@ -881,6 +889,8 @@ def count_nodes(roots: Expr | Sequence[Expr]) -> int:
 def count_edges(roots: Expr | Sequence[Expr]) -> int:
     """Number of parent-child edges in the DAG (a child used twice counts twice).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4

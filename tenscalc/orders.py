@@ -28,6 +28,8 @@ class Problem:
     """A parsed problem: the expression, the declared orders and the variable to
     differentiate by (``None`` when the text has no ``derivative wrt``).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> p = tc.parse_problem("declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x")
     >>> p.wrt, p.expr.order

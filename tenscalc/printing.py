@@ -3,7 +3,7 @@
 ``to_text(parse(s))`` re-parses (with the same orders) to the identical node.
 A constant or delta whose axis lengths its context would not give back when the
 text is parsed again is written with its dimensions (``1{X.0}``, ``delta(1){x.0}``,
-``0{X.0, X.1}`` for a zero of X's shape); see :func:`written_dimensions`.
+``0{X.0, X.1}`` for a zero of X's shape); see ``written_dimensions``.
 Products with more than two operands (made by the builder or the simplifier)
 print as nested binary products, which re-parse to an equivalent expression.
 Printing is iterative; shared subexpressions are printed once per use.
@@ -50,12 +50,23 @@ def text_length(root: Expr) -> int:
 MAX_TEXT = 50_000_000
 
 
-def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
+def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -> str:
     """The expression in the tenscalc language.
 
+    With ``temporaries=True`` every subexpression that the text would repeat (and
+    that is at least ``TEMPORARY_MIN_LENGTH`` characters long) is printed once, on
+    its own line ``t0 = ...`` before the expression, and named where it is used.
+    That text is for reading: the language itself has no assignments.
+
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> str(tc.parse("A *(ab,b->a) x - 2 *(,i->i) y", {"A": 2, "x": 1, "y": 1}))
     'A *(ij,j->i) x - 2 *(,i->i) y'
+    >>> f = tc.parse("tanh(A *(ij,j->i) x + b) *(i,i->) tanh(A *(ij,j->i) x + b)", {"A": 2, "x": 1, "b": 1})
+    >>> print(tc.to_text(f, temporaries=True))
+    t0 = tanh(b + A *(ij,j->i) x)
+    t0 *(i,i->) t0
     """
     estimate = text_length(root)
     if estimate > max_length:
@@ -68,14 +79,13 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
             f"the expression is too large to print as text (about {estimate:,} characters{why}); "
             "draw it or count its nodes instead"
         )
+    if temporaries:
+        return _with_temporaries(root)
     texts: dict[int, tuple[str, int]] = {}
     flexible: dict[int, bool] = {}
     written = written_dimensions(root)
     for node in topological(root):
-        text, precedence = _PRINTERS[node.op](node, texts)
-        if node in written:
-            text += dimensions_text(node)
-        texts[id(node)] = (text, precedence)
+        texts[id(node)] = _print_node(node, texts, written)
         flexible[id(node)] = node not in written and _order_from_context(node, flexible)
     text = texts[id(root)][0]
     if flexible[id(root)] and root.order > 0:
@@ -85,6 +95,12 @@ def to_text(root: Expr, max_length: int = MAX_TEXT) -> str:
         letters = letters_for(tuple(range(root.order)))
         text = f"({text}) *(,{letters}->{letters}) 1"
     return text
+
+
+def _print_node(node: Expr, texts: dict[int, tuple[str, int]], written: set[Expr]) -> tuple[str, int]:
+    """The text of ``node`` from its children's, with its dimensions where they are written."""
+    text, precedence = _PRINTERS[node.op](node, texts)
+    return (text + dimensions_text(node), precedence) if node in written else (text, precedence)
 
 
 def dimensions_text(node: Expr) -> str:
@@ -136,6 +152,48 @@ def _surviving_marks(root: Expr, written: set[Expr]) -> set[int]:
     return {
         d for n in topological(rebuilt[id(root)]) if n.op in N.DIMENSIONED_LEAVES for d in n.dims if type(d) is int
     }
+TEMPORARY_MIN_LENGTH = 24
+
+
+def _with_temporaries(root: Expr) -> str:
+    """``t0 = ...`` lines for the repeated subexpressions, then the expression.
+
+    Parents are judged first, so the largest repeated piece gets a name; a part
+    of it that is also used elsewhere gets its own.
+    """
+    nodes = topological(root)
+    written = written_dimensions(root)
+    taken = {name for name, _ in root.varset}
+    prefix = "t" if not any(name.startswith("t") and name[1:].isdigit() for name in taken) else "tmp"
+    flexible: dict[int, bool] = {}
+    full: dict[int, tuple[str, int]] = {}
+    for node in nodes:
+        flexible[id(node)] = node not in written and _order_from_context(node, flexible)
+        full[id(node)] = _print_node(node, full, written)
+    named: set[int] = set()
+    uses: dict[int, int] = {id(root): 1}
+    for node in reversed(nodes):  # parents before children
+        if (
+            node is not root
+            and node.op not in ("var", "const", "delta")
+            and not flexible[id(node)]
+            and uses.get(id(node), 0) >= 2
+            and len(full[id(node)][0]) >= TEMPORARY_MIN_LENGTH
+        ):
+            named.add(id(node))
+        times = 1 if id(node) in named else uses.get(id(node), 0)
+        for child in node.children:
+            uses[id(child)] = uses.get(id(child), 0) + times
+    texts: dict[int, tuple[str, int]] = {}
+    lines = []
+    for node in nodes:
+        texts[id(node)] = _print_node(node, texts, written)
+        if id(node) in named:
+            name = f"{prefix}{len(lines)}"
+            lines.append(f"{name} = {texts[id(node)][0]}")
+            texts[id(node)] = (name, ATOM)
+    lines.append(texts[id(root)][0])
+    return "\n".join(lines)
 
 
 def _order_from_context(node: Expr, flexible: dict[int, bool]) -> bool:

@@ -4,18 +4,18 @@ simplifier, the compiler's plan, the printers and the convexity rules share.
 A product is ``factor * einsum(operands -> out)`` where every operand is a pair
 ``(node, letters)``.  The operations here are exact rewrites of that form:
 
-* :func:`scale_parts` recognises ``c X`` (a one-term sum) and
-  :func:`constant_value` a tensor of equal entries (a constant);
-* :func:`inline` puts a product operand's own operands in its place, renaming
+* ``scale_parts`` recognises ``c X`` (a one-term sum) and
+  ``constant_value`` a tensor of equal entries (a constant);
+* ``inline`` puts a product operand's own operands in its place, renaming
   the inner letters apart and uniting the inner output letters with the outer
   ones (``(A *(ij,j->i) x) *(i,i->) y`` -> ``A *(ij,j,i->) x y``);
-* :func:`flatten` inlines a whole tree of products and scalings at once;
-* :func:`unite_delta_letters` drops ``delta`` operands by uniting the letters
-  they pair, and :func:`split_constants` folds constant operands into the factor
+* ``flatten`` inlines a whole tree of products and scalings at once;
+* ``unite_delta_letters`` drops ``delta`` operands by uniting the letters
+  they pair, and ``split_constants`` folds constant operands into the factor
   where another operand still carries their letters.
 
 Letters are anything hashable and comparable (ints in the DAG, strings in the
-printers); :class:`~tenscalc.letters.LetterClasses` keeps which are equal.
+printers); ``LetterClasses`` keeps which are equal.
 """
 
 from __future__ import annotations

@@ -258,6 +258,90 @@ def mul_ones_on_diagonal(node: Expr, ctx: Context) -> Expr | None:
             seen.add(letter)
         identity = N.mul((identity,), (tuple(range(2 * n)),), tuple(positions))
     return identity if value == 1 else N.scale(identity, value)
+def mul_distribute_power(node: Expr, ctx: Context) -> Expr | None:
+    # q^-2 ⊙ p^2 ⊙ (p ⊙ q^-1)^-1 -> q^-2 ⊙ p^2 ⊙ p^-1 ⊙ q   (then powers merge: -p/q in KL)
+    pairs = _operands(node)
+    bases = {id(_power_parts(child)[0]) for child, _ in pairs}
+    for k, (child, spec) in enumerate(pairs):
+        power = _const_power(child)
+        if power is None or power[1] != int(power[1]) or power[0].op != "mul":
+            continue
+        parts = _embedded(power[0])
+        if parts is None or parts[1] != parts[2] or parts[3] != 1 or power[0].order != len(spec):
+            continue
+        factors = parts[0]
+        if not any(id(_power_parts(f)[0]) in bases for f in factors):
+            continue  # nothing to merge with: distributing would only add nodes
+        exponent = N.const(power[1], 0)
+        inner = [(N.power(f, exponent), spec) for f in factors]
+        return _rebuild(pairs[:k] + inner + pairs[k + 1 :], node.arg[1])
+    return None
+
+
+def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
+    # sign(a) ⊙ a -> |a|   (then |a| ⊙ |a|^-1 merges to 1: ln|det X|'s Hessian)
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "func" or child.arg != "sign":
+            continue
+        inner = child.children[0]
+        for m, (other, other_spec) in enumerate(pairs):
+            if m != k and other is inner and other_spec == spec:
+                rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+                rest.append((N.func("abs", inner), spec))
+                return _rebuild(rest, node.arg[1])
+    return None
+
+
+def _carries_delta(node: Expr) -> bool:
+    """``node`` is a delta, a product with a delta operand, or a scale of one (one level only)."""
+    if node.op == "add" and len(node.children) == 1:
+        node = node.children[0]
+    return node.op == "delta" or (node.op == "mul" and _has_delta(node))
+
+
+def mul_distribute_delta_sum(node: Expr, ctx: Context) -> Expr | None:
+    # (δ ⊗ A - δ' ⊗ B) *(..) C -> δ ⊗ A *(..) C - δ' ⊗ B *(..) C, when every delta is then absorbed
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "add" or not ctx.single_use(child) or len(child.children) > 4:
+            continue
+        if not any(_carries_delta(t) for t in child.children):
+            continue
+        # each new product is rewritten on its own (fusion, delta absorption), nothing deeper
+        local = {"mul": [r for r in MUL_RULES if r is not mul_distribute_delta_sum], "add": ADD_RULES}
+        terms = [
+            _rewrite_locally(_rebuild(pairs[:k] + [(t, spec)] + pairs[k + 1 :], node.arg[1]), local, ctx)
+            for t in child.children
+        ]
+        if any(_carries_delta(t) or (t.op == "add" and any(map(_carries_delta, t.children))) for t in terms):
+            continue  # a delta between free axes stays: distributing would only grow the DAG
+        return N.add(terms, child.arg)
+    return None
+
+
+def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:
+    # inv(A) *(ij,jk->ik) A -> delta(1) ; A *(ij,jk->ik) inv(A) -> delta(1)
+    pairs = _operands(node)
+    out = node.arg[1]
+    uses: dict[int, int] = {}
+    for _, spec in pairs:
+        for letter in spec:
+            uses[letter] = uses.get(letter, 0) + 1
+    for k, (inverse, (i1, i2)) in ((k, p) for k, p in enumerate(pairs) if p[0].op == "inv"):
+        if i1 == i2:
+            continue
+        for m, (matrix, spec) in enumerate(pairs):
+            if m == k or matrix is not inverse.children[0] or len(spec) != 2 or spec[0] == spec[1]:
+                continue
+            a1, a2 = spec
+            for summed, keep, axis in (((i2, a1), (i1, a2), 1), ((a2, i1), (a1, i2), 0)):
+                letter = summed[0]
+                if summed[0] == summed[1] and uses[letter] == 2 and letter not in out and keep[0] != keep[1]:
+                    rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+                    rest.append((N.delta(1, (matrix.dims[axis],)), keep))  # the identity on the matrix's axis
+                    return _rebuild(rest, out)
+    return None
 
 
 MUL_RULES: list[Rule] = [
@@ -266,6 +350,10 @@ MUL_RULES: list[Rule] = [
     mul_pull_scale,
     mul_fuse,
     mul_absorb_delta,
+    mul_cancel_inverse,
+    mul_distribute_delta_sum,
+    mul_sign_times_self,
+    mul_distribute_power,
     mul_merge_powers,
     mul_constants,
     mul_all_constant,
@@ -372,7 +460,70 @@ def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
-ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms, add_factor_common]
+def _embedded(term: Expr) -> tuple[list[Expr], tuple[int, ...], tuple[int, ...], int | float] | None:
+    """A term as ``scale * (f1 ⊙ f2 ...)`` laid out by one spec: ``(factors, s, out, scale)``.
+
+    ``e ⊙ q`` is ``([e, q], s, s, 1)``; ``q *(i,->ii) 1`` (``diag(q)``) is
+    ``([q], (i,), (i, i), 1)``; any other node is itself, laid out as it is.
+    """
+    if term.op != "mul":
+        letters = tuple(range(term.order))
+        return [term], letters, letters, 1
+    ins, out = term.arg
+    factors, specs, scale = [], set(), 1
+    for child, spec in zip(term.children, ins):
+        if child.op == "const" and not spec:
+            scale *= child.arg[0]
+            continue
+        factors.append(child)
+        specs.add(spec)
+    if len(specs) != 1:
+        return None
+    (spec,) = specs
+    if len(set(spec)) != len(spec):
+        return None
+    return factors, spec, out, scale
+
+
+def _const_power(node: Expr) -> tuple[Expr, int | float] | None:
+    """``b^c`` with a constant ``c`` as ``(b, c)``."""
+    if node.op == "pow" and node.children[1].op == "const":
+        return node.children[0], node.children[1].arg[0]
+    return None
+
+
+def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
+    # c1 u ⊙ q^-2 + c2 q^-1 with q = a u + b k, c1 + a c2 = 0  ->  c2 b k q^-2   (σ(1-σ): e/(e+1)^2)
+    terms = [(t, c, _embedded(t)) for t, c in zip(node.children, node.arg)]
+    for i, (_, c1, parts_i) in enumerate(terms):
+        if parts_i is None or len(parts_i[0]) != 2:
+            continue
+        factors, spec, out, scale1 = parts_i
+        for slot in (0, 1):
+            square, u = factors[slot], factors[1 - slot]
+            power = _const_power(square)
+            if power is None or power[1] != -2 or power[0].op != "add" or len(power[0].children) != 2:
+                continue
+            q = power[0]
+            (x, a), (k, b) = sorted(zip(q.children, q.arg), key=lambda p: p[0].op == "const")
+            if x is not u or k.op != "const" or k.arg[1] != q.order:
+                continue
+            for j, (_, c2, parts_j) in enumerate(terms):
+                if j == i or parts_j is None or len(parts_j[0]) != 1 or parts_j[1:3] != (spec, out):
+                    continue
+                if _const_power(parts_j[0][0]) != (q, -1) or c1 * scale1 + a * c2 * parts_j[3] != 0:
+                    continue
+                if spec == out:
+                    merged = square
+                else:
+                    merged = N.mul([square, N.const(1, 0)], [spec, ()], out)
+                rest = [(t, c) for n, (t, c, _) in enumerate(terms) if n not in (i, j)]
+                rest.append((merged, c2 * parts_j[3] * b * k.arg[0]))
+                return N.add([t for t, _ in rest], [c for _, c in rest])
+    return None
+
+
+ADD_RULES: list[Rule] = [add_scale_constant, add_simplify_terms, add_factor_common, add_cancel_over_square]
 
 
 # ----------------------------------------------------------- functions and powers
@@ -437,7 +588,24 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
 
 
 FUNC_RULES: list[Rule] = [func_constant]
-POW_RULES: list[Rule] = [pow_simplify]
+def pow_of_pow(node: Expr, ctx: Context) -> Expr | None:
+    # (b^a)^c -> b^(a c) for an integer c ((b^2)^0.5 is |b|, so never for a fractional c)
+    outer = _const_power(node)
+    inner = None if outer is None else _const_power(outer[0])
+    if inner is None or outer[1] != int(outer[1]):
+        return None
+    return N.power(inner[0], N.const(N.normalize_number(inner[1] * outer[1]), 0))
+
+
+POW_RULES: list[Rule] = [pow_simplify, pow_of_pow]
+
+def inv_of_inv(node: Expr, ctx: Context) -> Expr | None:
+    # inv(inv(X)) -> X
+    (child,) = node.children
+    return child.children[0] if child.op == "inv" else None
+
+
+INV_RULES: list[Rule] = [inv_of_inv]
 
 RULES: dict[str, list[Rule]] = {
     "var": [],
@@ -447,7 +615,7 @@ RULES: dict[str, list[Rule]] = {
     "mul": MUL_RULES,
     "func": FUNC_RULES,
     "pow": POW_RULES,
-    "inv": [],
+    "inv": INV_RULES,
     "det": [],
 }
 
@@ -458,6 +626,8 @@ RULES: dict[str, list[Rule]] = {
 def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     """Rewrite ``root`` with the rule sets until nothing changes.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> x = tc.var("x", 1)
     >>> str(tc.simplify(x + x - 0))

@@ -79,6 +79,14 @@ def random_values(
     ``[0.1, 0.9]`` when the expression has ``log``, ``arcsin``/``arccos`` or
     non-integer powers.  Square matrices get ``n * I`` added so that ``inv`` and
     ``det`` are well conditioned.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> from tenscalc.testing import random_values
+    >>> values = random_values(tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}))
+    >>> values["A"].shape, values["x"].shape
+    ((2, 3), (3,))
     """
     rng = np.random.default_rng(seed)
     if low is None or high is None:
@@ -94,7 +102,16 @@ def random_values(
 
 @dataclass
 class DerivativeCheck:
-    """Outcome of :func:`check_derivative`."""
+    """Outcome of ``check_derivative``: ``ok``, the largest relative error and where.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> from tenscalc.testing import check_derivative
+    >>> report = check_derivative(tc.parse("x *(i,i->) x", {"x": 1}), "x")
+    >>> report.ok, report.max_error < 1e-8
+    (True, True)
+    """
 
     ok: bool
     max_error: float
@@ -138,6 +155,14 @@ def check_derivative(
     ``full_jacobian_max`` entries the full Jacobian is compared; for larger ones,
     ``directions`` random directional derivatives.  The error is relative:
     ``max |symbolic - numeric| / max(1, max |numeric|)``.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> from tenscalc.testing import check_derivative
+    >>> f = tc.parse("log(det(X))", {"X": 2})
+    >>> check_derivative(f, "X").ok, check_derivative(f, "X", order=2).ok
+    (True, True)
     """
     x = _resolve_wrt(expr, wrt)
     name = x.arg[0]
@@ -189,7 +214,7 @@ def check_derivative(
 
 
 def assert_derivative(expr: Expr, wrt: str | Expr, order: int = 1, **kwargs) -> DerivativeCheck:
-    """Like :func:`check_derivative` but raise ``AssertionError`` (with the worst entry) on a mismatch."""
+    """Like ``check_derivative`` but raise ``AssertionError`` (with the worst entry) on a mismatch."""
     report = check_derivative(expr, wrt, order=order, **kwargs)
     if not report.ok:
         raise AssertionError(report.message)

@@ -1,6 +1,6 @@
 """Drawings of expression DAGs with Graphviz.
 
-:func:`to_dot` draws one or more expressions as a directed graph: one box per
+``to_dot`` draws one or more expressions as a directed graph: one box per
 node (operation, index spec, order and, when shapes or values are given, the
 shape), one arrow per use, from an operand up to the node that uses it.  A
 node with several parents is drawn once, with a double border, so sharing is
@@ -15,8 +15,8 @@ The output is deterministic: nodes are named ``n0, n1, ...`` in a traversal
 order that depends only on the expressions' structure.
 
 The Python package ``graphviz`` builds the graph and the ``dot`` program (Debian
-package ``graphviz``) renders it.  Without them :func:`to_dot` returns the DOT
-source text (a :class:`DotSource`) with a hint how to install them.
+package ``graphviz``) renders it.  Without them ``to_dot`` returns the DOT
+source text (a ``DotSource``) with a hint how to install them.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
     """The raw reverse-mode derivative and, for each of its new nodes, the node of
     ``expr`` whose pullback rule created it.
 
-    It runs the reverse sweep of :mod:`tenscalc.differentiate` with an observer
+    It runs the reverse sweep of ``tenscalc.differentiate`` with an observer
     that notes, after each rule, which nodes appeared.  The seed is
     attributed to the root, the sum of a node's contributions to the node itself.
 
@@ -243,6 +243,8 @@ def to_dot(
         the ``graphviz`` package and the ``dot`` program are installed, else the
         DOT text with an installation hint.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
     >>> print(tc.dot_source(f).splitlines()[0])
@@ -282,8 +284,10 @@ def dot_source(
     rankdir: str = "BT",
     max_nodes: int = MAX_NODES,
 ) -> str:
-    """The DOT text that :func:`to_dot` draws (same arguments), always as a string.
+    """The DOT text that ``to_dot`` draws (same arguments), always as a string.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.dot_source(tc.parse("x + 1", {"x": 1})).splitlines()[0]
     'digraph tenscalc {'
@@ -419,8 +423,10 @@ def html(expr: Expr) -> str | None:
     drawing = svg(expr)
     if drawing is None:
         return None
-    text = to_text(expr) if text_length(expr) < 2_000 else f"({expr.op} node of order {expr.order})"
+    # repeated subexpressions named once (t0 = ...), as tc.latex(..., temporaries=True) does
+    text = to_text(expr, temporaries=True) if text_length(expr) < 2_000 else f"({expr.op} node of order {expr.order})"
     variables = ", ".join(f"{k}: {v}" for k, v in expr.variables.items())
-    caption = f"<code>{html_module.escape(text)}</code><br><small>order {expr.order}; variables {{{variables}}}</small>"
+    code = html_module.escape(text).replace("\n", "<br>")
+    caption = f"<code>{code}</code><br><small>order {expr.order}; variables {{{variables}}}</small>"
     start = drawing.find("<svg")
     return f"<div>{caption}<br>{drawing[start:] if start >= 0 else drawing}</div>"

@@ -129,8 +129,15 @@ def test_gradient_of_frobenius_norm_is_two_x():
 def test_logistic_regression_hessian_reads_x_transpose_diag_x():
     f = parse("log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1", X=2, y=1, w=1)
     text = tc.latex(tc.hessian(f, "w"), notation="matrix")
-    assert text.startswith(r"-X^\top \operatorname{diag}\left(")
+    # e ⊙ (e + 1)^-2 - (e + 1)^-1 is simplified to -(e + 1)^-2: σ(1 - σ) = e / (1 + e)^2
+    assert text.startswith(r"X^\top \operatorname{diag}\left(")
     assert text.endswith(r"\right) X")
+    short = tc.latex(tc.hessian(f, "w"), temporaries=True)
+    assert short == (
+        r"X^\top \operatorname{diag}\left(t_{0} \odot y^{\circ 2} \oslash "
+        r"\left(t_{0} + \mathbf{1}\right)^{\circ 2}\right) X"
+        r" \quad\text{where}\quad t_{0} = \exp\left(-y \odot \left(X w\right)\right)"
+    )
 
 
 def test_matrix_factorisation_gradient():

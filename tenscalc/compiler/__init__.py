@@ -1,12 +1,12 @@
 """Compiled evaluation: all symbolic work once, then arrays at hand-written speed.
 
 ``tc.compile(expr_or_list, backend="numpy")`` turns expressions into a reusable
-callable.  The symbolic half (:mod:`.plan`) fuses chains of products into
+callable.  The symbolic half (``.plan``) fuses chains of products into
 multi-operand einsums, removes deltas and constants by index renaming and
 shares common subexpressions between all the compiled roots; the shape half
-(:mod:`.program`) searches contraction paths with opt_einsum once per shape
+(``.program``) searches contraction paths with opt_einsum once per shape
 signature (kept in a small bounded cache) and binds every step to a closure;
-the NumPy kernels (:mod:`.kernels`) turn each pairwise contraction into
+the NumPy kernels (``.kernels``) turn each pairwise contraction into
 ``matmul`` or ``multiply`` calls.
 
 >>> import numpy as np, tenscalc as tc
@@ -47,15 +47,10 @@ class CompiledFunction:
 
     Positional arrays are bound only when there is no doubt which variable they
     are: a function of one input variable may be called ``run(array)``.  With
-    several inputs a positional array raises an :class:`EvaluationError` that
+    several inputs a positional array raises an ``EvaluationError`` that
     lists the inputs and says to pass them by name: variables carry no
     declaration order (``expr.variables`` is sorted by name, so ``x`` and ``A``
     would silently swap).
-
-    >>> import numpy as np, tenscalc as tc
-    >>> f = tc.parse("x *(i,i->) x", {"x": 1})
-    >>> tc.compile({"f": f, "g": tc.gradient(f, "x")})(np.array([1.0, 2.0]))
-    {'f': array(5.), 'g': array([2., 4.])}
 
     Attributes
     ----------
@@ -67,6 +62,18 @@ class CompiledFunction:
         The variables a call needs (those the expressions contain, plus those
         whose shape only is needed: ``x`` for the Hessian ``2 delta(1){x.0}`` of
         ``x·x``, see ``Expr.shape_variables``).
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> compiled = tc.compile([f, tc.gradient(f, "x")])
+    >>> value, grad = compiled(x=np.array([1.0, 2.0]), A=np.eye(2))
+    >>> float(value), grad.tolist()
+    (5.0, [2.0, 4.0])
+    >>> f = tc.parse("x *(i,i->) x", {"x": 1})     # one input: a positional array is fine
+    >>> tc.compile({"f": f, "g": tc.gradient(f, "x")})(np.array([1.0, 2.0]))
+    {'f': array(5.), 'g': array([2., 4.])}
     """
 
     def __init__(self, exprs: Sequence[Expr], single: bool, backend: Backend, keys: Sequence[str] | None = None):
@@ -155,6 +162,8 @@ class CompiledFunction:
 
         ``shapes`` maps each input to its shape (a tuple) or to an array.
 
+        Examples
+        --------
         >>> import tenscalc as tc
         >>> g = tc.gradient(tc.parse("x *(i,i->) x", {"x": 1}), "x")
         >>> tc.compile(g).cost({"x": (1000,)}).largest_intermediate
@@ -205,6 +214,8 @@ def compile(  # noqa: A001
         when it has one input); it returns one array for a single expression,
         a tuple for a list and a dict with the same keys for a dict.
 
+    Examples
+    --------
     >>> import numpy as np, tenscalc as tc
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
     >>> tc.compile(f)(A=np.eye(2), x=[1.0, 2.0])

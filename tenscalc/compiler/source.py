@@ -1,0 +1,460 @@
+"""The compiler's program as Python source: what ``tc.to_python(..., shapes=...)`` writes.
+
+The plan of :mod:`.plan` (fusion, sharing, deltas and constants removed) is walked
+step by step, and each step is written as the NumPy statement the compiler's
+binder in :mod:`.program` would run for the given shapes: contraction paths are
+searched here, once, with opt_einsum, and every pairwise contraction is written
+as the ``matmul`` / broadcast ``multiply`` that :mod:`.kernels` would call, with
+its permutations and reshapes spelled out; ``Xᵀ diag(d) X`` goes through the same
+Gram kernel.  The generated module needs NumPy only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import opt_einsum
+
+from ..backends import letters
+from ..errors import TensCalcError
+from .kernels import _identity, gram_pattern
+from .plan import AddItem, Plan, Step, Term
+from .program import ShapeResolver, _step_shape
+
+NUMPY_FUNCTIONS = {
+    "sin": "_np.sin",
+    "cos": "_np.cos",
+    "tan": "_np.tan",
+    "arcsin": "_np.arcsin",
+    "arccos": "_np.arccos",
+    "arctan": "_np.arctan",
+    "tanh": "_np.tanh",
+    "exp": "_np.exp",
+    "log": "_np.log",
+    "abs": "_np.abs",
+    "sign": "_np.sign",
+    "sqrt": "_np.sqrt",
+}
+
+# helpers the generated module defines when it uses them (NumPy only)
+HELPERS = {
+    "_write_diagonal": '''
+def _write_diagonal(core, eq, shape):
+    """A zero array of ``shape`` with ``core`` written on the diagonal ``eq`` reads."""
+    full = _np.zeros(shape)
+    _np.einsum(eq, full)[...] = core
+    return full
+''',
+    "_add_diagonal": '''
+def _add_diagonal(x, eq, coef, shape):
+    """``x`` (broadcast to ``shape``) plus ``coef`` on the diagonal ``eq`` reads."""
+    x = _np.array(_np.broadcast_to(x, shape), dtype=float)
+    _np.einsum(eq, x)[...] += coef
+    return x
+''',
+    "_gram": '''
+def _gram(x, d, scale):
+    """``scale * xᵀ diag(d) x`` (``d`` None: ``xᵀ x``); through ``bᵀ b`` when ``d`` has one sign."""
+    if d is None:
+        gram = x.T @ x
+        return gram if scale == 1.0 else gram * scale
+    if scale != 1.0:
+        d = d * scale
+    if d.min() >= 0:
+        b = x * _np.sqrt(d)[:, None]
+        return b.T @ b
+    if d.max() <= 0:
+        b = x * _np.sqrt(-d)[:, None]
+        gram = b.T @ b
+        _np.negative(gram, out=gram)
+        return gram
+    return (x * d[:, None]).T @ x
+''',
+    "_out": '''
+def _out(x):
+    """A result the caller may write to."""
+    x = _np.asarray(x)
+    return x if x.flags.writeable else _np.array(x)
+''',
+}
+
+
+def literal(value: float) -> str:
+    """Python source for one number."""
+    value = float(value)
+    if math.isnan(value):
+        return "_np.nan"
+    if math.isinf(value):
+        return "_np.inf" if value > 0 else "(-_np.inf)"
+    return repr(value)
+
+
+def array_literal(value: np.ndarray) -> str:
+    """Python source for a constant array: ``_np.full`` when it is one number."""
+    value = np.asarray(value, dtype=float)
+    if value.ndim == 0:
+        return literal(value)
+    flat = value.ravel()
+    if np.all(flat == flat[0]) or (np.isnan(flat).all()):
+        return f"_np.full({value.shape!r}, {literal(flat[0])})"
+    if value.size > 10_000:
+        raise TensCalcError(f"a constant of {value.size} entries is too large to write into the source")
+    rows = ", ".join(literal(v) for v in flat)
+    return f"_np.array([{rows}]).reshape({value.shape!r})"
+
+
+class ProgramSource:
+    """Writes the statements of one plan bound to one set of shapes."""
+
+    def __init__(self, plan: Plan, resolver: ShapeResolver):
+        self.plan = plan
+        self.resolver = resolver
+        self.lines: list[str] = []
+        self.constants: list[str] = []  # module-level lines
+        self.helpers: set[str] = set()
+        self.shapes: list[tuple[int, ...]] = []
+        self.names: dict[int, str] = {}
+        self._temp = 0
+
+    # ------------------------------------------------------------------ plumbing
+    def _fresh(self) -> str:
+        self._temp += 1
+        return f"_p{self._temp}"
+
+    def _constant(self, value: np.ndarray) -> str:
+        text = array_literal(value)
+        if "_np.array(" not in text and "_np.full(" not in text:
+            return text  # a plain number
+        name = f"_K{len(self.constants)}"
+        self.constants.append(f"{name} = {text}")
+        return name
+
+    def write(self, input_names: Mapping[int, str]) -> list[str]:
+        outputs = set(self.plan.outputs)
+        for step in self.plan.steps:
+            shape = _step_shape(step, self.resolver)
+            self.shapes.append(shape)
+            if step.kind == "input":
+                self.names[step.index] = input_names[step.index]
+                continue
+            name = f"_s{step.index}"
+            text = self._writers[step.kind](self, step, shape, step.index in outputs)
+            self.lines.append(f"{name} = {text}")
+            self.names[step.index] = name
+        return self.lines
+
+    def _arg(self, slot: int) -> str:
+        return self.names[slot]
+
+    # ------------------------------------------------------------------ steps
+    def _ones(self, step: Step, shape, is_output: bool) -> str:
+        return f"_np.ones({shape!r})"
+
+    def _constant_step(self, step: Step, shape, is_output: bool) -> str:
+        text = self._constant(self.resolver.constant(step.node, shape))
+        return f"_np.array({text})" if is_output else text  # never hand out the module's own array
+
+    def _func(self, step: Step, shape, is_output: bool) -> str:
+        (a,) = step.args
+        if step.data == "relu":
+            return f"_np.maximum({self._arg(a)}, 0.0)"
+        return f"{NUMPY_FUNCTIONS[step.data]}({self._arg(a)})"
+
+    def _pow(self, step: Step, shape, is_output: bool) -> str:
+        if len(step.args) == 2:
+            a, b = step.args
+            return f"_np.power({self._arg(a)}, {self._arg(b)})"
+        (a,) = step.args
+        x, e = self._arg(a), step.data
+        if e == 1:
+            return x
+        if e == 2:
+            return f"{x} * {x}"
+        if e == -1:
+            return f"1.0 / {x}"
+        if e == -2:
+            return f"1.0 / ({x} * {x})"
+        if e == 0.5:
+            return f"_np.sqrt({x})"
+        return f"_np.power({x}, {literal(e)})"
+
+    def _inv(self, step: Step, shape, is_output: bool) -> str:
+        return f"_np.linalg.inv({self._arg(step.args[0])})"
+
+    def _det(self, step: Step, shape, is_output: bool) -> str:
+        return f"_np.linalg.det({self._arg(step.args[0])})"
+
+    def _add(self, step: Step, shape, is_output: bool) -> str:
+        items: tuple[AddItem, ...] = step.data
+        text = ""
+        for item in items:
+            if item.kind != "slot":
+                continue
+            x, coef = self._arg(item.slot), item.coef
+            if not text:
+                text = x if coef == 1 else (f"-{x}" if coef == -1 else f"{literal(coef)} * {x}")
+            elif coef == 1:
+                text += f" + {x}"
+            elif coef == -1:
+                text += f" - {x}"
+            else:
+                text += f" + {literal(coef)} * {x}"
+        scalar = sum(it.coef for it in items if it.kind == "scalar")
+        if not text:
+            text = f"_np.full({shape!r}, {literal(scalar)})"
+        elif scalar != 0:
+            text += f" + {literal(scalar)}"
+        if not any(self.shapes[it.slot] == shape for it in items if it.kind == "slot"):
+            text = f"_np.broadcast_to({text}, {shape!r})"
+        for item in items:
+            if item.kind == "delta":
+                self.helpers.add("_add_diagonal")
+                eq = letters(tuple(range(item.n)) * 2) + "->" + letters(range(item.n))
+                text = f"_add_diagonal({text}, {eq!r}, {literal(item.coef)}, {shape!r})"
+        return text
+
+    def _product(self, step: Step, shape, is_output: bool) -> str:
+        terms: tuple[Term, ...] = step.data
+        return " + ".join(self._term(term, shape, is_output and len(terms) == 1) for term in terms)
+
+    # ------------------------------------------------------------------ one einsum
+    def _term(self, term: Term, shape: tuple[int, ...], is_output: bool) -> str:
+        out = term.out
+        unique = tuple(dict.fromkeys(out))
+        sizes: dict[int, int] = {}
+        for position, letter in enumerate(out):
+            sizes.setdefault(letter, shape[position])
+        for slot, spec in term.operands:
+            for letter, length in zip(spec, self.shapes[slot]):
+                sizes.setdefault(letter, length)
+        for letter, (node, original) in term.refs:
+            if letter not in sizes:
+                length = self.resolver.letter_length(node, original)
+                if length is not None:
+                    sizes[letter] = length
+        operands: list[tuple[str, tuple[int, ...], int | None]] = []  # (source, distinct letters, slot)
+        for slot, spec in term.operands:
+            distinct = tuple(dict.fromkeys(spec))
+            text = self._arg(slot)
+            if len(distinct) != len(spec):
+                text = f"_np.einsum({letters(spec) + '->' + letters(distinct)!r}, {text})"
+            operands.append((text, distinct, slot))
+        for node, spec in term.constants:
+            if any(letter not in sizes for letter in spec):
+                raise TensCalcError(f"cannot tell the axis lengths of the constant `{node}` where it is used")
+            value = self.resolver.constant(node, tuple(sizes[letter] for letter in spec))
+            distinct = tuple(dict.fromkeys(spec))
+            text = self._constant(value)
+            if not spec:  # a number: as a 0-d array it takes part in the contraction like the others
+                text = f"_np.asarray({text})"
+            if len(distinct) != len(spec):
+                text = f"_np.einsum({letters(spec) + '->' + letters(distinct)!r}, {text})"
+            operands.append((text, distinct, None))
+        present = set().union(*(spec for _, spec, _ in operands))
+        factor = term.factor
+        for letter in set(sizes) | {letter for letter, _ in term.refs}:
+            if letter not in present and letter not in out:
+                if letter not in sizes:
+                    raise TensCalcError("cannot tell the length of a summed index that only constants carry")
+                factor *= sizes[letter]
+        unique_shape = tuple(sizes[letter] for letter in unique)
+        diagonal_out = len(unique) != len(out)
+        diagonal_eq = letters(out) + "->" + letters(unique)
+        if factor == 0 or not operands:
+            value = 0.0 if factor == 0 else factor
+            if diagonal_out and value != 0:
+                self.helpers.add("_write_diagonal")
+                return f"_write_diagonal(_np.full({unique_shape!r}, {literal(value)}), {diagonal_eq!r}, {shape!r})"
+            return f"_np.full({shape!r}, {literal(value)})"
+        target = tuple(letter for letter in unique if letter in present)
+        specs = [spec for _, spec, _ in operands]
+        op_shapes = [tuple(sizes[letter] for letter in spec) for spec in specs]
+        core_size = math.prod(sizes[letter] for letter in target)
+        gram = None
+        if all(text == self._arg(slot) for text, _, slot in operands if slot is not None):
+            gram = gram_pattern(specs, [slot for _, _, slot in operands], target)
+        texts = [text for text, _, _ in operands]
+        if gram is not None:
+            core = self._gram(gram, specs, texts, factor)
+        else:
+            scale_at = None
+            if factor != 1:
+                sizes_in = [math.prod(s) for s in op_shapes]
+                smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
+                scale_at = smallest if sizes_in[smallest] < core_size else -1
+            if scale_at is not None and scale_at >= 0:
+                texts[scale_at] = f"{_atom(texts[scale_at])} * {literal(factor)}"
+            eq = ",".join(letters(spec) for spec in specs) + "->" + letters(target)
+            path, _ = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
+            core = self._contraction(eq, op_shapes, path, texts)
+            if scale_at == -1:
+                core = f"{_atom(core)} * {literal(factor)}"
+        if len(target) != len(unique):  # broadcast along output letters no operand has
+            index = ", ".join(":" if letter in present else "None" for letter in unique)
+            core = f"_np.broadcast_to(({core})[{index}], {unique_shape!r})"
+        if diagonal_out:
+            self.helpers.add("_write_diagonal")
+            core = f"_write_diagonal({core}, {diagonal_eq!r}, {shape!r})"
+        return core
+
+    def _gram(self, pattern, specs, texts: list[str], factor: float) -> str:
+        p, q, vectors, axis = pattern
+        self.helpers.add("_gram")
+        x = texts[p] if axis == 0 else f"{texts[p]}.T"
+        scale = " * ".join([literal(factor)] + [texts[m] for m in vectors if len(specs[m]) == 0])
+        lines = [texts[m] for m in vectors if len(specs[m]) == 1]
+        d = " * ".join(lines) if lines else "None"
+        return f"_gram({x}, {d}, {scale})"
+
+    def _contraction(self, eq: str, shapes: Sequence[tuple[int, ...]], path: list, texts: list[str]) -> str:
+        """``np.einsum(eq, *texts)`` along ``path``, as matmul/multiply source."""
+        lhs, target = eq.split("->")
+        specs = lhs.split(",")
+        sizes: dict[str, int] = {}
+        for spec, shape in zip(specs, shapes):
+            sizes.update(zip(spec, shape))
+        current = list(specs)
+        values = list(texts)
+        for number, positions in enumerate(path):
+            positions = tuple(sorted(positions, reverse=True))
+            picked = [current.pop(p) for p in positions]
+            picked_values = [values.pop(p) for p in positions]
+            keep = set(target).union(*current)
+            if len(picked) == 1:
+                drop = "".join(c for c in picked[0] if c not in keep)
+                text, labels = _reduce(picked_values[0], picked[0], drop)
+            else:
+                text, labels = _pair(picked[0], picked[1], keep, sizes, picked_values[0], picked_values[1])
+            if number < len(path) - 1:  # an intermediate of the path: its own statement
+                name = self._fresh()
+                self.lines.append(f"{name} = {text}")
+                text = name
+            current.append(labels)
+            values.append(text)
+        (final,) = current
+        text = values[0]
+        drop = "".join(c for c in final if c not in target)
+        text, final = _reduce(text, final, drop)
+        perm = tuple(final.index(c) for c in target)
+        if not _identity(perm):
+            text = f"{_atom(text)}.transpose({perm!r})"
+        return text
+
+
+def _atom(text: str) -> str:
+    """``text`` safe to follow with ``.method`` or an operator."""
+    return text if re.fullmatch(r"[A-Za-z_]\w*", text) else f"({text})"
+
+
+def _reduce(text: str, spec: str, drop: str) -> tuple[str, str]:
+    if not drop:
+        return text, spec
+    axes = tuple(k for k, c in enumerate(spec) if c in drop)
+    rest = "".join(c for c in spec if c not in drop)
+    return f"{_atom(text)}.sum(axis={axes!r})", rest
+
+
+def _pair(a: str, b: str, keep: set[str], sizes: dict[str, int], xa: str, xb: str) -> tuple[str, str]:
+    """Source contracting ``xa`` (labels ``a``) and ``xb`` (labels ``b``), as
+    :func:`.kernels.pair_kernel` does it; returns it with the result's labels."""
+    xa, a2 = _reduce(xa, a, "".join(c for c in a if c not in b and c not in keep))
+    xb, b2 = _reduce(xb, b, "".join(c for c in b if c not in a and c not in keep))
+    batch = [c for c in a2 if c in b2 and c in keep]
+    inner = [c for c in a2 if c in b2 and c not in keep]
+    left = [c for c in a2 if c not in b2]
+    right = [c for c in b2 if c not in a2]
+    result = "".join(batch + left + right)
+    out_shape = tuple(sizes[c] for c in result)
+
+    def prepared(x: str, spec: str, order: list[str], shape: tuple[int, ...]) -> str:
+        perm = tuple(spec.index(c) for c in order)
+        if not _identity(perm):
+            x = f"{_atom(x)}.transpose({perm!r})"
+        if tuple(sizes[c] for c in order) != shape:
+            x = f"{_atom(x)}.reshape({shape!r})"
+        return x
+
+    if inner:
+        nb = math.prod(sizes[c] for c in batch)
+        nl = math.prod(sizes[c] for c in left)
+        nk = math.prod(sizes[c] for c in inner)
+        nr = math.prod(sizes[c] for c in right)
+        # always 2-D without a batch (see kernels.pair_kernel: BLAS gemv stalls on shared cores)
+        shape_a, shape_b = ((nb, nl, nk), (nb, nk, nr)) if batch else ((nl, nk), (nk, nr))
+        left_factor = _atom(prepared(xa, a2, batch + left + inner, shape_a))
+        product = f"{left_factor} @ {_atom(prepared(xb, b2, batch + inner + right, shape_b))}"
+        if (shape_a[:-1] + shape_b[-1:]) != out_shape:
+            product = f"({product}).reshape({out_shape!r})"
+        return product, result
+    xa = prepared(xa, a2, batch + left, tuple(sizes[c] for c in batch + left))
+    xb = prepared(xb, b2, batch + right, tuple(sizes[c] for c in batch + right))
+    if right:
+        xa = f"{_atom(xa)}[{', '.join([':'] * (len(batch) + len(left)) + ['None'] * len(right))}]"
+    if left:
+        xb = f"{_atom(xb)}[{', '.join([':'] * len(batch) + ['None'] * len(left) + [':'] * len(right))}]"
+    return f"{_atom(xa)} * {_atom(xb)}", result
+
+
+ProgramSource._writers = {
+    "ones": ProgramSource._ones,
+    "constant": ProgramSource._constant_step,
+    "func": ProgramSource._func,
+    "pow": ProgramSource._pow,
+    "inv": ProgramSource._inv,
+    "det": ProgramSource._det,
+    "add": ProgramSource._add,
+    "product": ProgramSource._product,
+}
+
+
+def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str) -> str:
+    """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``."""
+    from ..axes import axis_graph
+    from .plan import build_plan
+
+    plan = build_plan(list(roots))
+    graphs = [axis_graph(root) for root in roots]
+    orders: dict[str, int] = {}
+    for graph in graphs:
+        for var_name, order, _axis, _slot in graph.var_slots:
+            orders.setdefault(var_name, order)
+        for node in graph.nodes:
+            if node.op == "var":
+                orders.setdefault(node.arg[0], node.arg[1])
+    params = sorted(orders)
+    missing = [p for p in params if p not in shapes]
+    if missing:
+        raise TensCalcError(f"to_python: no shape given for {', '.join(missing)}")
+    fixed = {p: tuple(int(n) for n in shapes[p]) for p in params}
+    for p in params:
+        if len(fixed[p]) != orders[p]:
+            raise TensCalcError(f"to_python: '{p}' has order {orders[p]} but the shape given is {fixed[p]}")
+    try:
+        resolver = ShapeResolver(graphs, fixed)
+    except Exception as exc:  # the shapes disagree with each other: say so now, not in the code
+        raise TensCalcError(f"to_python: the shapes do not fit the expressions: {exc}") from None
+    writer = ProgramSource(plan, resolver)
+    body = writer.write({slot: var_name for var_name, slot in plan.inputs.items()})
+    writer.helpers.add("_out")
+    results = [f"_out({writer.names[slot]})" for slot in plan.outputs]
+    lines = [header, "import numpy as _np", ""]
+    lines += writer.constants
+    for helper in sorted(writer.helpers):
+        lines.append(HELPERS[helper].rstrip())
+    lines += ["", "", f"def {name}(*, {', '.join(params)}):"]
+    for p in params:
+        lines.append(f"    {p} = _np.asarray({p}, dtype=float)")
+        lines.append(f"    if {p}.shape != {fixed[p]!r}:")
+        lines.append(
+            f'        raise ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{p}.shape}}: '
+            f'generate it again with tc.to_python(..., shapes=...)")'
+        )
+    lines += [f"    {line}" for line in body]
+    if single:
+        lines.append(f"    return {results[0]}")
+    else:
+        lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    return "\n".join(lines) + "\n"

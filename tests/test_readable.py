@@ -1,0 +1,285 @@
+"""Readable derivatives: named temporaries, plain matrix text, the CLI's printers
+and the simplifications that make σ(1 − σ) appear.
+
+Printed forms are checked by meaning wherever possible: the text with its
+temporaries substituted back is parsed and evaluated against NumPy.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc import cli, simplifier
+from tenscalc.latex_printer import matrix_text
+from tenscalc.printing import to_text
+from tenscalc.testing import check_derivative, random_values
+
+LOGISTIC = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
+LOGISTIC_ORDERS = {"X": 2, "y": 1, "w": 1}
+SHAPES = {"X": (5, 3), "y": (5,), "w": (3,)}  # distinct lengths
+
+
+def _logistic_values(seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape) for name, shape in SHAPES.items()}
+
+
+def _substitute(text: str) -> str:
+    """``t0 = a`` / ``t1 = ...t0...`` / ``main`` -> ``main`` with every name replaced."""
+    *definitions, main = text.split("\n")
+    for line in reversed(definitions):
+        name, _, body = line.partition(" = ")
+        main = re.sub(rf"\b{name}\b", f"({body})", main)
+    for line in definitions:  # earlier names used inside later definitions
+        name, _, body = line.partition(" = ")
+        main = re.sub(rf"\b{name}\b", f"({body})", main)
+    return main
+
+
+# ------------------------------------------------------------------ temporaries
+
+
+@pytest.mark.parametrize("which", ["gradient", "hessian"])
+def test_text_temporaries_mean_the_same(which):
+    f = tc.parse(LOGISTIC, LOGISTIC_ORDERS)
+    d = getattr(tc, which)(f, "w")
+    text = to_text(d, temporaries=True)
+    assert text.count("\n") >= 1 and text.startswith("t0 = ")
+    assert len(text) < len(str(d))
+    again = tc.parse(_substitute(text), LOGISTIC_ORDERS)
+    values = _logistic_values()
+    np.testing.assert_allclose(tc.evaluate(again, values), tc.evaluate(d, values), rtol=1e-12)
+
+
+def test_temporaries_only_where_something_repeats():
+    f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    assert to_text(f, temporaries=True) == str(f)
+    assert tc.latex(f, temporaries=True) == tc.latex(f)
+
+
+def test_short_repeated_parts_are_not_named():
+    # diag(x) twice reads better than t_0 twice plus its definition
+    f = tc.parse("x *(i,->ii) 1 *(ij,j->i) e *(i,i->) (x *(i,->ii) 1 *(ij,i->j) e)", {"x": 1, "e": 1})
+    assert tc.latex(f, temporaries=True) == tc.latex(f)
+    assert matrix_text(f) == "eᵀ diag(x) diag(x) e"
+
+
+def test_temporary_names_avoid_variable_names():
+    f = tc.parse("exp(t0 *(ij,j->i) x) *(i,i->) exp(t0 *(ij,j->i) x) + 1", {"t0": 2, "x": 1})
+    text = to_text(f + f, temporaries=True)
+    assert text.startswith("tmp0 = ")
+
+
+def test_latex_temporaries_shorten_the_logistic_hessian():
+    H = tc.hessian(tc.parse(LOGISTIC, LOGISTIC_ORDERS), "w")
+    plain, named = tc.latex(H), tc.latex(H, temporaries=True)
+    formula, _, definitions = named.partition(r" \quad\text{where}\quad ")
+    assert formula.count("t_{0}") == 2 and r"\exp" not in formula
+    assert definitions == r"t_{0} = \exp\left(-y \odot \left(X w\right)\right)"
+    assert plain.count(r"\exp") == 2  # the shared exponential, written out twice
+    assert H._repr_latex_() == f"${named}$"  # notebooks show the named form
+
+
+# ------------------------------------------------------------- plain matrix text
+
+
+@pytest.mark.parametrize(
+    "text, orders, expected",
+    [
+        ("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}, "xᵀ A x"),
+        ("inv(X) *(ij,jk->ik) A", {"X": 2, "A": 2}, "X⁻¹ A"),
+        ("x *(i,i->i) y", {"x": 1, "y": 1}, "x ⊙ y"),
+    ],
+)
+def test_matrix_text(text, orders, expected):
+    assert matrix_text(tc.parse(text, orders)) == expected
+
+
+def test_matrix_text_of_order_three_is_none():
+    assert matrix_text(tc.parse("T *(ijk,k->ij) x", {"T": 3, "x": 1})) is None
+
+
+# ---------------------------------------------------------------------- the CLI
+
+PROBLEM = f"declare X 2 y 1 w 1 expression {LOGISTIC} derivative wrt w"
+
+
+def _run(capsys, *args):
+    status = cli.main(list(args))
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return status, captured.out
+
+
+def test_cli_latex(capsys):
+    status, out = _run(capsys, "--latex", "--hessian", PROBLEM)
+    assert status == 0
+    problem = tc.parse_problem(PROBLEM)
+    H = tc.hessian(problem.expr, "w")
+    assert tc.latex(H, temporaries=True) in out
+    assert tc.latex(problem.expr, temporaries=True) in out
+
+
+def test_cli_latex_einsum_is_index_notation(capsys):
+    status, out = _run(capsys, "--latex", "--notation", "einsum", "--orders", "A=2,x=1", "A *(ij,j->i) x")
+    assert status == 0 and r"\sum_{j} A_{ij} x_{j}" in out
+
+
+def test_cli_matrix_notation_and_its_fallback(capsys):
+    status, out = _run(capsys, "--notation", "matrix", "--hessian", PROBLEM)
+    assert status == 0
+    assert "Xᵀ diag(t0 ⊙ y^∘2 ⊘ (t0 + 𝟏)^∘2) X" in out and "where t0 = exp(-y ⊙ (X w))" in out
+    # order 4: no matrix notation, the einsum language instead
+    logdet = "declare X 2 expression log(det(X)) derivative wrt X"
+    status, out = _run(capsys, "--notation", "matrix", "--hessian", logdet)
+    assert status == 0 and "X⁻ᵀ" in out and "inv(X) *(" in out
+
+
+def test_cli_python_prints_working_code(capsys):
+    status, out = _run(capsys, "--python", "--hessian", PROBLEM)
+    assert status == 0
+    source = out[out.index("# Generated by tenscalc") :]
+    assert "tenscalc" not in source.replace("# Generated by tenscalc", "")
+    namespace: dict = {}
+    exec(compile(source, "<cli --python>", "exec"), namespace)
+    values = _logistic_values(3)
+    value, gradient, hessian = namespace["f"](**values)
+    X, y, w = values["X"], values["y"], values["w"]
+    s = 1 / (1 + np.exp(y * (X @ w)))
+    np.testing.assert_allclose(value, np.sum(np.log1p(np.exp(-y * (X @ w)))), rtol=1e-12)
+    np.testing.assert_allclose(gradient, -X.T @ (y * s), rtol=1e-12)
+    np.testing.assert_allclose(hessian, X.T @ np.diag(s * (1 - s) * y**2) @ X, rtol=1e-12)
+
+
+# ------------------------------------------------------------- simplifications
+
+
+def _without(rule) -> dict:
+    table = {op: [r for r in rules if r is not rule] for op, rules in simplifier.RULES.items()}
+    return table
+
+
+def _raw_hessian(text, orders, wrt):
+    return tc.derivative(tc.derivative(tc.parse(text, orders), wrt), wrt, simplify=False)
+
+
+def test_sigma_one_minus_sigma_rule():
+    # e ⊙ (e+1)^-2 - (e+1)^-1 -> -(e+1)^-2
+    raw = _raw_hessian(LOGISTIC, LOGISTIC_ORDERS, "w")
+    before = tc.simplify(raw, _without(simplifier.add_cancel_over_square))
+    after = tc.simplify(raw)
+    assert (tc.count_nodes(before), tc.count_nodes(after)) == (18, 13)
+    values = _logistic_values(1)
+    np.testing.assert_allclose(tc.evaluate(after, values), tc.evaluate(before, values), rtol=1e-12)
+    f = tc.parse(LOGISTIC, LOGISTIC_ORDERS)
+    assert check_derivative(f, "w", order=2).ok
+
+
+def test_sigma_rule_needs_matching_coefficients():
+    # 2 e ⊙ (e+1)^-2 - (e+1)^-1 is not -(e+1)^-2: it must stay
+    u = tc.exp(tc.var("x", 1))
+    q = u + 1
+    expr = 2 * (u * q**-2) - q**-1
+    values = {"x": np.array([0.3, -1.2, 2.0])}
+    e = np.exp(values["x"])
+    np.testing.assert_allclose(tc.evaluate(tc.simplify(expr), values), 2 * e / (e + 1) ** 2 - 1 / (e + 1))
+    matching = u * q**-2 - q**-1
+    np.testing.assert_allclose(tc.evaluate(tc.simplify(matching), values), -1 / (e + 1) ** 2)
+    assert tc.count_nodes(tc.simplify(matching)) < tc.count_nodes(matching)
+
+
+def test_simplified_values_match_the_oracle_for_the_sigma_rule():
+    import sympy
+
+    from tenscalc.oracle import exact_mismatches
+
+    f = tc.parse("log(exp(x) + 1) *(i,i->) 1", {"x": 1})
+    g = tc.gradient(f, "x")
+    point = {"x": np.array([sympy.Rational(1, 3), sympy.Rational(-2, 5)], dtype=object)}
+    assert exact_mismatches(g, "x", point, tc.derivative(g, "x")) == []
+
+
+# each rule: (the rule, an expression, its orders, wrt, nodes of the simplified
+# second derivative without the rule, with it)
+RULE_CASES = [
+    (simplifier.inv_of_inv, "inv(inv(X)) *(ij,ij->) X", {"X": 2}, "X"),
+    (simplifier.mul_cancel_inverse, "X *(ij,jk->ik) inv(X) *(ik,k->i) y *(i,i->) y", {"X": 2, "y": 1}, "y"),
+    (simplifier.mul_distribute_power, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
+    (simplifier.pow_of_pow, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
+    (simplifier.add_cancel_over_square, "log(exp(x) + 1) *(i,i->) 1", {"x": 1}, "x"),
+    (simplifier.mul_sign_times_self, "log(abs(det(X)))", {"X": 2}, "X"),
+]
+
+
+@pytest.mark.parametrize("rule, text, orders, wrt", RULE_CASES, ids=[c[0].__name__ for c in RULE_CASES])
+def test_rule_shrinks_and_keeps_values(rule, text, orders, wrt):
+    f = tc.parse(text, orders)
+    shrunk = False
+    for raw in (tc.derivative(f, wrt, simplify=False), _raw_hessian(text, orders, wrt)):
+        before = tc.simplify(raw, _without(rule))
+        after = tc.simplify(raw)
+        values = random_values(f, seed=5, low=0.2, high=0.9)  # p, q > 0 for the logarithms
+        np.testing.assert_allclose(tc.evaluate(after, values), tc.evaluate(before, values), rtol=1e-10)
+        assert tc.count_nodes(after) <= tc.count_nodes(before)
+        shrunk = shrunk or tc.count_nodes(after) < tc.count_nodes(before)
+    assert shrunk, "the rule must make the gradient or the Hessian smaller"
+    for order in (1, 2):
+        assert check_derivative(f, wrt, order=order, values=random_values(f, seed=2, low=0.2, high=0.9)).ok
+
+
+@pytest.mark.parametrize("rule, text, orders, wrt", RULE_CASES, ids=[c[0].__name__ for c in RULE_CASES])
+def test_rule_agrees_with_the_exact_oracle(rule, text, orders, wrt):
+    import sympy
+
+    from tenscalc.oracle import exact_mismatches
+
+    f = tc.parse(text, orders)
+    shapes = {"X": (2, 2), "p": (3,), "q": (3,), "x": (3,), "y": (2,)}
+    rationals = [sympy.Rational(n, 7) for n in (2, 3, 5, 4, 6, 1)]
+    point = {}
+    for name in f.variables:
+        entries = np.array(rationals[: int(np.prod(shapes[name]))], dtype=object).reshape(shapes[name])
+        if name == "X":
+            entries = entries + np.eye(2, dtype=int) * 2  # well away from singular
+        point[name] = entries
+    g = tc.gradient(f, wrt)
+    assert exact_mismatches(f, wrt, point, g) == []
+    assert exact_mismatches(g, wrt, point, tc.derivative(g, wrt)) == []
+
+
+def test_printed_sizes_of_the_issue_cases():
+    # the derivatives of issue 17 item 2, as printed now (before this work: in comments)
+    logdet_inv = tc.gradient(tc.parse("log(det(inv(X)))", {"X": 2}), "X")
+    assert tc.latex(logdet_inv) == r"-X^{-\top}"  # was -X^{-\top} (X^{-1})^{-\top} X^{-\top}
+    kl = tc.gradient(tc.parse("p *(i,i->) log(p / q)", {"p": 1, "q": 1}), "q")
+    assert tc.latex(kl) == r"-p \oslash q"  # was -(q^(-2) ⊙ p^2 ⊙ (p/q)^(-1))
+    assert str(kl) == "-(p / q)"
+
+
+def test_log_abs_det_hessian_has_no_cancelling_terms():
+    f = tc.parse("log(abs(det(X)))", {"X": 2})
+    assert tc.latex(tc.gradient(f, "X")) == r"X^{-\top}"  # was X^{-\top} |det X|^-1 sign(det X) det X
+    H = tc.hessian(f, "X")
+    assert "sign" not in str(H) and "abs" not in str(H)
+    X = np.array([[2.0, 1.0], [0.5, -3.0]])  # det < 0
+    inv = np.linalg.inv(X)
+    # d(X^-T)[i,j] / dX[k,l] = -inv(X)[j,k] inv(X)[l,i]
+    np.testing.assert_allclose(tc.evaluate(H, {"X": X}), -np.einsum("jk,li->ijkl", inv, inv), rtol=1e-12)
+
+
+def test_third_derivative_of_log_det_has_no_delta():
+    # (δ ⊗ A - δ' ⊗ B) *(..) C is distributed so that each delta is absorbed
+    f = tc.parse("log(det(X))", {"X": 2})
+    second = tc.hessian(f, "X")
+    raw = tc.derivative(second, "X", simplify=False)
+    before = tc.simplify(raw, _without(simplifier.mul_distribute_delta_sum))
+    after = tc.simplify(raw)
+    assert "delta" in str(before) and "delta" not in str(after)
+    assert (tc.count_nodes(before), tc.count_nodes(after)) == (8, 5)
+    values = random_values(f, seed=4)
+    np.testing.assert_allclose(tc.evaluate(after, values), tc.evaluate(before, values), rtol=1e-10)
+    assert check_derivative(second, "X", values=values).ok  # the third derivative, by finite differences
