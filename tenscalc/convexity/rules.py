@@ -586,6 +586,25 @@ def kernel_rule(an: Analyzer, operands, out, k: int, perm: Perm, coef: float = 1
     return None
 
 
+SYMMETRIC_TAGS = frozenset({"symmetric", "pd", "psd", "nd", "nsd", "diagonal"})
+
+
+def square_key(an: Analyzer, node: Expr, spec: tuple[int, ...]) -> tuple[tuple, str]:
+    """What makes two scalar factors ``node[spec]`` the same number: the node and its
+    index string, up to a transposition only where the node is a symmetric matrix
+    variable (the returned note states that permutation for the certificate).
+
+    ``X[i,j] X[j,i]`` has the keys ``(X, ij)`` and ``(X, ji)``: no square, unless
+    ``X`` is assumed symmetric.
+    """
+    if node.op == "var" and node.arg[1] == 2 and an.matrix_tags(node.arg[0]) & SYMMETRIC_TAGS:
+        canonical = min(spec, spec[::-1])
+        if canonical != spec or spec[::-1] != spec:
+            name = node.arg[0]
+            return (id(node), canonical), f"{name}[ji] = {name}[ij] ({name} symmetric)"
+    return (id(node), spec), ""
+
+
 def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation | None:
     ops = norm.operands
     pairs, singles = [], []
@@ -596,11 +615,15 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
             pairs.append((j, jj))
     fixed = {a for a, b in sigma.items() if a == b}
     # pairs with no swapped letters are squares of scalars
-    scalar_groups: list[tuple[Expr, int]] = []
+    scalar_groups: list[tuple[Expr, tuple[int, ...], int]] = []
     true_pairs = []
     for j, jj in pairs:
         if all(a in fixed for a in ops[j][1]):
-            scalar_groups.append((ops[j][0], 2))
+            # unify() mapped every letter of ops[j] to the letter at the same place of
+            # ops[jj], all fixed: the two specs are equal, so this really is a square
+            if ops[j][1] != ops[jj][1]:
+                return None
+            scalar_groups.append((ops[j][0], ops[j][1], 2))
         else:
             true_pairs.append((j, jj))
     side = _sides(norm, sigma, true_pairs)
@@ -614,18 +637,21 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
     for j in singles:
         spec = ops[j][1]
         if all(a in fixed for a in spec):
-            scalar_groups.append((ops[j][0], 1))
+            scalar_groups.append((ops[j][0], spec, 1))
             continue
         if any(a in fixed for a in spec) or len(set(spec)) != len(spec):
             return None
         kernels.append(j)
     # sign of the scalar middle (squares counted once, with exponent 2)
-    merged: dict[int, list] = {}
-    for node, count in scalar_groups:
-        entry = merged.setdefault(id(node), [node, 0])
+    merged: dict[tuple, list] = {}
+    for node, spec, count in scalar_groups:
+        # two factors are one square only when they read the same entries: the same
+        # node with the same index string (X[i,j] X[j,i] is no square: tr(X X))
+        key, spec_note = square_key(an, node, spec)
+        entry = merged.setdefault(key, [node, 0, spec_note])
         entry[1] += count
     scalar = Interval.point(1.0)
-    for node, count in merged.values():
+    for node, count, _note in merged.values():
         scalar = scalar * power(an.interval(node), count, kink=an.kink_mode)
     scalar = scalar.scale(norm.coef)
     if scalar.is_indeterminate:
@@ -707,7 +733,7 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
         lower=lower if psd_sign > 0 else None,
         upper=lower if psd_sign < 0 else None,
     )
-    premises = [ops[j][0] for j, _ in oriented] + [n for n, _ in merged.values()] + [ops[j][0] for j in kernels]
+    premises = [ops[j][0] for j, _ in oriented] + [e[0] for e in merged.values()] + [ops[j][0] for j in kernels]
     return Derivation(
         curv, _rule_name(oriented, kernels, norm), _shape_text(an, norm, oriented, merged, kernels, scalar), premises
     )
@@ -715,14 +741,14 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
 
 def _modulus_text(an: Analyzer, norm: Normalized, merged) -> str | None:
     """The eigenvalue bound as an expression, when it is a constant of parameters."""
-    nodes = [n for n, _ in merged.values()]
+    nodes = [e[0] for e in merged.values()]
     if not nodes or any(n.order != 0 for n in nodes):
         return None
     if any(set(n.variables) & an.wrt_names for n in nodes):
         return None
     c = abs(norm.coef)
     factors = [str(n) if n.op in ("var", "const") else f"({n})" for n in nodes]
-    counts = [cnt for _, cnt in merged.values()]
+    counts = [e[1] for e in merged.values()]
     parts = [f if cnt == 1 else f"{f}^{cnt}" for f, cnt in zip(factors, counts)]
     if c != 1 or not parts:
         parts.insert(0, _num(c))
@@ -752,7 +778,8 @@ def _shape_text(an, norm: Normalized, oriented, merged, kernels, scalar: Interva
     parts = []
     if oriented:
         parts.append("A = " + " ⊙ ".join(_short(ops[j][0], 50) for j, _ in oriented))
-    mids = [_short(n, 50) for n, _ in merged.values()]
+    mids = [_short(e[0], 50) for e in merged.values()]
+    mids += [e[2] for e in merged.values() if e[2]]
     if mids or norm.coef != 1:
         parts.append(f"scalar middle {' · '.join(mids) or _num(norm.coef)} {scalar.describe()}")
     if kernels:
