@@ -34,11 +34,16 @@ from .assumptions import (
     variable_tags,
 )
 from .facts import Curvature, Interval, Modulus
+from .errors import InternalError
 from .falsify import Falsifier
 from .joint import gram_rule
 from .kinks import Kink, _affine_in, check_kinks, depends_on, find_kinks, substitute
 from .report import Certificate, ConvexityResult, ProofStep
 from .rules import Derivation, identity_perm
+
+
+CROSS_CHECK_POINTS = 4
+"""Points of the cheap cross-check of a proof when ``falsify=False``."""
 
 
 def _resolve(expr: Any, wrt: Any, assumptions: Mapping[str, Any] | None):
@@ -132,8 +137,10 @@ def check_convexity(
     points : int
         How many points of the domain the numeric search samples.
     verify : bool
-        Also search for counterexamples to what was proven (a self-test: finding
-        one would be a bug, reported in ``notes`` and making the verdict unknown).
+        Cross-check what was proven at twice as many points.  Every proven side
+        is cross-checked by the numeric search anyway (at ``points`` points, or
+        ``CROSS_CHECK_POINTS`` without ``falsify``); a counterexample to a proof
+        raises :class:`~tenscalc.convexity.errors.InternalError`.
 
     Returns
     -------
@@ -185,26 +192,37 @@ def check_convexity(
     if concave_proven:
         certificate_concave = _certificate("concave", hess, proof, an, kinks, domain_text, method)
 
+    # numbers: counterexamples to the open sides, and a cross-check of the proven ones
+    # (a proof contradicted by numbers is a bug of the rules, never a verdict)
     search = None
     cex_convex = cex_concave = None
-    if falsify and not (convex_proven and concave_proven) or verify:
+    want_convex = convex_proven or falsify
+    want_concave = concave_proven or falsify
+    if want_convex or want_concave:
         falsifier = Falsifier(f, names, assumed, [c for c in constraints], seed=seed, values=values)
-        want_convex = verify or not convex_proven
-        want_concave = verify or not concave_proven
-        search = falsifier.run(convex=want_convex, concave=want_concave, points=points)
+        budget = points * 2 if verify else points if falsify else min(points, CROSS_CHECK_POINTS)
+        search = falsifier.run(convex=want_convex, concave=want_concave, points=budget)
         cex_convex, cex_concave = search.convex, search.concave
-        if convex_proven and cex_convex is not None:
-            notes.append("INTERNAL INCONSISTENCY: convexity was proven but a counterexample was found")
-            convex_proven = False
-            certificate_convex = None
-        if concave_proven and cex_concave is not None:
-            notes.append("INTERNAL INCONSISTENCY: concavity was proven but a counterexample was found")
-            concave_proven = False
-            certificate_concave = None
-        if convex_proven:
-            cex_convex = None
-        if concave_proven:
-            cex_concave = None
+        for proven, cex, claim, certificate in (
+            (convex_proven, cex_convex, "convex", certificate_convex),
+            (concave_proven, cex_concave, "concave", certificate_concave),
+        ):
+            if proven and cex is not None:
+                raise InternalError(
+                    f"internal error in the convexity checker: {_safe_text(f, 200)} was proven {claim} in "
+                    f"{', '.join(names)} ({certificate.method if certificate else method}) but the numeric "
+                    f"cross-check found a counterexample:\n{cex.describe()}\n"
+                    "Please report this expression: a rule certified something false.",
+                    claim,
+                    certificate,
+                    cex,
+                )
+        checked = [claim for proven, claim in ((convex_proven, "convexity"), (concave_proven, "concavity")) if proven]
+        if checked:
+            notes.append(
+                f"cross-check: no counterexample to the proven {' and '.join(checked)} at "
+                f"{search.points_in_domain} sampled points of the domain"
+            )
 
     verdict = _verdict(convex_proven, concave_proven, cex_convex is not None, cex_concave is not None)
     strict = strong = False
