@@ -33,14 +33,13 @@ from .assumptions import (
     variable_intervals,
     variable_tags,
 )
-from .facts import Curvature, Interval, Modulus
 from .errors import InternalError
+from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
 from .joint import gram_rule
 from .kinks import Kink, _affine_in, check_kinks, depends_on, find_kinks, substitute
 from .report import Certificate, ConvexityResult, ProofStep
 from .rules import Derivation, identity_perm
-
 
 CROSS_CHECK_POINTS = 4
 """Points of the cheap cross-check of a proof when ``falsify=False``."""
