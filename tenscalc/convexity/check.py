@@ -33,6 +33,7 @@ from .assumptions import (
     variable_intervals,
     variable_tags,
 )
+from .compose import cut_affine
 from .errors import InternalError
 from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
@@ -111,6 +112,7 @@ def check_convexity(
     values: Mapping[str, Any] | None = None,
     points: int = 12,
     verify: bool = False,
+    _depth: int = 0,
 ) -> ConvexityResult:
     """Decide whether a scalar expression is convex or concave in ``wrt``.
 
@@ -190,6 +192,20 @@ def check_convexity(
         certificate_convex = _certificate("convex", hess, proof, an, kinks, domain_text, method)
     if concave_proven:
         certificate_concave = _certificate("concave", hess, proof, an, kinks, domain_text, method)
+
+    # f = g(affine maps): g's verdict carries over (its domain and kinks included)
+    if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
+        inner = _precomposed(f, wrt_set, given, values, _depth)
+        if inner is not None:
+            result_g, cut = inner
+            if result_g.verdict in ("convex", "affine"):
+                convex_proven = True
+                certificate_convex = _composed_certificate(result_g.convex_certificate, cut)
+                method = certificate_convex.method
+            if result_g.verdict in ("concave", "affine"):
+                concave_proven = True
+                certificate_concave = _composed_certificate(result_g.concave_certificate, cut)
+                method = certificate_concave.method
 
     # numbers: counterexamples to the open sides, and a cross-check of the proven ones
     # (a proof contradicted by numbers is a bug of the rules, never a verdict)
@@ -271,6 +287,49 @@ def check_convexity(
         notes=notes,
         search=search,
         method=method,
+    )
+
+
+MAX_COMPOSITION_DEPTH = 2
+"""How many affine cuts may be nested (``g`` is checked by ``check_convexity`` again)."""
+
+
+def _precomposed(f: Expr, wrt: set[str], given, values, depth: int):
+    """The verdict on ``g`` where ``f = g(affine nodes)`` (:mod:`.compose`), or None."""
+    cut = cut_affine(f, wrt)
+    if cut is None:
+        return None
+    g, fresh, parts = cut
+    inner_wrt = fresh + sorted(n for n in wrt if n in g.variables)
+    inner_given = {k: v for k, v in given.items() if k in g.variables and k not in fresh}
+    inner_values = {k: v for k, v in (values or {}).items() if k in g.variables}
+    try:
+        result = check_convexity(
+            g, inner_wrt, inner_given, falsify=False, values=inner_values or None, _depth=depth + 1
+        )
+    except SemanticError:  # g is not a function this checker reads: no claim
+        return None
+    return result, (g, parts)
+
+
+def _composed_certificate(inner: Certificate | None, cut) -> Certificate | None:
+    if inner is None:
+        return None
+    g, parts = cut
+    step = ProofStep(
+        f"f = g({', '.join(name for name, _ in parts)})",
+        "affine precomposition",
+        "g∘(affine) has the curvature of g",
+        "; ".join(f"{name} = {_safe_text(node, 100)} is affine in the variables" for name, node in parts)
+        + f"; g = {_safe_text(g, 200)}",
+    )
+    return Certificate(
+        claim=inner.claim,
+        hessian_text=inner.hessian_text,
+        steps=[step] + inner.steps,
+        kinks=inner.kinks,
+        domain=inner.domain,
+        method="affine precomposition, then " + inner.method,
     )
 
 
