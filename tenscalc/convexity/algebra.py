@@ -325,10 +325,42 @@ def poly_rational_interval(
         if not changed:
             break
     value = poly_interval(poly, interval_of)
+    common, rest = common_factor(poly)
+    if common:  # e^x (2 + x) on x >= -2: the factored form can see a sign the sum hides
+        factored = monomial_interval(common, interval_of) * poly_interval(rest, interval_of)
+        value = value.intersect(factored) if not value.intersect(factored).empty else value
     for atom, amount in factor.items():
         known = interval_of(atom[0]) or Interval.real()
         value = value * power(known, -amount)
     return value
+
+
+def common_factor(poly: Poly) -> tuple[Monomial, Poly]:
+    """``poly = common * rest`` with ``common`` the atoms every monomial has (each to
+    its smallest exponent); ``((), poly)`` when there is none.
+
+    >>> import tenscalc as tc
+    >>> x = tc.parse("x", {"x": 0}); e = tc.parse("exp(x)", {"x": 0})
+    >>> common, rest = common_factor({(((e, ()), 1),): 2.0, (((x, ()), 1), ((e, ()), 1)): 1.0})
+    >>> common == (((e, ()), 1),), sorted(rest.values())
+    (True, [1.0, 2.0])
+    """
+    if len(poly) < 2:
+        return (), poly
+    monos = list(poly)
+    shared: dict[Atom, float] = dict(monos[0])
+    for m in monos[1:]:
+        here = dict(m)
+        shared = {a: min(e, here[a]) for a, e in shared.items() if a in here and (e > 0) == (here[a] > 0)}
+        if not shared:
+            return (), poly
+    common: Monomial = tuple(sorted(((a, _norm(e)) for a, e in shared.items()), key=lambda t: _key(t[0])))
+    inverse = mono_pow(common, -1)
+    rest: Poly = {}
+    for m, c in poly.items():
+        reduced = mono_mul(m, inverse)
+        rest[reduced] = rest.get(reduced, 0) + c
+    return common, rest
 
 
 def _expandable(node: Expr) -> bool:

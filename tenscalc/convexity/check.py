@@ -177,6 +177,11 @@ def check_convexity(
 
     # non-smooth points
     kinks = find_kinks(f, wrt_set, an)
+    # u^p (0 < p < 1) with u concave: u = 0 is the boundary of the convex set {u >= 0},
+    # where f is continuous, so convexity inside extends to it (as for affine u)
+    kinks = [
+        k for k in kinks if not (k.kind == "power" and _entrywise_concave(k.node.children[0], wrt_set, intervals, tags))
+    ]
     check_kinks(f, kinks, intervals, tags, refine, wrt_set)
     kinks_convex = all(k.convex_ok for k in kinks)
     kinks_concave = all(k.concave_ok for k in kinks)
@@ -383,13 +388,9 @@ def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt:
         if c.kind in ("positive", "nonnegative", "unit") and _affine_in(c.node, wrt):
             convex_sets.append(c)
             continue
-        if c.kind in ("positive", "nonnegative") and c.node.order == 0:
-            inner = check_convexity(
-                c.node, sorted(wrt & set(c.node.variables)), _as_given(intervals, tags, c.node), falsify=False
-            )
-            if inner.verdict in ("concave", "affine"):
-                convex_sets.append(c)
-                continue
+        if c.kind in ("positive", "nonnegative") and _entrywise_concave(c.node, wrt, intervals, tags):
+            convex_sets.append(c)
+            continue
         pending.append(c)
     notes = []
     if pending:
@@ -398,6 +399,27 @@ def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt:
             if not _covered(within, c):
                 notes.append(f"the domain constraint {c.describe()} was not shown to cut out a convex set")
     return not notes, notes
+
+
+def _entrywise_concave(node: Expr, wrt: set[str], intervals, tags) -> bool:
+    """Every entry of ``node`` is concave in ``wrt`` (then ``{node > 0}`` is convex).
+
+    For a tensor ``u`` this checks ``Σ w ⊙ u`` with a weight ``w >= 0`` of the same
+    shape as a parameter: concave for every such ``w`` exactly when every entry is
+    (take ``w`` a unit tensor).  ``1 - x²`` (from ``log(1 - x²)``) passes.
+    """
+    given = _as_given(intervals, tags, node)
+    target = node
+    if node.order > 0:
+        spec = tuple(range(node.order))
+        weight = N.var("dom__w", node.order)
+        target = N.mul((node, weight), (spec, spec), ())
+        given["dom__w"] = ("nonnegative",)
+    try:
+        inner = check_convexity(target, sorted(wrt & set(node.variables)), given, falsify=False)
+    except SemanticError:
+        return False
+    return inner.verdict in ("concave", "affine")
 
 
 def _as_given(intervals, tags, node: Expr) -> dict[str, Any]:
