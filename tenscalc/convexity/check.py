@@ -516,9 +516,10 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
                     [blocks[(a, a)] for a in names],
                 )
                 return blocks, proof, "Hessian blocks"
-    gram = gram_rule(an, blocks, names, orders, f)
-    if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
-        return blocks, gram, "Hessian blocks as a Gram form"
+    for promote in (False, True):
+        gram = gram_rule(an, blocks, names, orders, f, promote=promote)
+        if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
+            return blocks, gram, "Hessian blocks as a Gram form"
     second = _directional(f, names, an, tags, orders)
     return blocks, second, "second directional derivative"
 
@@ -555,7 +556,7 @@ def _block_diagonal(parts: list[Curvature]) -> Curvature:
 
 def _directional(f: Expr, names: list[str], an: Analyzer, tags, orders) -> Derivation | None:
     """``q(v) = d²/dt² f(x + t v)`` at ``t = 0``, shown >= 0 (or <= 0) for every ``v``."""
-    t = N.var("dir__t", 0)
+    t = N.var("line__s", 0)  # not dir__t: that is the direction of a variable named t
     mapping = {}
     directions = []
     for name in names:
