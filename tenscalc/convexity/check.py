@@ -183,6 +183,7 @@ def check_convexity(
         k for k in kinks if not (k.kind == "power" and _entrywise_concave(k.node.children[0], wrt_set, intervals, tags))
     ]
     check_kinks(f, kinks, intervals, tags, refine, wrt_set)
+    _combine_kinks(kinks)
     kinks_convex = all(k.convex_ok for k in kinks)
     kinks_concave = all(k.concave_ok for k in kinks)
 
@@ -260,19 +261,31 @@ def check_convexity(
             modulus, modulus_value = curvature.upper.text, curvature.upper.value
     if strong:
         strict = True
-    if verdict == "unknown":
+    for side, proven, cex, kinks_ok, bends in (
+        ("convexity", convex_proven, cex_convex, kinks_convex, "up"),
+        ("concavity", concave_proven, cex_concave, kinks_concave, "down"),
+    ):
+        if proven or cex is not None:
+            continue
         reasons = []
         if not domain_ok:
             reasons.append("the domain was not shown to be convex")
-        if proof is None or not (curvature.psd or curvature.nsd):
-            reasons.append("no rule showed the Hessian semidefinite")
+        if proof is None or not (curvature.psd if side == "convexity" else curvature.nsd):
+            reasons.append("no rule showed the Hessian " + ("PSD" if side == "convexity" else "NSD"))
         if any(k.kind == "sign" for k in kinks):
             reasons.append("sign(...) of the variables makes the function jump")
-        elif kinks and not (kinks_convex or kinks_concave):
-            reasons.append("a kink could not be shown to bend the right way")
+        elif not kinks_ok:
+            bad = [k for k in kinks if not (k.convex_ok if side == "convexity" else k.concave_ok)]
+            reasons.append(
+                f"{len(bad)} kink{'s' if len(bad) > 1 else ''} not shown to bend {bends}: "
+                + "; ".join(k.describe() for k in bad[:3])
+            )
         if falsify:
             reasons.append(f"no counterexample at {search.points_in_domain if search else 0} sampled points")
-        notes.append("unknown: " + "; ".join(reasons) + " (this is not a claim that the function is not convex)")
+        head = "unknown" if verdict == "unknown" else f"{side} unknown"
+        notes.append(f"{head}: " + "; ".join(reasons) + " (this is not a claim that the function is not convex)")
+        if verdict == "unknown":
+            break  # one note: the reasons of the two sides are the same words
     return ConvexityResult(
         verdict=verdict,
         expression=f,
@@ -336,6 +349,47 @@ def _composed_certificate(inner: Certificate | None, cut) -> Certificate | None:
         domain=inner.domain,
         method="affine precomposition, then " + inner.method,
     )
+
+
+KINK_WEIGHT = {"abs": 2.0, "relu": 1.0}
+"""The jump of the slope of ``abs(u)`` / ``relu(u)`` crossing ``u = 0``, per unit of ``|u'|``."""
+
+
+def _kink_place(kink: Kink) -> tuple[int, float] | None:
+    """(id of u, ±1): kinks at ``u = 0`` and at ``-u = 0`` are at the same place."""
+    if kink.kind not in KINK_WEIGHT:
+        return None
+    u = kink.node.children[0]
+    if u.op == "add" and len(u.children) == 1 and u.arg[0] == -1:
+        return id(u.children[0]), -1.0
+    return id(u), 1.0
+
+
+def _combine_kinks(kinks: list[Kink]) -> None:
+    """Kinks at the same place add their jumps: ``|x| - relu(x) - relu(-x)`` jumps by
+    ``2·1 - 1 - 1 = 0``.  A group whose summed jump ``Σ weight · adjoint`` is >= 0 (<= 0)
+    bends up (down) even where its members alone do not."""
+    groups: dict[int, list[Kink]] = {}
+    for k in kinks:
+        place = _kink_place(k)
+        if place is not None and k.interval is not None:
+            groups.setdefault(place[0], []).append(k)
+    for members in groups.values():
+        if len(members) < 2 or all(k.convex_ok and k.concave_ok for k in members):
+            continue
+        total = Interval.point(0.0)
+        for k in members:
+            total = total + k.interval.scale(KINK_WEIGHT[k.kind])
+        if total.empty:
+            continue
+        names = ", ".join(_safe_text(k.node, 30) for k in members)
+        for k in members:
+            if total.nonneg and not k.convex_ok:
+                k.convex_ok = True
+                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"
+            if total.nonpos and not k.concave_ok:
+                k.concave_ok = True
+                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"
 
 
 def _simplified(constraints: list[Constraint]) -> list[Constraint]:

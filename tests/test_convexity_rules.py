@@ -1,0 +1,203 @@
+"""The rules added for issue 15, each with functions it must certify and look-alikes it
+must not (the truth of every case is stated; a negative case must never be certified on
+the wrong side, and where a counterexample is known to exist it must be found).
+
+Every check also runs the numeric cross-check of what was proven: a false proof
+raises InternalError and fails the test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+
+# name, text, orders, wrt, assumptions, (truly convex, truly concave), required verdict ("" = consistent only)
+POSITIVE = [
+    # affine precomposition inside the norm and log-sum-exp templates
+    (
+        "‖Ax − b‖₂",
+        "((A *(ij,j->i) x - b) *(i,i->) (A *(ij,j->i) x - b))^(1/2)",
+        {"A": 2, "x": 1, "b": 1},
+        "x",
+        None,
+        "convex",
+    ),
+    ("LSE(Ax + b)", "log(exp(A *(ij,j->i) x + b) *(i,->) 1)", {"A": 2, "x": 1, "b": 1}, "x", None, "convex"),
+    ("−log(c − aᵀx)", "-log(c - a *(i,i->) x)", {"a": 1, "x": 1, "c": 0}, "x", None, "convex"),
+    (
+        "softmax cross-entropy as a log of a quotient",
+        "-log(exp(x *(i,i->) e) / (exp(x) *(i,->) 1))",
+        {"x": 1, "e": 1},
+        "x",
+        None,
+        "convex",
+    ),
+    # joint Gram forms: ones column, broadcast scalar
+    (
+        "ridge with bias in (w, c)",
+        "(X *(ij,j->i) w + c *(,i->i) 1 - y) *(i,i->) (X *(ij,j->i) w + c *(,i->i) 1 - y) + lam *(,->) (w *(i,i->) w)",
+        {"X": 2, "w": 1, "c": 0, "y": 1, "lam": 0},
+        ["w", "c"],
+        {"lam": "positive"},
+        "convex",
+    ),
+    (
+        "‖Xw − y‖² in (w, y)",
+        "(X *(ij,j->i) w - y) *(i,i->) (X *(ij,j->i) w - y)",
+        {"X": 2, "w": 1, "y": 1},
+        ["w", "y"],
+        None,
+        "convex",
+    ),
+    ("‖x‖²/t", "(x *(i,i->) x) / t", {"x": 1, "t": 0}, ["x", "t"], {"t": "positive"}, "convex"),
+    (
+        "‖Ax − b‖²/t",
+        "((A *(ij,j->i) x - b) *(i,i->) (A *(ij,j->i) x - b)) / t",
+        {"A": 2, "x": 1, "b": 1, "t": 0},
+        ["x", "t"],
+        {"t": "positive"},
+        "convex",
+    ),
+    ("−‖x‖²/t, t < 0", "(x *(i,i->) x) / t", {"x": 1, "t": 0}, ["x", "t"], {"t": "negative"}, "concave"),
+    # domains cut out by entrywise concave constraints
+    ("Σ log(1 − x²)", "log(1 - x^2) *(i,->) 1", {"x": 1}, "x", None, "concave"),
+    ("−Σ log(4 − x²)", "-(log(4 - x^2) *(i,->) 1)", {"x": 1}, "x", None, "convex"),
+    # common factors
+    ("Σ x eˣ on x ≥ −2", "x *(i,i->i) exp(x) *(i,->) 1", {"x": 1}, "x", {"x": (-2, None)}, "convex"),
+    # cusps on the boundary of {u >= 0} with u concave
+    ("√(1 − ‖x‖²)", "(1 - x *(i,i->) x)^(1/2)", {"x": 1}, "x", None, "concave"),
+    # kinks that cancel or combine
+    ("|x| − relu(x) − relu(−x) ≡ 0", "(abs(x) - relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
+    ("relu(x) − relu(−x) = x", "(relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
+    ("|x| − relu(−x) = relu(x)", "(abs(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "convex"),
+    (
+        "|x| − 2 relu(x) − relu(−x) = −relu(x)",
+        "(abs(x) - 2 *(,i->i) relu(x) - relu(-x)) *(i,->) 1",
+        {"x": 1},
+        "x",
+        None,
+        "concave",
+    ),
+]
+
+NEGATIVE = [
+    # look-alikes of the precomposition: the outer function is not convex
+    (
+        "sin(Ax + b) summed",
+        "sin(A *(ij,j->i) x + b) *(i,->) 1",
+        {"A": 2, "x": 1, "b": 1},
+        "x",
+        None,
+        (False, False),
+        "neither",
+    ),
+    (
+        "−‖Ax − b‖₂",
+        "-(((A *(ij,j->i) x - b) *(i,i->) (A *(ij,j->i) x - b))^(1/2))",
+        {"A": 2, "x": 1, "b": 1},
+        "x",
+        None,
+        (False, True),
+        "concave",
+    ),
+    ("(Ax)³ summed", "(A *(ij,j->i) x)^3 *(i,->) 1", {"A": 2, "x": 1}, "x", None, (False, False), "neither"),
+    # quadratic over linear look-alikes
+    ("‖x‖² t", "(x *(i,i->) x) *(,->) t", {"x": 1, "t": 0}, ["x", "t"], {"t": "positive"}, (False, False), "neither"),
+    ("‖x‖²/t, t of any sign", "(x *(i,i->) x) / t", {"x": 1, "t": 0}, ["x", "t"], None, (False, False), "neither"),
+    ("‖x‖²/t²", "(x *(i,i->) x) / (t^2)", {"x": 1, "t": 0}, ["x", "t"], {"t": "positive"}, (False, False), "neither"),
+    (
+        "xᵀy/t",
+        "(x *(i,i->) y) / t",
+        {"x": 1, "y": 1, "t": 0},
+        ["x", "y", "t"],
+        {"t": "positive"},
+        (False, False),
+        "neither",
+    ),
+    ("x²t scalar", "x^2 *(,->) t", {"x": 0, "t": 0}, ["x", "t"], {"t": "positive"}, (False, False), "neither"),
+    # domains: a convex constraint cuts out a non-convex set
+    ("Σ log(x² − 1)", "log(x^2 - 1) *(i,->) 1", {"x": 1}, "x", None, (False, False), ""),
+    # common factor look-alike: x eˣ on all of R is not convex
+    ("Σ x eˣ, no assumption", "x *(i,i->i) exp(x) *(i,->) 1", {"x": 1}, "x", None, (False, False), "neither"),
+    ("Σ x eˣ on x ≥ −3", "x *(i,i->i) exp(x) *(i,->) 1", {"x": 1}, "x", {"x": (-3, None)}, (False, False), "neither"),
+    # cusp with a convex base: not concave
+    ("√(‖x‖² − 1)", "(x *(i,i->) x - 1)^(1/2)", {"x": 1}, "x", None, (False, False), ""),
+    # kinks that do not cancel
+    ("|x| − 3 relu(x)", "(abs(x) - 3 *(,i->i) relu(x)) *(i,->) 1", {"x": 1}, "x", None, (False, True), "concave"),
+    ("relu(x) − |x|", "(relu(x) - abs(x)) *(i,->) 1", {"x": 1}, "x", None, (False, True), "concave"),
+    (
+        "relu(x) + relu(−x) − 2|x| = −|x|",
+        "(relu(x) + relu(-x) - 2 *(,i->i) abs(x)) *(i,->) 1",
+        {"x": 1},
+        "x",
+        None,
+        (False, True),
+        "concave",
+    ),
+    ("relu(x) − relu(x − 1)", "(relu(x) - relu(x - 1)) *(i,->) 1", {"x": 1}, "x", None, (False, False), ""),
+]
+
+CONSISTENT = {
+    "convex": lambda cv, cc: cv,
+    "concave": lambda cv, cc: cc,
+    "affine": lambda cv, cc: cv and cc,
+    "not convex": lambda cv, cc: not cv,
+    "not concave": lambda cv, cc: not cc,
+    "neither": lambda cv, cc: not cv and not cc,
+    "unknown": lambda cv, cc: True,
+}
+
+
+@pytest.mark.parametrize("case", POSITIVE, ids=[c[0] for c in POSITIVE])
+def test_rule_certifies(case):
+    name, text, orders, wrt, assumptions, expected = case
+    result = tc.check_convexity(tc.parse(text, orders), wrt, assumptions)
+    assert result.verdict == expected, f"{name}\n{result.explain()}"
+    assert result.certificate is not None
+
+
+@pytest.mark.parametrize("case", NEGATIVE, ids=[c[0] for c in NEGATIVE])
+def test_rule_does_not_certify_look_alikes(case):
+    name, text, orders, wrt, assumptions, truth, required = case
+    result = tc.check_convexity(tc.parse(text, orders), wrt, assumptions)
+    assert CONSISTENT[result.verdict](*truth), f"{name}: {result.verdict}\n{result.explain()}"
+    if required:
+        assert result.verdict == required, f"{name}\n{result.explain()}"
+
+
+def test_precomposition_certificate_names_the_affine_map():
+    f = tc.parse("log(exp(A *(ij,j->i) x + b) *(i,->) 1)", {"A": 2, "x": 1, "b": 1})
+    result = tc.check_convexity(f, "x")
+    assert result.certificate.method.startswith("affine precomposition")
+    assert "aff__0 = b + A *(ij,j->i) x is affine" in result.explain()
+
+
+def test_precomposed_function_is_convex_numerically():
+    """Independent evidence for a precomposition certificate: Jensen holds at random pairs."""
+    rng = np.random.default_rng(3)
+    f = tc.parse("((A *(ij,j->i) x - b) *(i,i->) (A *(ij,j->i) x - b))^(1/2)", {"A": 2, "x": 1, "b": 1})
+    A, b = rng.standard_normal((4, 3)), rng.standard_normal(4)
+    for _ in range(50):
+        x1, x2, lam = rng.standard_normal(3), rng.standard_normal(3), rng.random()
+        values = [float(tc.evaluate(f, {"A": A, "b": b, "x": x})) for x in (x1, x2, lam * x1 + (1 - lam) * x2)]
+        assert values[2] <= lam * values[0] + (1 - lam) * values[1] + 1e-12
+
+
+def test_unknown_note_names_the_kink_that_failed():
+    f = tc.parse("(relu(x) - relu(x - 1)) *(i,->) 1", {"x": 1})
+    result = tc.check_convexity(f, "x", falsify=False)
+    assert result.verdict == "unknown"
+    note = next(n for n in result.notes if n.startswith("unknown"))
+    assert "kink" in note and "not shown to bend up" in note and "relu" in note
+
+
+def test_kink_note_when_one_side_is_refuted():
+    """Σ c |x| with c a parameter: concavity is refuted (at c = 1), convexity stays open
+    because the kink's adjoint c has no sign; the note says so."""
+    f = tc.parse("(abs(x) *(i,i->i) c) *(i,->) 1", {"x": 1, "c": 1})
+    result = tc.check_convexity(f, "x", values={"c": np.ones(3)})
+    assert result.verdict == "not concave"
+    note = next(n for n in result.notes if n.startswith("convexity unknown"))
+    assert "kink of abs" in note and "not shown to bend up" in note
