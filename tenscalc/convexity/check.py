@@ -39,6 +39,7 @@ from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
 from .joint import gram_rule
 from .kinks import Kink, _affine_in, check_kinks, depends_on, find_kinks, substitute
+from .picture import node_facts
 from .report import Certificate, ConvexityResult, ProofStep
 from .rules import Derivation, identity_perm
 
@@ -199,6 +200,13 @@ def check_convexity(
     if concave_proven:
         certificate_concave = _certificate("concave", hess, proof, an, kinks, domain_text, method)
 
+    # the picture: the DAG the proof read, coloured by its facts
+    if method == "second directional derivative" and proof is not None:
+        graph = list(proof.premises)
+    else:
+        graph = list(hess.values()) if isinstance(hess, dict) else [hess]
+    graph_facts = node_facts(an, graph)
+
     # f = g(affine maps): g's verdict carries over (its domain and kinks included)
     if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
         inner = _precomposed(f, wrt_set, given, values, _depth)
@@ -212,6 +220,8 @@ def check_convexity(
                 concave_proven = True
                 certificate_concave = _composed_certificate(result_g.concave_certificate, cut)
                 method = certificate_concave.method
+            if result_g.certified:
+                graph, graph_facts = result_g.graph, result_g.graph_facts
 
     # numbers: counterexamples to the open sides, and a cross-check of the proven ones
     # (a proof contradicted by numbers is a bug of the rules, never a verdict)
@@ -305,6 +315,8 @@ def check_convexity(
         notes=notes,
         search=search,
         method=method,
+        graph=graph,
+        graph_facts=graph_facts,
     )
 
 
