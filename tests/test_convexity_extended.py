@@ -83,7 +83,7 @@ EXTENDED = [
     ),
     # rank-one-plus-diagonal templates in other orientations
     ("(Σ√x)²", "(x^(1/2) *(i,->) 1)^2", {"x": 1}, "x", None, None, (False, True), ""),
-    ("−log(−LSE(x))", "-log(-log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, None, (True, False), ""),
+    ("−log(−LSE(x))", "-log(-log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, None, (True, False), "convex"),
     (
         "softmax cross-entropy, log of a quotient",
         "-log(exp(x *(i,i->) e) / (exp(x) *(i,->) 1))",

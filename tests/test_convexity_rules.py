@@ -68,6 +68,9 @@ POSITIVE = [
     ("Σ x eˣ on x ≥ −2", "x *(i,i->i) exp(x) *(i,->) 1", {"x": 1}, "x", {"x": (-2, None)}, "convex"),
     # cusps on the boundary of {u >= 0} with u concave
     ("√(1 − ‖x‖²)", "(1 - x *(i,i->) x)^(1/2)", {"x": 1}, "x", None, "concave"),
+    # scalar composition h(g(x))
+    ("−log(−LSE(x))", "-log(-log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, "convex"),
+    ("−√(−LSE(x))", "-(-log(exp(x) *(i,->) 1))^(1/2)", {"x": 1}, "x", None, "convex"),
     # kinks that cancel or combine
     ("|x| − relu(x) − relu(−x) ≡ 0", "(abs(x) - relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
     ("relu(x) − relu(−x) = x", "(relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
@@ -124,6 +127,12 @@ NEGATIVE = [
     ("Σ x eˣ on x ≥ −3", "x *(i,i->i) exp(x) *(i,->) 1", {"x": 1}, "x", {"x": (-3, None)}, (False, False), "neither"),
     # cusp with a convex base: not concave
     ("√(‖x‖² − 1)", "(x *(i,i->) x - 1)^(1/2)", {"x": 1}, "x", None, (False, False), ""),
+    # compositions the rules must not accept (h monotone the wrong way, or g of the wrong curvature)
+    ("−log ‖x‖²", "-log(x *(i,i->) x)", {"x": 1}, "x", None, (False, False), "neither"),
+    ("exp(−‖x‖²)", "exp(-(x *(i,i->) x))", {"x": 1}, "x", None, (False, False), "neither"),
+    ("log(1 + ‖x‖²)", "log(1 + x *(i,i->) x)", {"x": 1}, "x", None, (False, False), "neither"),
+    ("log LSE(x)", "log(log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, (False, False), "neither"),
+    ("1/‖x‖²", "1 / (x *(i,i->) x)", {"x": 1}, "x", None, (False, False), "neither"),
     # kinks that do not cancel
     ("|x| − 3 relu(x)", "(abs(x) - 3 *(,i->i) relu(x)) *(i,->) 1", {"x": 1}, "x", None, (False, True), "concave"),
     ("relu(x) − |x|", "(relu(x) - abs(x)) *(i,->) 1", {"x": 1}, "x", None, (False, True), "concave"),

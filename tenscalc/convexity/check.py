@@ -38,7 +38,7 @@ from .errors import InternalError
 from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
 from .joint import gram_rule
-from .kinks import Kink, _affine_in, check_kinks, depends_on, find_kinks, substitute
+from .kinks import Kink, _affine_in, _depends_on_values, check_kinks, depends_on, find_kinks, substitute
 from .picture import node_facts
 from .report import Certificate, ConvexityResult, ProofStep
 from .rules import Derivation, identity_perm
@@ -222,6 +222,17 @@ def check_convexity(
                 method = certificate_concave.method
             if result_g.certified:
                 graph, graph_facts = result_g.graph, result_g.graph_facts
+    # f = h(g(x)) with g scalar: the composition rules of convex analysis
+    if not (convex_proven or concave_proven) and domain_ok and _depth < MAX_COMPOSITION_DEPTH:
+        composed = _scalar_composition(f, wrt_set, given, values, _depth)
+        if composed is not None:
+            claim, certificate, result_h = composed
+            if claim == "convex":
+                convex_proven, certificate_convex = True, certificate
+            else:
+                concave_proven, certificate_concave = True, certificate
+            method = certificate.method
+            graph, graph_facts = result_h.graph, result_h.graph_facts
 
     # numbers: counterexamples to the open sides, and a cross-check of the proven ones
     # (a proof contradicted by numbers is a bug of the rules, never a verdict)
@@ -340,6 +351,113 @@ def _precomposed(f: Expr, wrt: set[str], given, values, depth: int):
     except SemanticError:  # g is not a function this checker reads: no claim
         return None
     return result, (g, parts)
+
+
+MAX_COMPOSITION_CANDIDATES = 6
+
+
+def _scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
+    """``f = h(g(x))`` with ``g`` a scalar node: convex when ``h`` is convex and
+    nondecreasing on its domain and ``g`` convex, or ``h`` convex nonincreasing and
+    ``g`` concave (concave likewise).  ``h``'s domain is an interval (its convexity
+    was checked), and ``f``'s domain was shown convex by the caller, so along a
+    segment ``h(g(x_λ)) <= h(λ g(x₁) + (1-λ) g(x₂)) <= λ f(x₁) + (1-λ) f(x₂)``.
+
+    Returns (claim, certificate, result for h) or None."""
+    z = N.var("comp__z", 0)
+    tried = 0
+    for g in _scalar_candidates(f, wrt):
+        if tried >= MAX_COMPOSITION_CANDIDATES:
+            break
+        h = substitute(f, {id(g): z})
+        if _depends_on_values(h, wrt):
+            continue
+        tried += 1
+        h_given = {k: v for k, v in given.items() if k in h.variables}
+        try:
+            result_h = check_convexity(h, ["comp__z"], h_given, falsify=False, values=None, _depth=depth + 1)
+        except SemanticError:
+            continue
+        if not result_h.certified:
+            continue
+        slope = _slope_sign(h, z, h_given)
+        if slope == 0:
+            continue
+        g_given = {k: v for k, v in given.items() if k in g.variables}
+        g_values = {k: v for k, v in (values or {}).items() if k in g.variables} or None
+        try:
+            result_g = check_convexity(
+                g, sorted(wrt & set(g.variables)), g_given, falsify=False, values=g_values, _depth=depth + 1
+            )
+        except SemanticError:
+            continue
+        h_convex = result_h.verdict in ("convex", "affine")
+        h_concave = result_h.verdict in ("concave", "affine")
+        g_convex = result_g.verdict in ("convex", "affine")
+        g_concave = result_g.verdict in ("concave", "affine")
+        claim = None
+        if h_convex and (slope > 0 and g_convex or slope < 0 and g_concave):
+            claim = "convex"
+        elif h_concave and (slope > 0 and g_concave or slope < 0 and g_convex):
+            claim = "concave"
+        if claim is None:
+            continue
+        inner = result_h.convex_certificate if claim == "convex" else result_h.concave_certificate
+        step = ProofStep(
+            "f = h(g)",
+            f"composition: h {'convex' if claim == 'convex' else 'concave'} and "
+            f"{'nondecreasing' if slope > 0 else 'nonincreasing'} on its domain, g {result_g.verdict}",
+            "composition rule",
+            f"g = {_safe_text(g, 120)} ({result_g.certificate.method if result_g.certificate else ''}); "
+            f"h = {_safe_text(h, 120)}",
+        )
+        certificate = Certificate(
+            claim=claim,
+            hessian_text=inner.hessian_text,
+            steps=[step] + inner.steps,
+            kinks=inner.kinks,
+            domain=inner.domain,
+            method="composition h(g(x)), h by " + inner.method,
+        )
+        return claim, certificate, result_h
+    return None
+
+
+def _scalar_candidates(f: Expr, wrt: set[str]):
+    """Order-0 nodes below the root that depend on ``wrt``, nearest the root first."""
+    seen = {id(f)}
+    queue = list(f.children)
+    while queue:
+        node = queue.pop(0)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if not _depends_on_values(node, wrt):
+            continue
+        if node.order == 0 and node.op != "var" and not _affine_in(node, wrt):
+            yield node
+        queue.extend(node.children)
+
+
+def _slope_sign(h: Expr, z: Expr, given) -> int:
+    """+1 when dh/dz >= 0 on h's domain, -1 when <= 0, 0 when unknown."""
+    slope = simplify(derivative(h, z))
+    orders = h.variables
+    assumed = normalize_assumptions(given, orders)
+    constraints = implied_constraints(h)
+    an = Analyzer(
+        variable_intervals(assumed, orders),
+        variable_tags(assumed),
+        refinements(constraints + _simplified(constraints)),
+        [z.arg[0]],
+    )
+    try:
+        iv = an.interval(slope)
+    except Exception:  # noqa: BLE001 - a slope the rules cannot read: no claim
+        return 0
+    if iv.empty:
+        return 0
+    return 1 if iv.nonneg else -1 if iv.nonpos else 0
 
 
 def _composed_certificate(inner: Certificate | None, cut) -> Certificate | None:
