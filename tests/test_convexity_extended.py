@@ -95,8 +95,26 @@ EXTENDED = [
         "convex",
     ),
     # matrix-inverse kernels
-    ("xᵀY⁻¹x in Y", "x *(i,ij->j) inv(Y) *(j,j->) x", {"x": 1, "Y": 2}, "Y", {"Y": "pd"}, None, (True, False), ""),
-    ("tr(A X⁻¹ Aᵀ)", "A *(ij,jk->ik) inv(X) *(ik,ik->) A", {"A": 2, "X": 2}, "X", {"X": "pd"}, None, (True, False), ""),
+    (
+        "xᵀY⁻¹x in Y",
+        "x *(i,ij->j) inv(Y) *(j,j->) x",
+        {"x": 1, "Y": 2},
+        "Y",
+        {"Y": "pd"},
+        None,
+        (True, False),
+        "convex",
+    ),
+    (
+        "tr(A X⁻¹ Aᵀ)",
+        "A *(ij,jk->ik) inv(X) *(ik,ik->) A",
+        {"A": 2, "X": 2},
+        "X",
+        {"X": "pd"},
+        None,
+        (True, False),
+        "convex",
+    ),
     # domains cut out by entrywise concave constraints
     ("Σ log(1 − x²)", "log(1 - x^2) *(i,->) 1", {"x": 1}, "x", None, None, (False, True), "concave"),
     # signs needing a common factor

@@ -71,6 +71,11 @@ POSITIVE = [
     # scalar composition h(g(x))
     ("−log(−LSE(x))", "-log(-log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, "convex"),
     ("−√(−LSE(x))", "-(-log(exp(x) *(i,->) 1))^(1/2)", {"x": 1}, "x", None, "convex"),
+    # matrix-inverse kernels: pairings through a transposition of symmetric operands
+    ("xᵀY⁻¹x in Y", "x *(i,ij->j) inv(Y) *(j,j->) x", {"x": 1, "Y": 2}, "Y", {"Y": "pd"}, "convex"),
+    ("−xᵀY⁻¹x in Y", "-(x *(i,ij->j) inv(Y) *(j,j->) x)", {"x": 1, "Y": 2}, "Y", {"Y": "pd"}, "concave"),
+    ("tr(A X⁻¹ Aᵀ)", "A *(ij,jk->ik) inv(X) *(ik,ik->) A", {"A": 2, "X": 2}, "X", {"X": "pd"}, "convex"),
+    ("tr(X⁻¹)", "inv(X) *(ii,->) 1", {"X": 2}, "X", {"X": "pd"}, "convex"),
     # kinks that cancel or combine
     ("|x| − relu(x) − relu(−x) ≡ 0", "(abs(x) - relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
     ("relu(x) − relu(−x) = x", "(relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
@@ -133,6 +138,35 @@ NEGATIVE = [
     ("log(1 + ‖x‖²)", "log(1 + x *(i,i->) x)", {"x": 1}, "x", None, (False, False), "neither"),
     ("log LSE(x)", "log(log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, (False, False), "neither"),
     ("1/‖x‖²", "1 / (x *(i,i->) x)", {"x": 1}, "x", None, (False, False), "neither"),
+    # matrix-inverse look-alikes
+    (
+        "xᵀY⁻¹x, Y only symmetric",
+        "x *(i,ij->j) inv(Y) *(j,j->) x",
+        {"x": 1, "Y": 2},
+        "Y",
+        {"Y": "symmetric"},
+        (False, False),
+        "neither",
+    ),
+    ("xᵀY⁻¹x, Y any", "x *(i,ij->j) inv(Y) *(j,j->) x", {"x": 1, "Y": 2}, "Y", None, (False, False), "neither"),
+    (
+        "xᵀY⁻¹y in Y",
+        "x *(i,ij->j) inv(Y) *(j,j->) y",
+        {"x": 1, "y": 1, "Y": 2},
+        "Y",
+        {"Y": "pd"},
+        (False, False),
+        "neither",
+    ),
+    (
+        "tr(A X⁻¹ B)",
+        "A *(ij,jk->ik) inv(X) *(ik,ki->) B",
+        {"A": 2, "B": 2, "X": 2},
+        "X",
+        {"X": "pd"},
+        (False, False),
+        "neither",
+    ),
     # kinks that do not cancel
     ("|x| − 3 relu(x)", "(abs(x) - 3 *(,i->i) relu(x)) *(i,->) 1", {"x": 1}, "x", None, (False, True), "concave"),
     ("relu(x) − |x|", "(relu(x) - abs(x)) *(i,->) 1", {"x": 1}, "x", None, (False, True), "concave"),

@@ -749,8 +749,11 @@ def _directional(f: Expr, names: list[str], an: Analyzer, tags, orders) -> Deriv
             v = N.var(f"dir__{name}", 1)
             d = N.mul((v,), ((0,),), (0, 0))
         elif order == 2 and "symmetric" in tags.get(name, set()):
+            # a symmetric direction: a variable the rules know to be symmetric (so that
+            # pairings through a transposition, V[j,k] with V[l,m] read as V[m,l], are found)
             v = N.var(f"dir__{name}", 2)
-            d = N.add((v, N.mul((v,), ((0, 1),), (1, 0))), (0.5, 0.5))
+            d = v
+            an.tags.setdefault(f"dir__{name}", set()).add("symmetric")
         else:
             v = N.var(f"dir__{name}", order)
             d = v

@@ -576,14 +576,54 @@ def kernel_rule(an: Analyzer, operands, out, k: int, perm: Perm, coef: float = 1
             return Derivation(curv, "scaled identity", f"{_num(c)} times the identity")
         return None
     tried = 0
-    for sigma, partner in _find_sigma(norm):
-        tried += 1
-        if tried > 200:
-            break
-        result = _check_shape(an, norm, sigma, partner)
-        if result is not None:
-            return result
+    for variant, transposed in _symmetric_variants(an, norm):
+        for sigma, partner in _find_sigma(variant):
+            tried += 1
+            if tried > 200:
+                return None
+            result = _check_shape(an, variant, sigma, partner)
+            if result is not None:
+                if transposed:
+                    # the certificate states the permutation it used
+                    note = "read " + ", ".join(f"{_short(n, 30)} as its transpose (symmetric)" for n in transposed)
+                    result.detail = f"{result.detail}; {note}" if result.detail else note
+                return result
     return None
+
+
+MAX_SYMMETRIC_VARIANTS = 4
+
+
+def is_symmetric_matrix(an: Analyzer, node: Expr) -> bool:
+    """Order-2 nodes known to equal their transpose: symmetric-tagged variables,
+    deltas, constants, and inverses of those."""
+    if node.order != 2:
+        return False
+    if node.op == "var":
+        return bool(an.matrix_tags(node.arg[0]) & SYMMETRIC_TAGS)
+    if node.op in ("delta", "const"):
+        return True
+    if node.op == "inv":
+        return is_symmetric_matrix(an, node.children[0])
+    return False
+
+
+def _symmetric_variants(an: Analyzer, norm: Normalized):
+    """``norm`` itself, then copies with the index strings of symmetric operands reversed
+    (``Y⁻¹[i,j] = Y⁻¹[j,i]``), so that pairings that need a transposition are found;
+    each with the list of operands read transposed."""
+    yield norm, []
+    positions = [
+        j for j, (node, spec) in enumerate(norm.operands) if is_symmetric_matrix(an, node) and spec[0] != spec[1]
+    ]
+    positions = positions[:MAX_SYMMETRIC_VARIANTS]
+    for r in range(1, len(positions) + 1):
+        for chosen in itertools.combinations(positions, r):
+            ops = [(node, spec[::-1] if j in chosen else spec) for j, (node, spec) in enumerate(norm.operands)]
+            yield (
+                Normalized(ops, norm.left, norm.right, norm.coef, norm.count_factor),
+                [norm.operands[j][0] for j in chosen],
+            )
 
 
 SYMMETRIC_TAGS = frozenset({"symmetric", "pd", "psd", "nd", "nsd", "diagonal"})
