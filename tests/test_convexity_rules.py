@@ -61,6 +61,15 @@ POSITIVE = [
         "convex",
     ),
     ("−‖x‖²/t, t < 0", "(x *(i,i->) x) / t", {"x": 1, "t": 0}, ["x", "t"], {"t": "negative"}, "concave"),
+    # precomposition keeps the interval of the affine node: Σ y > 0 for y > 0
+    (
+        "(Σx)²/(Σy), y > 0",
+        "(x *(i,->) 1)^2 / (y *(i,->) 1)",
+        {"x": 1, "y": 1},
+        ["x", "y"],
+        {"y": "positive"},
+        "convex",
+    ),
     # domains cut out by entrywise concave constraints
     ("Σ log(1 − x²)", "log(1 - x^2) *(i,->) 1", {"x": 1}, "x", None, "concave"),
     ("−Σ log(4 − x²)", "-(log(4 - x^2) *(i,->) 1)", {"x": 1}, "x", None, "convex"),
@@ -138,6 +147,15 @@ NEGATIVE = [
     ("log(1 + ‖x‖²)", "log(1 + x *(i,i->) x)", {"x": 1}, "x", None, (False, False), "neither"),
     ("log LSE(x)", "log(log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, (False, False), "neither"),
     ("1/‖x‖²", "1 / (x *(i,i->) x)", {"x": 1}, "x", None, (False, False), "neither"),
+    (
+        "(Σx)²/(Σy), y of any sign",
+        "(x *(i,->) 1)^2 / (y *(i,->) 1)",
+        {"x": 1, "y": 1},
+        ["x", "y"],
+        None,
+        (False, False),
+        "neither",
+    ),
     # matrix-inverse look-alikes
     (
         "xᵀY⁻¹x, Y only symmetric",

@@ -209,7 +209,7 @@ def check_convexity(
 
     # f = g(affine maps): g's verdict carries over (its domain and kinks included)
     if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
-        inner = _precomposed(f, wrt_set, given, values, _depth)
+        inner = _precomposed(f, wrt_set, given, values, _depth, an)
         if inner is not None:
             result_g, cut = inner
             if result_g.verdict in ("convex", "affine"):
@@ -335,14 +335,23 @@ MAX_COMPOSITION_DEPTH = 2
 """How many affine cuts may be nested (``g`` is checked by ``check_convexity`` again)."""
 
 
-def _precomposed(f: Expr, wrt: set[str], given, values, depth: int):
-    """The verdict on ``g`` where ``f = g(affine nodes)`` (:mod:`.compose`), or None."""
+def _precomposed(f: Expr, wrt: set[str], given, values, depth: int, an: Analyzer | None = None):
+    """The verdict on ``g`` where ``f = g(affine nodes)`` (:mod:`.compose`), or None.
+
+    Each fresh variable gets the interval its affine node has on the domain (``Σ y > 0``
+    for ``y > 0``): ``g`` is then checked on a box, a convex superset of the image of
+    ``f``'s domain, which is all the composition needs."""
     cut = cut_affine(f, wrt)
     if cut is None:
         return None
     g, fresh, parts = cut
     inner_wrt = fresh + sorted(n for n in wrt if n in g.variables)
     inner_given = {k: v for k, v in given.items() if k in g.variables and k not in fresh}
+    if an is not None:
+        for name, node in parts:
+            bound = _interval_given(an.interval(node))
+            if bound:
+                inner_given[name] = bound
     inner_values = {k: v for k, v in (values or {}).items() if k in g.variables}
     try:
         result = check_convexity(
@@ -458,6 +467,19 @@ def _slope_sign(h: Expr, z: Expr, given) -> int:
     if iv.empty:
         return 0
     return 1 if iv.nonneg else -1 if iv.nonpos else 0
+
+
+def _interval_given(iv: Interval) -> tuple:
+    """An interval as assumption words (``positive`` keeps an open end at 0)."""
+    if iv.empty or iv.is_indeterminate or (iv.lo == -float("inf") and iv.hi == float("inf")):
+        return ()
+    items: list[Any] = []
+    if iv.lo == 0 and not iv.lo_closed and iv.hi == float("inf"):
+        return ("positive",)
+    if iv.hi == 0 and not iv.hi_closed and iv.lo == -float("inf"):
+        return ("negative",)
+    items.append((None if iv.lo == -float("inf") else iv.lo, None if iv.hi == float("inf") else iv.hi))
+    return tuple(items)
 
 
 def _composed_certificate(inner: Certificate | None, cut) -> Certificate | None:
