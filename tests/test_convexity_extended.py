@@ -82,7 +82,7 @@ EXTENDED = [
         "",
     ),
     # rank-one-plus-diagonal templates in other orientations
-    ("(Σ√x)²", "(x^(1/2) *(i,->) 1)^2", {"x": 1}, "x", None, None, (False, True), ""),
+    ("(Σ√x)²", "(x^(1/2) *(i,->) 1)^2", {"x": 1}, "x", None, None, (False, True), "concave"),
     ("−log(−LSE(x))", "-log(-log(exp(x) *(i,->) 1))", {"x": 1}, "x", None, None, (True, False), "convex"),
     (
         "softmax cross-entropy, log of a quotient",

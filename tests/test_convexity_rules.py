@@ -85,6 +85,10 @@ POSITIVE = [
     ("−xᵀY⁻¹x in Y", "-(x *(i,ij->j) inv(Y) *(j,j->) x)", {"x": 1, "Y": 2}, "Y", {"Y": "pd"}, "concave"),
     ("tr(A X⁻¹ Aᵀ)", "A *(ij,jk->ik) inv(X) *(ik,ik->) A", {"A": 2, "X": 2}, "X", {"X": "pd"}, "convex"),
     ("tr(X⁻¹)", "inv(X) *(ii,->) 1", {"X": 2}, "X", {"X": "pd"}, "convex"),
+    # rank-one-plus-diagonal the other way: the sum inside the diagonal term is the denominator
+    ("(Σ√x)²", "(x^(1/2) *(i,->) 1)^2", {"x": 1}, "x", None, "concave"),
+    ("(Σ x^(1/3))³", "(x^(1/3) *(i,->) 1)^3", {"x": 1}, "x", None, "concave"),
+    ("−(Σ√x)²", "-((x^(1/2) *(i,->) 1)^2)", {"x": 1}, "x", None, "convex"),
     # kinks that cancel or combine
     ("|x| − relu(x) − relu(−x) ≡ 0", "(abs(x) - relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
     ("relu(x) − relu(−x) = x", "(relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
@@ -155,6 +159,16 @@ NEGATIVE = [
         None,
         (False, False),
         "neither",
+    ),
+    ("(Σ√x)³", "(x^(1/2) *(i,->) 1)^3", {"x": 1}, "x", None, (False, False), "neither"),
+    (
+        "(Σ√x)^(3/2) = ((Σ√x)²)^(3/4), concave",
+        "(x^(1/2) *(i,->) 1)^(3/2)",
+        {"x": 1},
+        "x",
+        None,
+        (False, True),
+        "concave",
     ),
     # matrix-inverse look-alikes
     (

@@ -173,7 +173,7 @@ def check_convexity(
     notes.extend(domain_notes)
 
     # the Hessian and its facts
-    hess, proof, method = _certify_smooth(f, names, an, assumed, orders)
+    hess, proof, method, an_h = _certify_smooth(f, names, an, assumed, orders, constraints)
     curvature = proof.curvature if proof is not None else Curvature()
 
     # non-smooth points
@@ -196,16 +196,16 @@ def check_convexity(
 
     certificate_convex = certificate_concave = None
     if convex_proven:
-        certificate_convex = _certificate("convex", hess, proof, an, kinks, domain_text, method)
+        certificate_convex = _certificate("convex", hess, proof, an_h, kinks, domain_text, method)
     if concave_proven:
-        certificate_concave = _certificate("concave", hess, proof, an, kinks, domain_text, method)
+        certificate_concave = _certificate("concave", hess, proof, an_h, kinks, domain_text, method)
 
     # the picture: the DAG the proof read, coloured by its facts
     if method == "second directional derivative" and proof is not None:
         graph = list(proof.premises)
     else:
         graph = list(hess.values()) if isinstance(hess, dict) else [hess]
-    graph_facts = node_facts(an, graph)
+    graph_facts = node_facts(an_h, graph)
 
     # f = g(affine maps): g's verdict carries over (its domain and kinks included)
     if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
@@ -678,12 +678,36 @@ def _perms_for(name: str, order: int, tags) -> tuple:
     return (ident,)
 
 
-def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
-    """The Hessian (or its blocks) and a derivation of its definiteness."""
+def _hessian_analyzer(an: Analyzer, constraints: list[Constraint], roots: list[Expr], names) -> Analyzer:
+    """An analyzer for the Hessian that also knows where the Hessian itself is defined.
+
+    The PSD claim is needed only where ``f`` is twice differentiable: where the
+    Hessian's expression is undefined (``x^-0.5`` at ``x = 0``) ``f`` is either not
+    twice differentiable — a kink or the boundary, examined separately from ``f``
+    with the plain analyzer — or the Hessian extends by continuity.  So the
+    constraints the Hessian implies (``x > 0``) may tighten its own analysis
+    (``Σ √x > 0`` becomes a valid denominator)."""
+    extra: list[Constraint] = []
+    for root in roots:
+        extra.extend(implied_constraints(root))
+    if not extra:
+        return an
+    return Analyzer(an.variables, an.tags, refinements(constraints + _simplified(constraints) + extra), names)
+
+
+def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders, constraints=()):
+    """The Hessian (or its blocks), a derivation of its definiteness, the method, and
+    the analyzer that labelled it."""
+    proof, method, hess, an = _certify_smooth_with(f, names, an, assumed, orders, list(constraints))
+    return hess, proof, method, an
+
+
+def _certify_smooth_with(f: Expr, names: list[str], an: Analyzer, assumed, orders, constraints):
     tags = {n: a.tags for n, a in assumed.items()}
     if len(names) == 1:
         name = names[0]
         h = hessian(f, name)
+        an = _hessian_analyzer(an, constraints, [h], names)
         target = h
         perms = _perms_for(name, orders[name], tags)
         if orders[name] == 2 and "diagonal" in tags.get(name, set()):
@@ -697,12 +721,13 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
             if target is h and "symmetric" not in tags.get(name, set()):
                 gram = gram_rule(an, {(name, name): h}, names, orders, f)
                 if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
-                    return h, gram, "Hessian as a Gram form"
+                    return gram, "Hessian as a Gram form", h, an
             second = _directional(f, names, an, tags, orders)
             if second is not None:
-                return h, second, "second directional derivative"
-        return h, proof, method
+                return second, "second directional derivative", h, an
+        return proof, method, h, an
     blocks = {(a, b): hessian(f, a, b) for a in names for b in names}
+    an = _hessian_analyzer(an, constraints, list(blocks.values()), names)
     off_zero = all(_is_zero(an, blocks[(a, b)]) for a in names for b in names if a != b)
     if off_zero:
         parts = []
@@ -721,13 +746,13 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
                     "the mixed blocks are zero; each diagonal block is " + ("PSD" if curv.psd else "NSD"),
                     [blocks[(a, a)] for a in names],
                 )
-                return blocks, proof, "Hessian blocks"
+                return proof, "Hessian blocks", blocks, an
     for promote in (False, True):
         gram = gram_rule(an, blocks, names, orders, f, promote=promote)
         if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
-            return blocks, gram, "Hessian blocks as a Gram form"
+            return gram, "Hessian blocks as a Gram form", blocks, an
     second = _directional(f, names, an, tags, orders)
-    return blocks, second, "second directional derivative"
+    return second, "second directional derivative", blocks, an
 
 
 def _is_zero(an: Analyzer, node: Expr) -> bool:

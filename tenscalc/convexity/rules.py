@@ -888,6 +888,54 @@ def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[fl
     return [(coef, node)]
 
 
+def factor_scalar_sums(term: Expr) -> Expr:
+    """A product whose operands fall into groups sharing no letter, one of which touches
+    no output letter, written with that group as a separate scalar sum node:
+    ``x^0.5 *(i,j->jj) x^-1.5`` becomes ``(x^0.5 *(i,->) ) *(,j->jj) x^-1.5`` — the sum is
+    then an atom the PSD template can use as a denominator (``(Σ√x)²``).
+
+    >>> import tenscalc as tc
+    >>> t = tc.parse("x *(i,j->j) y", {"x": 1, "y": 1})
+    >>> [c.order for c in factor_scalar_sums(t).children]
+    [1, 0]
+    """
+    if term.op != "mul":
+        return term
+    ins, out = term.arg
+    n = len(ins)
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    owner: dict[int, int] = {}
+    for j, spec in enumerate(ins):
+        for letter in spec:
+            if letter in owner:
+                parent[find(j)] = find(owner[letter])
+            else:
+                owner[letter] = j
+    groups: dict[int, list[int]] = {}
+    for j in range(n):
+        groups.setdefault(find(j), []).append(j)
+    outs = set(out)
+    scalar_groups = [
+        g for g in groups.values() if not (set().union(*(set(ins[j]) for j in g)) & outs) and any(ins[j] for j in g)
+    ]
+    if not scalar_groups or len(scalar_groups) == len(groups):
+        return term
+    in_scalar = {j for g in scalar_groups for j in g}
+    operands = [term.children[j] for j in range(n) if j not in in_scalar]
+    specs = [ins[j] for j in range(n) if j not in in_scalar]
+    for g in scalar_groups:
+        operands.append(N.mul([term.children[j] for j in g], [ins[j] for j in g], ()))
+        specs.append(())
+    return N.mul(operands, specs, out)
+
+
 def expansion_rule(an: Analyzer, node: Expr, perms) -> Derivation | None:
     terms = expand_terms(node)
     if terms is None or (len(terms) == 1 and terms[0][0] == 1 and terms[0][1] is node):
@@ -914,6 +962,8 @@ def expansion_rule(an: Analyzer, node: Expr, perms) -> Derivation | None:
     detail = f"distributed into {len(terms)} terms"
     if total.psd or total.nsd:
         return Derivation(total, "sum (after distributing)", detail, [t for _, t in terms], terms)
+    # sums inside a term become separate scalar nodes (denominators for the template)
+    terms = [(c, factor_scalar_sums(t)) for c, t in terms]
     opaque = opaque_bases([t for _, t in terms])
     for sign in (1, -1):
         result = cauchy_schwarz(an, terms, parts, perms, sign, opaque)
