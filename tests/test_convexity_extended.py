@@ -139,7 +139,7 @@ EXTENDED = [
         None,
         None,
         (True, False),
-        "",
+        "convex",
     ),
     (
         "|x| − relu(x) − relu(−x) ≡ 0",

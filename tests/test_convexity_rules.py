@@ -89,6 +89,17 @@ POSITIVE = [
     ("(Σ√x)²", "(x^(1/2) *(i,->) 1)^2", {"x": 1}, "x", None, "concave"),
     ("(Σ x^(1/3))³", "(x^(1/3) *(i,->) 1)^3", {"x": 1}, "x", None, "concave"),
     ("−(Σ√x)²", "-((x^(1/2) *(i,->) 1)^2)", {"x": 1}, "x", None, "convex"),
+    # vector kinks whose adjoint vanishes at the kink: Huber (|r| = 1 solved from the kink's equation)
+    ("Huber", "((abs(x) - relu(abs(x) - 1))^2 + 2 *(,i->i) relu(abs(x) - 1)) *(i,->) 1", {"x": 1}, "x", None, "convex"),
+    (
+        "Huber regression",
+        "((abs(A *(ij,j->i) x - b) - relu(abs(A *(ij,j->i) x - b) - 1))^2"
+        " + 2 *(,i->i) relu(abs(A *(ij,j->i) x - b) - 1)) *(i,->) 1",
+        {"A": 2, "x": 1, "b": 1},
+        "x",
+        None,
+        "convex",
+    ),
     # kinks that cancel or combine
     ("|x| − relu(x) − relu(−x) ≡ 0", "(abs(x) - relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
     ("relu(x) − relu(−x) = x", "(relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
@@ -169,6 +180,24 @@ NEGATIVE = [
         None,
         (False, True),
         "concave",
+    ),
+    (
+        "Huber with the slope dropping at |x| = 1",
+        "((abs(x) - relu(abs(x) - 1))^2 + relu(abs(x) - 1)) *(i,->) 1",
+        {"x": 1},
+        "x",
+        None,
+        (False, False),
+        "neither",
+    ),
+    (
+        "sin² − 3 sin + 1 (a quadratic with real roots)",
+        "(sin(x)^2 - 3 *(,i->i) sin(x) + 1) *(i,->) 1",
+        {"x": 1},
+        "x",
+        None,
+        (False, False),
+        "neither",
     ),
     # matrix-inverse look-alikes
     (

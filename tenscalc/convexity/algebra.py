@@ -327,12 +327,44 @@ def poly_rational_interval(
     value = poly_interval(poly, interval_of)
     common, rest = common_factor(poly)
     if common:  # e^x (2 + x) on x >= -2: the factored form can see a sign the sum hides
-        factored = monomial_interval(common, interval_of) * poly_interval(rest, interval_of)
+        rest_value = poly_interval(rest, interval_of)
+        square = quadratic_sign(rest)
+        if square is not None:  # 2 (1 - σ)²: a quadratic in one atom without real roots
+            rest_value = rest_value.intersect(square) if not rest_value.intersect(square).empty else rest_value
+        factored = monomial_interval(common, interval_of) * rest_value
         value = value.intersect(factored) if not value.intersect(factored).empty else value
+    square = quadratic_sign(poly)
+    if square is not None and not value.intersect(square).empty:
+        value = value.intersect(square)
     for atom, amount in factor.items():
         known = interval_of(atom[0]) or Interval.real()
         value = value * power(known, -amount)
     return value
+
+
+def quadratic_sign(poly: Poly) -> Interval | None:
+    """``a + b u + c u²`` in one atom ``u`` with ``b² <= 4ac``: >= 0 when ``c > 0`` (<= 0
+    when ``c < 0``) for every real ``u`` — a square the monomials hide; else None.
+
+    >>> import tenscalc as tc
+    >>> u = (tc.parse("sin(x)", {"x": 0}), ())
+    >>> quadratic_sign({(): 2.0, ((u, 1),): -4.0, ((u, 2),): 2.0}).nonneg
+    True
+    """
+    atoms = {atom for m in poly for atom, _ in m}
+    if len(atoms) != 1 or len(poly) < 2:
+        return None
+    (atom,) = atoms
+    coef = {0: 0.0, 1: 0.0, 2: 0.0}
+    for m, c in poly.items():
+        e = dict(m).get(atom, 0)
+        if len(m) > 1 or e not in (0, 1, 2):
+            return None
+        coef[int(e)] += c
+    a, b, c = coef[0], coef[1], coef[2]
+    if c == 0 or b * b > 4 * a * c:
+        return None
+    return Interval.nonnegative() if c > 0 else Interval.nonpositive()
 
 
 def common_factor(poly: Poly) -> tuple[Monomial, Poly]:

@@ -168,6 +168,45 @@ def _dominators(f: Expr, target: Expr, candidates: list[Expr]) -> list[Expr]:
     return result
 
 
+def _entrywise_in(root: Expr, node: Expr) -> bool:
+    """Every node of ``root`` that depends on ``node`` reads it entry by entry (sums,
+    elementwise functions and powers, products without summed or moved letters), so
+    that entry ``i`` of ``root`` depends on entry ``i`` of ``node`` alone."""
+    if root.order != node.order:
+        return False
+    from .algebra import is_elementwise_mul
+
+    contains: dict[int, bool] = {}
+    for m in topological(root):
+        contains[id(m)] = m is node or any(contains[id(c)] for c in m.children)
+        if not contains[id(m)] or m is node:
+            continue
+        if m.order != node.order:
+            return False
+        if m.op in ("add", "func"):
+            continue
+        if m.op == "pow" and not contains[id(m.children[1])]:
+            continue
+        if m.op == "mul" and is_elementwise_mul(m):
+            ins, out = m.arg
+            if all(spec == out for c, spec in zip(m.children, ins) if contains[id(c)]):
+                continue
+        return False
+    return True
+
+
+def _solve_for_term(u: Expr) -> tuple[Expr, float] | None:
+    """``u = a c + b`` with constants ``b``: ``(c, -b/a)``, the value of ``c`` where ``u = 0``."""
+    if u.op != "add":
+        return None
+    variable = [(c, k) for c, k in zip(u.children, u.arg) if c.op != "const"]
+    if len(variable) != 1 or variable[0][1] == 0:
+        return None
+    child, a = variable[0]
+    b = sum(k * c.arg[0] for c, k in zip(u.children, u.arg) if c.op == "const")
+    return child, -b / a
+
+
 def adjoint(f: Expr, node: Expr) -> Expr:
     """``∂f/∂node`` as an expression (total: through every path from the node)."""
     fresh = N.var("kink__node", node.order)
@@ -197,9 +236,14 @@ def check_kinks(
         extra = refinements([])
         extra.update(refine)
         extra.nodes.extend(getattr(refine, "nodes", []))
-        if node.order == 0:
+        if node.order == 0 or _entrywise_in(a, node):
+            # at the kink the node and its argument are 0 (for a tensor node: entry by
+            # entry, allowed when each entry of the adjoint reads only the same entry)
             overrides[id(node)] = Interval.point(0)
             overrides[id(node.children[0])] = Interval.point(0)
+            solved = _solve_for_term(node.children[0])
+            if solved is not None:  # |r| - 1 = 0: |r| = 1 at this kink
+                overrides[id(solved[0])] = Interval.point(solved[1])
         for k in _dominators(f, node, power_kinks):
             base = k.children[0]
             extra[id(base)] = extra.get(id(base), Interval.real()).intersect(Interval.positive())
