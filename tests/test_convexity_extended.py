@@ -69,7 +69,7 @@ EXTENDED = [
         {"t": "positive"},
         None,
         (True, False),
-        "",
+        "convex",
     ),
     (
         "−log(t² − ‖x‖²)",

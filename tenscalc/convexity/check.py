@@ -22,7 +22,7 @@ from typing import Any
 from .. import nodes as N
 from ..differentiate import derivative, hessian
 from ..errors import SemanticError
-from ..nodes import Expr, count_nodes
+from ..nodes import Expr, count_nodes, topological
 from ..simplifier import simplify
 from .analysis import Analyzer
 from .assumptions import (
@@ -222,6 +222,17 @@ def check_convexity(
                 method = certificate_concave.method
             if result_g.certified:
                 graph, graph_facts = result_g.graph, result_g.graph_facts
+    # f = t g(x / t): the perspective of g
+    if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
+        persp = _perspective(f, wrt_set, given, an, _depth)
+        if persp is not None:
+            claim, certificate, result_g = persp
+            if claim in ("convex", "affine"):
+                convex_proven, certificate_convex = True, certificate
+            if claim in ("concave", "affine"):
+                concave_proven, certificate_concave = True, certificate
+            method = certificate.method
+            graph, graph_facts = result_g.graph, result_g.graph_facts
     # f = h(g(x)) with g scalar: the composition rules of convex analysis
     if not (convex_proven or concave_proven) and domain_ok and _depth < MAX_COMPOSITION_DEPTH:
         composed = _scalar_composition(f, wrt_set, given, values, _depth)
@@ -430,6 +441,88 @@ def _scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
         )
         return claim, certificate, result_h
     return None
+
+
+def _perspective(f: Expr, wrt: set[str], given, an: Analyzer, depth: int):
+    """``f = t · g(x₁/t, x₂/t, ...)`` with ``t > 0`` a scalar variable: the perspective
+    of ``g`` has ``g``'s curvature (jointly in ``(x, t)``), and its domain
+    ``{t > 0, x/t ∈ dom g}`` is convex when ``g``'s is.  ``t·LSE(x/t)``.
+
+    Returns (verdict of g, certificate, result for g) or None."""
+    if f.op != "mul" or f.order != 0:
+        return None
+    ins, out = f.arg
+    t_positions = [
+        j
+        for j, c in enumerate(f.children)
+        if c.op == "var" and c.arg[1] == 0 and c.arg[0] in wrt and ins[j] == () and an.interval(c).pos
+    ]
+    if len(t_positions) != 1:
+        return None
+    j_t = t_positions[0]
+    t = f.children[j_t]
+    rest = [(c, spec) for j, (c, spec) in enumerate(zip(f.children, ins)) if j != j_t]
+    if len(rest) == 1 and rest[0][1] == ():
+        inner = rest[0][0]
+    else:
+        inner = N.mul([c for c, _ in rest], [spec for _, spec in rest], out)
+    mapping: dict[int, Expr] = {}
+    parts: list[tuple[str, Expr]] = []
+    for node in topological(inner):
+        y = _divided_by(node, t)
+        if y is not None and y.arg[0] in wrt:
+            name = f"persp__{y.arg[0]}"
+            mapping[id(node)] = N.var(name, y.order)
+            parts.append((name, node))
+    if not parts:
+        return None
+    g = substitute(inner, mapping)
+    if _depends_on_values(g, wrt):
+        return None
+    g_given = {k: v for k, v in given.items() if k in g.variables}
+    try:
+        result = check_convexity(g, [name for name, _ in parts], g_given, falsify=False, _depth=depth + 1)
+    except SemanticError:
+        return None
+    if not result.certified:
+        return None
+    inner_certificate = result.certificate
+    step = ProofStep(
+        f"f = {t.arg[0]} · g({', '.join(name for name, _ in parts)})",
+        f"perspective of a {result.verdict} function",
+        "perspective",
+        "; ".join(f"{name} = {_safe_text(node, 60)}" for name, node in parts)
+        + f"; {t.arg[0]} > 0; g = {_safe_text(g, 160)}",
+    )
+    certificate = Certificate(
+        claim=result.verdict if result.verdict != "affine" else "convex",
+        hessian_text=inner_certificate.hessian_text,
+        steps=[step] + inner_certificate.steps,
+        kinks=inner_certificate.kinks,
+        domain=inner_certificate.domain,
+        method="perspective, g by " + inner_certificate.method,
+    )
+    return result.verdict, certificate, result
+
+
+def _divided_by(node: Expr, t: Expr) -> Expr | None:
+    """The variable ``y`` when ``node`` is ``y * t^-1`` (``y / t``, ``y *(i,->i) t^(-1)``)."""
+    if node.op != "mul" or len(node.children) != 2:
+        return None
+    ins, out = node.arg
+    y = inv = None
+    for c, spec in zip(node.children, ins):
+        if c.op == "var" and c is not t and tuple(spec) == tuple(out) and len(set(spec)) == len(spec):
+            y = c
+        elif (
+            c.op == "pow"
+            and c.children[0] is t
+            and c.children[1].op == "const"
+            and c.children[1].arg[0] == -1
+            and spec == ()
+        ):
+            inv = c
+    return y if y is not None and inv is not None else None
 
 
 def _scalar_candidates(f: Expr, wrt: set[str]):
