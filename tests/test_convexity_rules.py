@@ -117,6 +117,9 @@ POSITIVE = [
         {"t": "positive"},
         "convex",
     ),
+    # a kink whose adjoint is a sign of the kink node: sign(|x|) is 1 beside x = 0, not 0
+    ("||x||", "abs(abs(x)) *(i,->) 1", {"x": 1}, "x", None, "convex"),
+    ("−||x||", "-(abs(abs(x)) *(i,->) 1)", {"x": 1}, "x", None, "concave"),
     # kinks that cancel or combine
     ("|x| − relu(x) − relu(−x) ≡ 0", "(abs(x) - relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),
     ("relu(x) − relu(−x) = x", "(relu(x) - relu(-x)) *(i,->) 1", {"x": 1}, "x", None, "affine"),

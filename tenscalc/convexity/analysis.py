@@ -58,6 +58,8 @@ class Analyzer:
         self.wrt_names = set(wrt)
         self.overrides = dict(overrides or {})
         self.kink_mode = kink_mode
+        # at a kink: the same analysis without the kink's overrides, for the values beside it
+        self.beside: Analyzer | None = None
         self.intervals: dict[int, Interval] = {}
         self.interval_rules: dict[int, str] = {}
         self.derivations: dict[tuple[int, tuple], rules.Derivation | None] = {}

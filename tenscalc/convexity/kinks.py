@@ -248,6 +248,7 @@ def check_kinks(
             base = k.children[0]
             extra[id(base)] = extra.get(id(base), Interval.real()).intersect(Interval.positive())
         an = Analyzer(variables, tags, extra, wrt, overrides, kink_mode=True)
+        an.beside = Analyzer(variables, tags, extra, wrt)
         iv = an.interval(a)
         kink.interval = iv
         if kink.kind == "power":

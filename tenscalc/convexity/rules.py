@@ -137,7 +137,23 @@ def interval_add(an: Analyzer, node: Expr) -> Interval:
 
 
 def interval_func(an: Analyzer, node: Expr) -> Interval:
-    return FUNCTION_RANGES[node.arg](an.interval(node.children[0]))
+    u = an.interval(node.children[0])
+    if an.kink_mode and node.arg == "sign" and u.is_zero and not zero_nearby(an, node.children[0]):
+        # at a kink, sign(u) of an argument that is 0 only at the point (|x| at x = 0)
+        # takes its values beside the point: sign(|x|) is 1 there, not 0
+        beside = an.beside.interval(node.children[0]) if an.beside is not None else Interval.real()
+        return _sign(beside).hull(Interval.point(0)) if not beside.empty else Interval.closed(-1, 1)
+    return FUNCTION_RANGES[node.arg](u)
+
+
+def zero_nearby(an: Analyzer, node: Expr) -> bool:
+    """``node`` is 0 on a neighbourhood of the point examined, not only at it: a zero
+    constant, or ``relu(v)`` with ``v < 0`` (``relu(|x| - 1)`` at ``x = 0``)."""
+    if node.op == "const":
+        return node.arg[0] == 0
+    if node.op == "func" and node.arg == "relu":
+        return an.interval(node.children[0]).hi < 0
+    return False
 
 
 def interval_pow(an: Analyzer, node: Expr) -> Interval:
