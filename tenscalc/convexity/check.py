@@ -22,7 +22,7 @@ from typing import Any
 from .. import nodes as N
 from ..differentiate import derivative, hessian
 from ..errors import SemanticError
-from ..nodes import Expr, count_nodes, topological
+from ..nodes import Expr, count_nodes
 from ..simplifier import simplify
 from .analysis import Analyzer
 from .assumptions import (
@@ -33,12 +33,12 @@ from .assumptions import (
     variable_intervals,
     variable_tags,
 )
-from .compose import cut_affine
+from .compose import MAX_COMPOSITION_DEPTH, composed_certificate, perspective, precomposed, scalar_composition
 from .errors import InternalError
 from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
 from .joint import gram_rule
-from .kinks import Kink, _affine_in, _depends_on_values, check_kinks, depends_on, find_kinks, substitute
+from .kinks import Kink, _affine_in, check_kinks, combine_kinks, depends_on, find_kinks, substitute
 from .picture import node_facts
 from .report import Certificate, ConvexityResult, ProofStep
 from .rules import Derivation, identity_perm
@@ -184,7 +184,7 @@ def check_convexity(
         k for k in kinks if not (k.kind == "power" and _entrywise_concave(k.node.children[0], wrt_set, intervals, tags))
     ]
     check_kinks(f, kinks, intervals, tags, refine, wrt_set)
-    _combine_kinks(kinks)
+    combine_kinks(kinks)
     kinks_convex = all(k.convex_ok for k in kinks)
     kinks_concave = all(k.concave_ok for k in kinks)
 
@@ -209,22 +209,22 @@ def check_convexity(
 
     # f = g(affine maps): g's verdict carries over (its domain and kinks included)
     if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
-        inner = _precomposed(f, wrt_set, given, values, _depth, an)
+        inner = precomposed(f, wrt_set, given, values, _depth, an)
         if inner is not None:
             result_g, cut = inner
             if result_g.verdict in ("convex", "affine"):
                 convex_proven = True
-                certificate_convex = _composed_certificate(result_g.convex_certificate, cut)
+                certificate_convex = composed_certificate(result_g.convex_certificate, cut)
                 method = certificate_convex.method
             if result_g.verdict in ("concave", "affine"):
                 concave_proven = True
-                certificate_concave = _composed_certificate(result_g.concave_certificate, cut)
+                certificate_concave = composed_certificate(result_g.concave_certificate, cut)
                 method = certificate_concave.method
             if result_g.certified:
                 graph, graph_facts = result_g.graph, result_g.graph_facts
     # f = t g(x / t): the perspective of g
     if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
-        persp = _perspective(f, wrt_set, given, an, _depth)
+        persp = perspective(f, wrt_set, given, an, _depth)
         if persp is not None:
             claim, certificate, result_g = persp
             if claim in ("convex", "affine"):
@@ -235,7 +235,7 @@ def check_convexity(
             graph, graph_facts = result_g.graph, result_g.graph_facts
     # f = h(g(x)) with g scalar: the composition rules of convex analysis
     if not (convex_proven or concave_proven) and domain_ok and _depth < MAX_COMPOSITION_DEPTH:
-        composed = _scalar_composition(f, wrt_set, given, values, _depth)
+        composed = scalar_composition(f, wrt_set, given, values, _depth)
         if composed is not None:
             claim, certificate, result_h = composed
             if claim == "convex":
@@ -340,301 +340,6 @@ def check_convexity(
         graph=graph,
         graph_facts=graph_facts,
     )
-
-
-MAX_COMPOSITION_DEPTH = 2
-"""How many affine cuts may be nested (``g`` is checked by ``check_convexity`` again)."""
-
-
-def _precomposed(f: Expr, wrt: set[str], given, values, depth: int, an: Analyzer | None = None):
-    """The verdict on ``g`` where ``f = g(affine nodes)`` (:mod:`.compose`), or None.
-
-    Each fresh variable gets the interval its affine node has on the domain (``Σ y > 0``
-    for ``y > 0``): ``g`` is then checked on a box, a convex superset of the image of
-    ``f``'s domain, which is all the composition needs."""
-    cut = cut_affine(f, wrt)
-    if cut is None:
-        return None
-    g, fresh, parts = cut
-    inner_wrt = fresh + sorted(n for n in wrt if n in g.variables)
-    inner_given = {k: v for k, v in given.items() if k in g.variables and k not in fresh}
-    if an is not None:
-        for name, node in parts:
-            bound = _interval_given(an.interval(node))
-            if bound:
-                inner_given[name] = bound
-    inner_values = {k: v for k, v in (values or {}).items() if k in g.variables}
-    try:
-        result = check_convexity(
-            g, inner_wrt, inner_given, falsify=False, values=inner_values or None, _depth=depth + 1
-        )
-    except SemanticError:  # g is not a function this checker reads: no claim
-        return None
-    return result, (g, parts)
-
-
-MAX_COMPOSITION_CANDIDATES = 6
-
-
-def _scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
-    """``f = h(g(x))`` with ``g`` a scalar node: convex when ``h`` is convex and
-    nondecreasing on its domain and ``g`` convex, or ``h`` convex nonincreasing and
-    ``g`` concave (concave likewise).  ``h``'s domain is an interval (its convexity
-    was checked), and ``f``'s domain was shown convex by the caller, so along a
-    segment ``h(g(x_λ)) <= h(λ g(x₁) + (1-λ) g(x₂)) <= λ f(x₁) + (1-λ) f(x₂)``.
-
-    Returns (claim, certificate, result for h) or None."""
-    z = N.var("comp__z", 0)
-    tried = 0
-    for g in _scalar_candidates(f, wrt):
-        if tried >= MAX_COMPOSITION_CANDIDATES:
-            break
-        h = substitute(f, {id(g): z})
-        if _depends_on_values(h, wrt):
-            continue
-        tried += 1
-        h_given = {k: v for k, v in given.items() if k in h.variables}
-        try:
-            result_h = check_convexity(h, ["comp__z"], h_given, falsify=False, values=None, _depth=depth + 1)
-        except SemanticError:
-            continue
-        if not result_h.certified:
-            continue
-        slope = _slope_sign(h, z, h_given)
-        if slope == 0:
-            continue
-        g_given = {k: v for k, v in given.items() if k in g.variables}
-        g_values = {k: v for k, v in (values or {}).items() if k in g.variables} or None
-        try:
-            result_g = check_convexity(
-                g, sorted(wrt & set(g.variables)), g_given, falsify=False, values=g_values, _depth=depth + 1
-            )
-        except SemanticError:
-            continue
-        h_convex = result_h.verdict in ("convex", "affine")
-        h_concave = result_h.verdict in ("concave", "affine")
-        g_convex = result_g.verdict in ("convex", "affine")
-        g_concave = result_g.verdict in ("concave", "affine")
-        claim = None
-        if h_convex and (slope > 0 and g_convex or slope < 0 and g_concave):
-            claim = "convex"
-        elif h_concave and (slope > 0 and g_concave or slope < 0 and g_convex):
-            claim = "concave"
-        if claim is None:
-            continue
-        inner = result_h.convex_certificate if claim == "convex" else result_h.concave_certificate
-        step = ProofStep(
-            "f = h(g)",
-            f"composition: h {'convex' if claim == 'convex' else 'concave'} and "
-            f"{'nondecreasing' if slope > 0 else 'nonincreasing'} on its domain, g {result_g.verdict}",
-            "composition rule",
-            f"g = {_safe_text(g, 120)} ({result_g.certificate.method if result_g.certificate else ''}); "
-            f"h = {_safe_text(h, 120)}",
-        )
-        certificate = Certificate(
-            claim=claim,
-            hessian_text=inner.hessian_text,
-            steps=[step] + inner.steps,
-            kinks=inner.kinks,
-            domain=inner.domain,
-            method="composition h(g(x)), h by " + inner.method,
-        )
-        return claim, certificate, result_h
-    return None
-
-
-def _perspective(f: Expr, wrt: set[str], given, an: Analyzer, depth: int):
-    """``f = t · g(x₁/t, x₂/t, ...)`` with ``t > 0`` a scalar variable: the perspective
-    of ``g`` has ``g``'s curvature (jointly in ``(x, t)``), and its domain
-    ``{t > 0, x/t ∈ dom g}`` is convex when ``g``'s is.  ``t·LSE(x/t)``.
-
-    Returns (verdict of g, certificate, result for g) or None."""
-    if f.op != "mul" or f.order != 0:
-        return None
-    ins, out = f.arg
-    t_positions = [
-        j
-        for j, c in enumerate(f.children)
-        if c.op == "var" and c.arg[1] == 0 and c.arg[0] in wrt and ins[j] == () and an.interval(c).pos
-    ]
-    if len(t_positions) != 1:
-        return None
-    j_t = t_positions[0]
-    t = f.children[j_t]
-    rest = [(c, spec) for j, (c, spec) in enumerate(zip(f.children, ins)) if j != j_t]
-    if len(rest) == 1 and rest[0][1] == ():
-        inner = rest[0][0]
-    else:
-        inner = N.mul([c for c, _ in rest], [spec for _, spec in rest], out)
-    mapping: dict[int, Expr] = {}
-    parts: list[tuple[str, Expr]] = []
-    for node in topological(inner):
-        y = _divided_by(node, t)
-        if y is not None and y.arg[0] in wrt:
-            name = f"persp__{y.arg[0]}"
-            mapping[id(node)] = N.var(name, y.order)
-            parts.append((name, node))
-    if not parts:
-        return None
-    g = substitute(inner, mapping)
-    if _depends_on_values(g, wrt):
-        return None
-    g_given = {k: v for k, v in given.items() if k in g.variables}
-    try:
-        result = check_convexity(g, [name for name, _ in parts], g_given, falsify=False, _depth=depth + 1)
-    except SemanticError:
-        return None
-    if not result.certified:
-        return None
-    inner_certificate = result.certificate
-    step = ProofStep(
-        f"f = {t.arg[0]} · g({', '.join(name for name, _ in parts)})",
-        f"perspective of a {result.verdict} function",
-        "perspective",
-        "; ".join(f"{name} = {_safe_text(node, 60)}" for name, node in parts)
-        + f"; {t.arg[0]} > 0; g = {_safe_text(g, 160)}",
-    )
-    certificate = Certificate(
-        claim=result.verdict if result.verdict != "affine" else "convex",
-        hessian_text=inner_certificate.hessian_text,
-        steps=[step] + inner_certificate.steps,
-        kinks=inner_certificate.kinks,
-        domain=inner_certificate.domain,
-        method="perspective, g by " + inner_certificate.method,
-    )
-    return result.verdict, certificate, result
-
-
-def _divided_by(node: Expr, t: Expr) -> Expr | None:
-    """The variable ``y`` when ``node`` is ``y * t^-1`` (``y / t``, ``y *(i,->i) t^(-1)``)."""
-    if node.op != "mul" or len(node.children) != 2:
-        return None
-    ins, out = node.arg
-    y = inv = None
-    for c, spec in zip(node.children, ins):
-        if c.op == "var" and c is not t and tuple(spec) == tuple(out) and len(set(spec)) == len(spec):
-            y = c
-        elif (
-            c.op == "pow"
-            and c.children[0] is t
-            and c.children[1].op == "const"
-            and c.children[1].arg[0] == -1
-            and spec == ()
-        ):
-            inv = c
-    return y if y is not None and inv is not None else None
-
-
-def _scalar_candidates(f: Expr, wrt: set[str]):
-    """Order-0 nodes below the root that depend on ``wrt``, nearest the root first."""
-    seen = {id(f)}
-    queue = list(f.children)
-    while queue:
-        node = queue.pop(0)
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if not _depends_on_values(node, wrt):
-            continue
-        if node.order == 0 and node.op != "var" and not _affine_in(node, wrt):
-            yield node
-        queue.extend(node.children)
-
-
-def _slope_sign(h: Expr, z: Expr, given) -> int:
-    """+1 when dh/dz >= 0 on h's domain, -1 when <= 0, 0 when unknown."""
-    slope = simplify(derivative(h, z))
-    orders = h.variables
-    assumed = normalize_assumptions(given, orders)
-    constraints = implied_constraints(h)
-    an = Analyzer(
-        variable_intervals(assumed, orders),
-        variable_tags(assumed),
-        refinements(constraints + _simplified(constraints)),
-        [z.arg[0]],
-    )
-    try:
-        iv = an.interval(slope)
-    except Exception:  # noqa: BLE001 - a slope the rules cannot read: no claim
-        return 0
-    if iv.empty:
-        return 0
-    return 1 if iv.nonneg else -1 if iv.nonpos else 0
-
-
-def _interval_given(iv: Interval) -> tuple:
-    """An interval as assumption words (``positive`` keeps an open end at 0)."""
-    if iv.empty or iv.is_indeterminate or (iv.lo == -float("inf") and iv.hi == float("inf")):
-        return ()
-    items: list[Any] = []
-    if iv.lo == 0 and not iv.lo_closed and iv.hi == float("inf"):
-        return ("positive",)
-    if iv.hi == 0 and not iv.hi_closed and iv.lo == -float("inf"):
-        return ("negative",)
-    items.append((None if iv.lo == -float("inf") else iv.lo, None if iv.hi == float("inf") else iv.hi))
-    return tuple(items)
-
-
-def _composed_certificate(inner: Certificate | None, cut) -> Certificate | None:
-    if inner is None:
-        return None
-    g, parts = cut
-    step = ProofStep(
-        f"f = g({', '.join(name for name, _ in parts)})",
-        "affine precomposition",
-        "g∘(affine) has the curvature of g",
-        "; ".join(f"{name} = {_safe_text(node, 100)} is affine in the variables" for name, node in parts)
-        + f"; g = {_safe_text(g, 200)}",
-    )
-    return Certificate(
-        claim=inner.claim,
-        hessian_text=inner.hessian_text,
-        steps=[step] + inner.steps,
-        kinks=inner.kinks,
-        domain=inner.domain,
-        method="affine precomposition, then " + inner.method,
-    )
-
-
-KINK_WEIGHT = {"abs": 2.0, "relu": 1.0}
-"""The jump of the slope of ``abs(u)`` / ``relu(u)`` crossing ``u = 0``, per unit of ``|u'|``."""
-
-
-def _kink_place(kink: Kink) -> tuple[int, float] | None:
-    """(id of u, ±1): kinks at ``u = 0`` and at ``-u = 0`` are at the same place."""
-    if kink.kind not in KINK_WEIGHT:
-        return None
-    u = kink.node.children[0]
-    if u.op == "add" and len(u.children) == 1 and u.arg[0] == -1:
-        return id(u.children[0]), -1.0
-    return id(u), 1.0
-
-
-def _combine_kinks(kinks: list[Kink]) -> None:
-    """Kinks at the same place add their jumps: ``|x| - relu(x) - relu(-x)`` jumps by
-    ``2·1 - 1 - 1 = 0``.  A group whose summed jump ``Σ weight · adjoint`` is >= 0 (<= 0)
-    bends up (down) even where its members alone do not."""
-    groups: dict[int, list[Kink]] = {}
-    for k in kinks:
-        place = _kink_place(k)
-        if place is not None and k.interval is not None:
-            groups.setdefault(place[0], []).append(k)
-    for members in groups.values():
-        if len(members) < 2 or all(k.convex_ok and k.concave_ok for k in members):
-            continue
-        total = Interval.point(0.0)
-        for k in members:
-            total = total + k.interval.scale(KINK_WEIGHT[k.kind])
-        if total.empty:
-            continue
-        names = ", ".join(_safe_text(k.node, 30) for k in members)
-        for k in members:
-            if total.nonneg and not k.convex_ok:
-                k.convex_ok = True
-                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"
-            if total.nonpos and not k.concave_ok:
-                k.concave_ok = True
-                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"
 
 
 def _simplified(constraints: list[Constraint]) -> list[Constraint]:

@@ -259,3 +259,44 @@ def check_kinks(
         else:
             kink.convex_ok = iv.nonneg
             kink.concave_ok = iv.nonpos
+
+
+KINK_WEIGHT = {"abs": 2.0, "relu": 1.0}
+"""The jump of the slope of ``abs(u)`` / ``relu(u)`` crossing ``u = 0``, per unit of ``|u'|``."""
+
+
+def _kink_place(kink: Kink) -> tuple[int, float] | None:
+    """(id of u, ±1): kinks at ``u = 0`` and at ``-u = 0`` are at the same place."""
+    if kink.kind not in KINK_WEIGHT:
+        return None
+    u = kink.node.children[0]
+    if u.op == "add" and len(u.children) == 1 and u.arg[0] == -1:
+        return id(u.children[0]), -1.0
+    return id(u), 1.0
+
+
+def combine_kinks(kinks: list[Kink]) -> None:
+    """Kinks at the same place add their jumps: ``|x| - relu(x) - relu(-x)`` jumps by
+    ``2·1 - 1 - 1 = 0``.  A group whose summed jump ``Σ weight · adjoint`` is >= 0 (<= 0)
+    bends up (down) even where its members alone do not."""
+    groups: dict[int, list[Kink]] = {}
+    for k in kinks:
+        place = _kink_place(k)
+        if place is not None and k.interval is not None:
+            groups.setdefault(place[0], []).append(k)
+    for members in groups.values():
+        if len(members) < 2 or all(k.convex_ok and k.concave_ok for k in members):
+            continue
+        total = Interval.point(0.0)
+        for k in members:
+            total = total + k.interval.scale(KINK_WEIGHT[k.kind])
+        if total.empty:
+            continue
+        names = ", ".join(_short(k.node, 30) for k in members)
+        for k in members:
+            if total.nonneg and not k.convex_ok:
+                k.convex_ok = True
+                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"
+            if total.nonpos and not k.concave_ok:
+                k.concave_ok = True
+                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"
