@@ -247,6 +247,8 @@ NEGATIVE = [
         (False, False),
         "neither",
     ),
+    # a tensor kink whose adjoint reads other entries of the argument is not fixed entry by entry
+    ("Σ|x| · Σx", "(abs(x) *(i,->) 1) *(,->) (x *(j,->) 1)", {"x": 1}, "x", None, (False, False), "neither"),
     # matrix-inverse look-alikes
     (
         "xᵀY⁻¹x, Y only symmetric",

@@ -236,14 +236,16 @@ def check_kinks(
         extra = refinements([])
         extra.update(refine)
         extra.nodes.extend(getattr(refine, "nodes", []))
-        if node.order == 0 or _entrywise_in(a, node):
+        u = node.children[0]
+        if node.order == 0 or (_entrywise_in(a, node) and _entrywise_in(a, u)):
             # at the kink the node and its argument are 0 (for a tensor node: entry by
-            # entry, allowed when each entry of the adjoint reads only the same entry)
+            # entry, allowed when each entry of the adjoint reads only the same entry of
+            # every node that is fixed)
             overrides[id(node)] = Interval.point(0)
-            overrides[id(node.children[0])] = Interval.point(0)
-            solved = _solve_for_term(node.children[0])
-            if solved is not None:  # |r| - 1 = 0: |r| = 1 at this kink
-                overrides[id(solved[0])] = Interval.point(solved[1])
+            overrides[id(u)] = Interval.point(0)
+            solved = _solve_for_term(u)
+            if solved is not None and (node.order == 0 or _entrywise_in(a, solved[0])):
+                overrides[id(solved[0])] = Interval.point(solved[1])  # |r| - 1 = 0: |r| = 1
         for k in _dominators(f, node, power_kinks):
             base = k.children[0]
             extra[id(base)] = extra.get(id(base), Interval.real()).intersect(Interval.positive())
