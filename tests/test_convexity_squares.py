@@ -186,3 +186,14 @@ def test_a_false_proof_is_an_internal_error(monkeypatch):
             tc.check_convexity(f, "x", falsify=falsify)
         assert "proven convex" in str(info.value) and info.value.counterexample is not None
         assert isinstance(info.value, tc.TensCalcError)
+
+
+def test_rounding_level_violations_do_not_overturn_a_proof():
+    """A cross-check violation of relative size 1e-12 is rounding, one of size 1e-2 is not."""
+    from tenscalc.convexity.check import _rounding_level
+    from tenscalc.convexity.falsify import Counterexample
+
+    tiny = Counterexample("convex", "Jensen gap", {}, gap=1e-12, values=(1.0, 1.0, 1.0))
+    large = Counterexample("convex", "Jensen gap", {}, gap=1e-2, values=(1.0, 1.0, 1.0))
+    domain = Counterexample("convex", "domain not convex", {})
+    assert _rounding_level(tiny) and not _rounding_level(large) and not _rounding_level(domain)

@@ -260,6 +260,18 @@ def check_convexity(
             (convex_proven, cex_convex, "convex", certificate_convex),
             (concave_proven, cex_concave, "concave", certificate_concave),
         ):
+            if proven and cex is not None and _rounding_level(cex):
+                # a proof is not overturned by a violation rounding can explain (cancellation
+                # inside f makes its error relative to intermediate values, not to f)
+                notes.append(
+                    f"cross-check: a violation of the proven {claim}ity at rounding level was ignored "
+                    f"(relative size {_relative_violation(cex):.1e})"
+                )
+                if claim == "convex":
+                    cex_convex = None
+                else:
+                    cex_concave = None
+                continue
             if proven and cex is not None:
                 raise InternalError(
                     f"internal error in the convexity checker: {_safe_text(f, 200)} was proven {claim} in "
@@ -340,6 +352,24 @@ def check_convexity(
         graph=graph,
         graph_facts=graph_facts,
     )
+
+
+ROUNDING_LEVEL = 1e-6
+"""A counterexample to a proof whose violation is below this fraction of the function
+values involved is taken for rounding (a false proof shows violations of order one)."""
+
+
+def _relative_violation(cex) -> float:
+    if cex.values is None:
+        return float("inf")
+    fa, fm, fb = cex.values
+    size = abs(fa) + abs(fb) + 2 * abs(fm) + 1e-300
+    amount = abs(cex.second_difference) if cex.second_difference is not None else abs(cex.gap or 0.0)
+    return amount / size
+
+
+def _rounding_level(cex) -> bool:
+    return cex.kind != "domain not convex" and _relative_violation(cex) < ROUNDING_LEVEL
 
 
 def _simplified(constraints: list[Constraint]) -> list[Constraint]:
