@@ -249,6 +249,17 @@ NEGATIVE = [
     ),
     # a tensor kink whose adjoint reads other entries of the argument is not fixed entry by entry
     ("Σ|x| · Σx", "(abs(x) *(i,->) 1) *(,->) (x *(j,->) 1)", {"x": 1}, "x", None, (False, False), "neither"),
+    # sign(u) has derivative 0 almost everywhere but is no affine node to cut at
+    (
+        "−(Σ sign(x − y))²",
+        "-((sign(x - y) *(i,->) 1)^2)",
+        {"x": 1, "y": 1},
+        ["x", "y"],
+        None,
+        (False, False),
+        "neither",
+    ),
+    ("Σ sign(x)", "sign(x) *(i,->) 1", {"x": 1}, "x", None, (False, False), "neither"),
     # matrix-inverse look-alikes
     (
         "xᵀY⁻¹x, Y only symmetric",

@@ -96,9 +96,13 @@ def _fractional_kink(node: Expr) -> bool:
 
 
 def _affine_in(node: Expr, wrt: set[str]) -> bool:
-    """``node`` is an affine function of the variables ``wrt`` (its derivative is free of them)."""
+    """``node`` is an affine function of the variables ``wrt`` (its derivative is free of
+    them, and it has no jump: ``sign(x)`` has derivative 0 almost everywhere, yet jumps)."""
     if not depends_on(node, wrt):
         return True
+    for n in topological(node):
+        if n.op == "func" and n.arg == "sign" and _depends_on_values(n, wrt):
+            return False
     for name in sorted(set(node.variables) & wrt):
         d = derivative(node, name)
         if _depends_on_values(d, wrt):
