@@ -197,3 +197,11 @@ def test_rounding_level_violations_do_not_overturn_a_proof():
     large = Counterexample("convex", "Jensen gap", {}, gap=1e-2, values=(1.0, 1.0, 1.0))
     domain = Counterexample("convex", "domain not convex", {})
     assert _rounding_level(tiny) and not _rounding_level(large) and not _rounding_level(domain)
+
+
+def test_underflow_does_not_overturn_a_proof():
+    """√LSE(sign(softplus(x/t))) is constant (softplus > 0), but exp(-206) underflows and
+    sign(log(1 + 0)) = 0 in floating point: that is not a counterexample to the proof."""
+    f = tc.parse("(log(exp(sign(log(1 + exp((x *(i,->i) t^(-1)))))) *(i,->) 1))^(1/2)", {"x": 1, "t": 0})
+    result = tc.check_convexity(f, ["t"], {"t": "positive"})
+    assert result.verdict == "affine"

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import nodes as N
 from ..differentiate import derivative, hessian
 from ..errors import SemanticError
-from ..nodes import Expr, count_nodes
+from ..nodes import Expr, count_nodes, topological
 from ..simplifier import simplify
 from .analysis import Analyzer
 from .assumptions import (
@@ -272,6 +274,18 @@ def check_convexity(
                 else:
                     cex_concave = None
                 continue
+            if proven and cex is not None and _evaluation_contradicts_facts(f, an, cex):
+                # the numbers broke a proven fact about a node (exp(-206) underflowing to 0
+                # under a proven 1 + e > 1): the evaluation, not the proof, is wrong there
+                notes.append(
+                    f"cross-check: a violation of the proven {claim}ity was ignored: at its points the "
+                    "floating-point evaluation contradicts a proven bound of a node (underflow or rounding)"
+                )
+                if claim == "convex":
+                    cex_convex = None
+                else:
+                    cex_concave = None
+                continue
             if proven and cex is not None:
                 raise InternalError(
                     f"internal error in the convexity checker: {_safe_text(f, 200)} was proven {claim} in "
@@ -283,7 +297,7 @@ def check_convexity(
                     cex,
                 )
         checked = [claim for proven, claim in ((convex_proven, "convexity"), (concave_proven, "concavity")) if proven]
-        if checked:
+        if checked and not any(n.startswith("cross-check: a violation") for n in notes):
             notes.append(
                 f"cross-check: no counterexample to the proven {' and '.join(checked)} at "
                 f"{search.points_in_domain} sampled points of the domain"
@@ -370,6 +384,50 @@ def _relative_violation(cex) -> float:
 
 def _rounding_level(cex) -> bool:
     return cex.kind != "domain not convex" and _relative_violation(cex) < ROUNDING_LEVEL
+
+
+MAX_FACT_CHECK_NODES = 300
+
+
+def _evaluation_contradicts_facts(f: Expr, an: Analyzer, cex) -> bool:
+    """Whether, at the points of ``cex``, some node of ``f`` evaluates outside the interval
+    proven for it (an open end attained counts): then floating point, not the proof,
+    made the counterexample."""
+    from ..interpreter import evaluate
+
+    nodes = topological(f)
+    if len(nodes) > MAX_FACT_CHECK_NODES:
+        return False
+    an.interval(f)
+    points = [cex.point]
+    if cex.a is not None and cex.b is not None:
+        a = {**cex.point, **cex.a}
+        b = {**cex.point, **cex.b}
+        mid = {**cex.point, **{k: (np.asarray(cex.a[k]) + np.asarray(cex.b[k])) / 2 for k in cex.a}}
+        points = [a, b, mid]
+    for values in points:
+        for node in nodes:
+            iv = an.intervals.get(id(node))
+            if iv is None or iv.empty or node.op in ("var", "const", "delta"):
+                continue
+            try:
+                with np.errstate(all="ignore"):
+                    value = np.asarray(evaluate(node, values), dtype=float)
+            except Exception:  # noqa: BLE001 - a part that cannot be evaluated alone
+                continue
+            finite = value[np.isfinite(value)]
+            if finite.size == 0:
+                continue
+            low, high = float(finite.min()), float(finite.max())
+            # only a marginal breach is floating point (an open end attained by underflow);
+            # a clear one would be a wrong fact, and must not hide the counterexample
+            margin_lo = 1e-9 * max(1.0, abs(iv.lo)) if np.isfinite(iv.lo) else 0.0
+            margin_hi = 1e-9 * max(1.0, abs(iv.hi)) if np.isfinite(iv.hi) else 0.0
+            marginal_lo = iv.lo - margin_lo <= low < iv.lo or (low == iv.lo and not iv.lo_closed)
+            marginal_hi = iv.hi < high <= iv.hi + margin_hi or (high == iv.hi and not iv.hi_closed)
+            if marginal_lo or marginal_hi:
+                return True
+    return False
 
 
 def _simplified(constraints: list[Constraint]) -> list[Constraint]:
