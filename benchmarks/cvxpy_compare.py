@@ -1,6 +1,9 @@
 """Which functions of the convexity corpus do tenscalc and CVXPY's DCP analysis certify?
 
-For every function of ``tests/test_convexity_corpus.py`` this runs
+For every function of ``tests/test_convexity_corpus.py``, of the extended corpus of
+issue 15 (``tests/test_convexity_extended.py``: one or more functions of every
+group the checker used to miss) and of the look-alike squares
+(``tests/test_convexity_squares.py``) this runs
 ``tc.check_convexity`` and CVXPY's disciplined-convex-programming analysis on the
 same function written two ways in CVXPY:
 
@@ -19,6 +22,7 @@ Usage::
 
     python benchmarks/cvxpy_compare.py                # print the Markdown table
     python benchmarks/cvxpy_compare.py --markdown out.md
+    python benchmarks/cvxpy_compare.py --timing       # full checks at n = 1,000 / 10,000, nesting depth
 """
 
 from __future__ import annotations
@@ -34,9 +38,25 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_convexity_corpus import CASES  # noqa: E402
+from test_convexity_corpus import CASES as BASE_CASES  # noqa: E402
+from test_convexity_extended import EXTENDED  # noqa: E402
+from test_convexity_squares import CASES as SQUARES  # noqa: E402
 
 import tenscalc as tc  # noqa: E402
+
+
+def _as_case(square):
+    name, text, orders, wrt, assumptions, values, truth, required = square
+    return (name, text, orders, wrt, assumptions, values, truth, required)
+
+
+_seen = {c[0] for c in BASE_CASES} | {c[0] for c in EXTENDED}
+CASES = (
+    [(*c, "corpus") for c in BASE_CASES]
+    + [(*c, "issue 15") for c in EXTENDED]
+    + [(*_as_case(c), "look-alike squares") for c in SQUARES if c[0] not in _seen]
+)
+"""Every case with its group (name, text, orders, wrt, assumptions, values, truth, verdict, group)."""
 
 N, M = 3, 4  # sizes of the CVXPY objects
 
@@ -114,8 +134,78 @@ def _cvxpy_builders(cp):
     def sym(**kw):
         return cp.Variable((N, N), **kw)
 
+    def residual():
+        return A @ vec() - b
+
+    def square_mat(**kw):
+        return cp.Variable((N, N), **kw)
+
+    def huber(literal):
+        r = A @ vec() - b
+        if literal:
+            return cp.sum(cp.square(cp.abs(r) - cp.pos(cp.abs(r) - 1)) + 2 * cp.pos(cp.abs(r) - 1))
+        return cp.sum(cp.huber(r, 1))
+
+    def ridge_bias(literal):
+        w, c = vec(), cp.Variable()
+        r = X @ w + c - y
+        return r @ r + lam * (w @ w) if literal else cp.sum_squares(r) + lam * cp.sum_squares(w)
+
+    def persp_lse(literal):
+        xv, t = vec(), cp.Variable(pos=True)
+        if literal:
+            return t * cp.log_sum_exp(xv / t)
+        return cp.perspective(cp.log_sum_exp(xv), t)
+
+    def neg_log_cone(literal):
+        xv, t = vec(), cp.Variable(pos=True)
+        if literal:
+            return -cp.log(t**2 - xv @ xv)
+        # t² − ‖x‖² = t (t − ‖x‖²/t): two DCP pieces
+        return -cp.log(t - cp.quad_over_lin(xv, t)) - cp.log(t)
+
     x = vec
-    return {
+    extended = {
+        "‖Ax − b‖₂": (lambda: cp.power((v := residual()) @ v, 0.5), lambda: cp.norm(residual(), 2)),
+        "LSE(Ax + b)": (lambda: cp.log(cp.sum(cp.exp(A @ x() + b))), lambda: cp.log_sum_exp(A @ x() + b)),
+        "‖x‖²/t": (
+            lambda: ((v := x()) @ v) / cp.Variable(pos=True),
+            lambda: cp.quad_over_lin(x(), cp.Variable(pos=True)),
+        ),
+        "‖Ax − b‖²/t": (
+            lambda: ((v := residual()) @ v) / cp.Variable(pos=True),
+            lambda: cp.quad_over_lin(residual(), cp.Variable(pos=True)),
+        ),
+        "ridge with bias in (w, c)": (lambda: ridge_bias(True), lambda: ridge_bias(False)),
+        "‖Xw − y‖² in (w, y)": (
+            lambda: (v := X @ x() - cp.Variable(M)) @ v,
+            lambda: cp.sum_squares(X @ x() - cp.Variable(M)),
+        ),
+        "t·LSE(x/t)": (lambda: persp_lse(True), lambda: persp_lse(False)),
+        "−log(t² − ‖x‖²)": (lambda: neg_log_cone(True), lambda: neg_log_cone(False)),
+        "(Σ√x)²": (lambda: cp.sum(cp.sqrt(x())) ** 2, lambda: cp.square(cp.sum(cp.sqrt(x())))),
+        "−log(−LSE(x))": (lambda: -cp.log(-cp.log(cp.sum(cp.exp(x())))), lambda: -cp.log(-cp.log_sum_exp(x()))),
+        "softmax cross-entropy, log of a quotient": (
+            lambda: -cp.log(cp.exp(x() @ cp.Parameter(N)) / cp.sum(cp.exp(x()))),
+            lambda: cp.log_sum_exp(v := x()) - v @ cp.Parameter(N),
+        ),
+        "xᵀY⁻¹x in Y": (None, lambda: cp.matrix_frac(cp.Parameter(N), square_mat(PSD=True))),
+        "tr(A X⁻¹ Aᵀ)": (None, lambda: cp.matrix_frac(cp.Parameter((N, M)), square_mat(PSD=True))),
+        "Σ log(1 − x²)": (lambda: cp.sum(cp.log(1 - x() ** 2)), lambda: cp.sum(cp.log(1 - cp.square(x())))),
+        "Σ x eˣ on x ≥ −2": (lambda: cp.sum(cp.multiply(v := x(), cp.exp(v))), None),
+        "√(1 − ‖x‖²)": (lambda: cp.sqrt(1 - (v := x()) @ v), lambda: cp.sqrt(1 - cp.sum_squares(x()))),
+        "Huber regression": (lambda: huber(True), lambda: huber(False)),
+        "|x| − relu(x) − relu(−x) ≡ 0": (
+            lambda: cp.sum(cp.abs(v := x()) - cp.pos(v) - cp.pos(-v)),
+            None,
+        ),
+        "sin(Ax + b)": (None, None),
+        "‖x‖² t": (lambda: ((v := x()) @ v) * cp.Variable(pos=True), None),
+        "Σ x eˣ": (lambda: cp.sum(cp.multiply(v := x(), cp.exp(v))), None),
+        "tr(X²)": (lambda: cp.trace((v := square_mat()) @ v), None),
+        "tr(XᵀX)": (lambda: cp.trace((v := square_mat()).T @ v), lambda: cp.sum_squares(square_mat())),
+    }
+    return extended | {
         "least squares": (ls_literal, ls_atoms),
         "logistic regression": (logistic_literal, logistic_atoms),
         "log-sum-exp": (lambda: cp.log(cp.sum(cp.exp(x()))), lambda: cp.log_sum_exp(x())),
@@ -224,7 +314,7 @@ def run() -> tuple[list[dict], str]:
         cp = None
     builders = _cvxpy_builders(cp) if cp is not None else {}
     rows = []
-    for name, text, orders, wrt, assumptions, values, truth, _ in CASES:
+    for name, text, orders, wrt, assumptions, values, truth, _, group in CASES:
         start = time.perf_counter()
         result = tc.check_convexity(tc.parse(text, orders), wrt, assumptions, values=values)
         seconds = time.perf_counter() - start
@@ -232,6 +322,7 @@ def run() -> tuple[list[dict], str]:
         rows.append(
             {
                 "name": name,
+                "group": group,
                 "truth": _truth(*truth),
                 "tenscalc": result.verdict,
                 "seconds": seconds,
@@ -249,8 +340,8 @@ def certifies(verdict: str, truth: str) -> bool:
 
 def markdown(rows: list[dict], version: str) -> str:
     lines = [
-        f"| function | truth | tenscalc | CVXPY {version}, literal | CVXPY, with atoms |",
-        "|---|---|---|---|---|",
+        f"| function | group | truth | tenscalc | CVXPY {version}, literal | CVXPY, with atoms |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
 
@@ -260,9 +351,14 @@ def markdown(rows: list[dict], version: str) -> str:
             return v
 
         name = r["name"].replace("|", "\\|")
-        lines.append(f"| {name} | {r['truth']} | {mark(r['tenscalc'])} | {mark(r['literal'])} | {mark(r['atoms'])} |")
+        lines.append(
+            f"| {name} | {r['group']} | {r['truth']} | {mark(r['tenscalc'])} | {mark(r['literal'])} | "
+            f"{mark(r['atoms'])} |"
+        )
     curved = [r for r in rows if r["truth"] != "neither"]
     count = {key: sum(certifies(r[key], r["truth"]) for r in curved) for key in ("tenscalc", "literal", "atoms")}
+    lines.append("")
+    lines.append(counts_line(rows))
     implicit = [
         r["name"]
         for r in rows
@@ -281,10 +377,83 @@ def markdown(rows: list[dict], version: str) -> str:
     return "\n".join(lines)
 
 
+def counts_line(rows: list[dict]) -> str:
+    """Certified / refuted / unknown / wrong counts of tenscalc, and CVXPY's certified counts."""
+    certified = sum(r["tenscalc"] in ("convex", "concave", "affine") for r in rows)
+    refuted = sum(r["tenscalc"] in ("not convex", "not concave", "neither") for r in rows)
+    unknown = sum(r["tenscalc"] == "unknown" for r in rows)
+    truths = {
+        "convex": (True, False),
+        "concave": (False, True),
+        "affine": (True, True),
+        "neither": (False, False),
+    }
+    wrong = 0
+    for r in rows:
+        cv, cc = truths[r["truth"]]
+        v = r["tenscalc"]
+        ok = {
+            "convex": cv,
+            "concave": cc,
+            "affine": cv and cc,
+            "not convex": not cv,
+            "not concave": not cc,
+            "neither": not cv and not cc,
+            "unknown": True,
+        }[v]
+        wrong += not ok
+    groups = sorted({r["group"] for r in rows})
+    per_group = "; ".join(
+        f"{g}: {sum(r['group'] == g and r['tenscalc'] in ('convex', 'concave', 'affine') for r in rows)} certified of "
+        f"{sum(r['group'] == g and r['truth'] != 'neither' for r in rows)} curved"
+        for g in groups
+    )
+    curved = [r for r in rows if r["truth"] != "neither"]
+    cvx = {key: sum(certifies(r[key], r["truth"]) for r in curved) for key in ("literal", "atoms")}
+    return (
+        f"tenscalc on {len(rows)} functions: {certified} certified, {refuted} refuted, {unknown} unknown, "
+        f"{wrong} wrong verdicts ({per_group}). CVXPY certifies {cvx['literal']} as written literally and "
+        f"{cvx['atoms']} with its atoms, of the {len(curved)} curved ones."
+    )
+
+
+def timing() -> str:
+    """Full checks (proof, cross-check and counterexample search) at n = 1,000 and 10,000,
+    and nested sin at depths 20, 40, 80."""
+    rng = np.random.default_rng(0)
+    cases = {
+        "log-sum-exp": "log(exp(x + b) *(i,->) 1)",
+        "least squares": "(x - b) *(i,i->) (x - b)",
+        "logistic": "log(1 + exp(b *(i,i->i) x)) *(i,->) 1",
+        "Σ sin": "sin(x + b) *(i,->) 1",
+        "Σ √(1 + (x − b)²)": "(1 + (x - b) *(i,i->i) (x - b))^0.5 *(i,->) 1",
+    }
+    lines = ["| function | n | verdict | seconds |", "|---|---|---|---|"]
+    for n in (1_000, 10_000):
+        b = rng.standard_normal(n)
+        for name, text in cases.items():
+            start = time.perf_counter()
+            result = tc.check_convexity(tc.parse(text, {"x": 1, "b": 1}), "x", values={"b": b})
+            lines.append(f"| {name} | {n:,} | {result.verdict} | {time.perf_counter() - start:.2f} |")
+    lines += ["", "| nested sin, depth | verdict | seconds |", "|---|---|---|"]
+    for depth in (20, 40, 80):
+        text = "x"
+        for _ in range(depth):
+            text = f"sin({text})"
+        start = time.perf_counter()
+        result = tc.check_convexity(tc.parse(text, {"x": 0}), "x")
+        lines.append(f"| {depth} | {result.verdict} | {time.perf_counter() - start:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
+    parser.add_argument("--timing", action="store_true", help="time full checks at n = 1,000 / 10,000 instead")
     args = parser.parse_args(argv)
+    if args.timing:
+        print(timing())
+        return 0
     rows, version = run()
     table = markdown(rows, version)
     print(table)

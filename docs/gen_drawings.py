@@ -55,6 +55,9 @@ def drawings() -> dict[str, object]:
             shapes={"X": (100, 5), "y": (100,), "w": (5,)},
             title="gradient and Hessian of the logistic-regression loss (shapes for 100 samples, 5 features)",
         ),
+        # convexity certificates: the Hessian DAG coloured by proven sign (docs/convexity.md)
+        "convexity_lse": tc.check_convexity(tc.parse("log(exp(x) *(i,->) 1)", {"x": 1}), "x").to_dot(),
+        "convexity_trace_square": tc.check_convexity(tc.parse("X *(ij,ji->) X", {"X": 2}), "X").to_dot(),
     }
 
 

@@ -206,6 +206,8 @@ def to_dot(
     title: str | None = None,
     rankdir: str = "BT",
     max_nodes: int = MAX_NODES,
+    node_colours: Mapping[int, str] | None = None,
+    node_notes: Mapping[int, str] | None = None,
 ):
     """Draw expression DAGs with Graphviz.
 
@@ -235,6 +237,11 @@ def to_dot(
         nodes that use them, the root on top.
     max_nodes : int
         Refuse larger drawings (they are unreadable and slow to lay out).
+    node_colours : mapping, optional
+        ``id(node) -> fill colour``, overriding the colour by kind (a hook for
+        callers that label nodes, e.g. the convexity certificate's signs).
+    node_notes : mapping, optional
+        ``id(node) -> text``, added as a last line of the node's label.
 
     Returns
     -------
@@ -260,6 +267,8 @@ def to_dot(
         title=title,
         rankdir=rankdir,
         max_nodes=max_nodes,
+        node_colours=node_colours,
+        node_notes=node_notes,
     )
     if not graphviz_available():
         return DotSource(text)
@@ -283,6 +292,8 @@ def dot_source(
     title: str | None = None,
     rankdir: str = "BT",
     max_nodes: int = MAX_NODES,
+    node_colours: Mapping[int, str] | None = None,
+    node_notes: Mapping[int, str] | None = None,
 ) -> str:
     """The DOT text that ``to_dot`` draws (same arguments), always as a string.
 
@@ -341,6 +352,8 @@ def dot_source(
         owner_colour = {id(n): PALETTE[k % len(PALETTE)] for k, n in enumerate(owners)}
 
     def fill(node: Expr) -> str:
+        if node_colours and id(node) in node_colours:
+            return node_colours[id(node)]
         if colour_pullbacks:
             if id(node) in owner_colour:
                 return owner_colour[id(node)]
@@ -349,8 +362,11 @@ def dot_source(
         return KIND_COLOURS[node.op]
 
     def node_line(node: Expr, indent: str) -> str:
+        label = _label(node, node_shapes.get(id(node)))
+        if node_notes and id(node) in node_notes:
+            label += "\n" + node_notes[id(node)]
         attrs = {
-            "label": _label(node, node_shapes.get(id(node))),
+            "label": label,
             "fillcolor": fill(node),
         }
         if parents.get(id(node), 0) > 1:

@@ -383,7 +383,8 @@ def _random_function(r, depth: int) -> str:
 
 
 def test_random_expressions_are_never_misjudged():
-    """Fuzzing: whatever is proven must survive the numeric search (verify=True)."""
+    """Fuzzing: whatever is proven must survive the numeric cross-check (a counterexample
+    to a proof raises InternalError, which fails this test)."""
     import random
 
     r = random.Random(20240601)
@@ -393,7 +394,7 @@ def test_random_expressions_are_never_misjudged():
         f = tc.parse(text, {"x": 1, "y": 1, "A": 2, "b": 1})
         wrt = [n for n in ("x", "y") if n in f.variables]
         result = tc.check_convexity(f, wrt, verify=True, points=6)
-        assert not any("INCONSISTENCY" in note for note in result.notes), f"{text}\n{result.explain()}"
+        assert result.verdict in tc.convexity.VERDICTS, text
         proven += result.certified
     assert proven >= 3
 

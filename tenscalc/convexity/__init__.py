@@ -10,6 +10,7 @@ numeric counterexamples.  See ``docs/convexity.md``.
 """
 
 from .check import check_convexity
+from .errors import InternalError
 from .report import VERDICTS, Certificate, ConvexityResult
 
-__all__ = ["check_convexity", "ConvexityResult", "Certificate", "VERDICTS"]
+__all__ = ["check_convexity", "ConvexityResult", "Certificate", "VERDICTS", "InternalError"]

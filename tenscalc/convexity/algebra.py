@@ -34,6 +34,10 @@ Poly = dict[Monomial, float]
 IntervalOf = Callable[[Expr], "Interval | None"]
 
 MAX_TERMS = 48
+MAX_ATOMS = 16
+"""A monomial with more factors than this is too big to expand: the algebra gives up
+(the cancellations it looks for live in small rational functions; without the cap a
+chain of d nested functions costs d³)."""
 _TOL = 1e-12
 
 
@@ -49,12 +53,14 @@ def _norm(exponent: float) -> float | int:
 
 
 def mono_mul(a: Monomial, b: Monomial) -> Monomial:
-    merged: dict[Atom, float] = {}
-    order: dict[Atom, tuple] = {}
-    for atom, e in a + b:
+    if not b:  # the constant monomial: most products in a chain are of this kind
+        return a
+    if not a:
+        return b
+    merged: dict[Atom, float] = dict(a)
+    for atom, e in b:
         merged[atom] = merged.get(atom, 0) + e
-        order[atom] = _key(atom)
-    return tuple(sorted(((atom, _norm(e)) for atom, e in merged.items() if abs(e) > 1e-9), key=lambda t: order[t[0]]))
+    return tuple(sorted(((atom, _norm(e)) for atom, e in merged.items() if abs(e) > 1e-9), key=lambda t: _key(t[0])))
 
 
 def mono_pow(m: Monomial, e: float) -> Monomial:
@@ -66,6 +72,8 @@ def poly_mul(p: Poly, q: Poly) -> Poly | None:
     for m1, c1 in p.items():
         for m2, c2 in q.items():
             m = mono_mul(m1, m2)
+            if len(m) > MAX_ATOMS:
+                return None
             out[m] = out.get(m, 0) + c1 * c2
             if len(out) > MAX_TERMS:
                 return None
@@ -120,19 +128,54 @@ def opaque_bases(roots) -> frozenset[int]:
     return frozenset(found)
 
 
+class ExpansionCache:
+    """Expansions already made, by (node, positions, opaque set).
+
+    Without it every node of a chain re-expands all the nodes below it, which made
+    nested functions cost cubic time in their depth; with it each (node, positions)
+    is expanded once per opaque set.  It holds the nodes, so their ids stay theirs.
+    The intervals read while expanding must not change while the cache lives (one
+    :class:`~.analysis.Analyzer` labels each node once).
+    """
+
+    def __init__(self) -> None:
+        self.table: dict[tuple, tuple[Expr, Poly | None]] = {}
+
+
 def expand(
     node: Expr,
     positions: tuple[int, ...],
     interval_of: IntervalOf,
     depth: int = 0,
     opaque: frozenset[int] = frozenset(),
+    cache: ExpansionCache | None = None,
 ) -> Poly | None:
     """One entry of ``node`` (its axes at ``positions`` of a common frame) as a sum of
     monomials over atoms, or None when that takes too many terms.
 
     ``interval_of`` gives known intervals of nodes; it decides whether a non-integer
     power may be distributed over a product (only over nonnegative factors).
+    ``cache`` shares expansions between calls (the result must then not be mutated).
     """
+    if cache is None:
+        return _expand(node, positions, interval_of, depth, opaque, None)
+    key = (id(node), positions, opaque)
+    hit = cache.table.get(key)
+    if hit is not None:
+        return hit[1]
+    result = _expand(node, positions, interval_of, depth, opaque, cache)
+    cache.table[key] = (node, result)
+    return result
+
+
+def _expand(
+    node: Expr,
+    positions: tuple[int, ...],
+    interval_of: IntervalOf,
+    depth: int,
+    opaque: frozenset[int],
+    cache: ExpansionCache | None,
+) -> Poly | None:
     if depth > 40 or id(node) in opaque:
         return {((((node, positions), 1),)): 1}
     value = _const_value(node)
@@ -141,7 +184,7 @@ def expand(
     if node.op == "add":
         total: Poly = {}
         for child, coef in zip(node.children, node.arg):
-            part = expand(child, positions, interval_of, depth + 1, opaque)
+            part = expand(child, positions, interval_of, depth + 1, opaque, cache)
             if part is None:
                 return None
             total = poly_add(total, part, coef)
@@ -153,7 +196,7 @@ def expand(
         result: Poly = {(): 1}
         for child, spec in zip(node.children, ins):
             child_positions = tuple(positions[out.index(letter)] for letter in spec)
-            part = expand(child, child_positions, interval_of, depth + 1, opaque)
+            part = expand(child, child_positions, interval_of, depth + 1, opaque, cache)
             if part is None:
                 return None
             result = poly_mul(result, part)
@@ -165,7 +208,7 @@ def expand(
         base = node.children[0]
         if e == 0:
             return {(): 1}
-        inner = expand(base, positions, interval_of, depth + 1, opaque)
+        inner = expand(base, positions, interval_of, depth + 1, opaque, cache)
         if inner is None:
             return {((((base, positions), e),)): 1}
         if not inner:  # 0^e: 0 for e > 0, undefined otherwise (outside the domain)
@@ -212,22 +255,25 @@ def poly_interval(p: Poly, interval_of: IntervalOf) -> Interval:
     return total
 
 
-def rational_interval(node: Expr, interval_of: IntervalOf) -> Interval | None:
+def rational_interval(
+    node: Expr, interval_of: IntervalOf, cache: ExpansionCache | None = None, opaque: frozenset[int] | None = None
+) -> Interval | None:
     """Bound the entries of ``node`` by clearing denominators and cancelling.
 
     Returns None when the expansion is too large.  The denominators cleared are
     powers of atoms that appear with negative exponents, nonzero on the domain.
     """
     positions = tuple(range(node.order))
-    opaque = opaque_bases([node])
-    poly = expand(node, positions, interval_of, opaque=opaque)
+    if opaque is None:
+        opaque = opaque_bases([node])
+    poly = expand(node, positions, interval_of, opaque=opaque, cache=cache)
     if poly is None:
         return None
-    return poly_rational_interval(poly, interval_of, opaque)
+    return poly_rational_interval(poly, interval_of, opaque, cache)
 
 
 def poly_rational_interval(
-    poly: Poly, interval_of: IntervalOf, opaque: frozenset[int] = frozenset()
+    poly: Poly, interval_of: IntervalOf, opaque: frozenset[int] = frozenset(), cache: ExpansionCache | None = None
 ) -> Interval | None:
     """Bound a sum of monomials after clearing denominators and cancelling."""
     factor: dict[Atom, float] = {}  # node value = poly_now * prod atom^(-factor)
@@ -250,11 +296,12 @@ def poly_rational_interval(
         changed = False
         expanded: Poly = {}
         for m, c in poly.items():
-            term: Poly = {(): c}
+            kept: list = []  # a sub-sequence of the canonical m stays canonical
+            subs: list[Poly] = []
             for atom, e in m:
                 sub = None
                 if float(e).is_integer() and 0 < e <= 4 and _expandable(atom[0]):
-                    inner = expand(atom[0], atom[1], interval_of, opaque=opaque - {id(atom[0])})
+                    inner = expand(atom[0], atom[1], interval_of, opaque=opaque - {id(atom[0])}, cache=cache)
                     if inner is not None and inner != {((atom, 1),): 1}:
                         sub = {(): 1}
                         for _ in range(int(e)):
@@ -262,9 +309,12 @@ def poly_rational_interval(
                             if sub is None:
                                 break
                 if sub is None:
-                    sub = {((atom, e),): 1}
+                    kept.append((atom, e))
                 else:
                     changed = True
+                    subs.append(sub)
+            term: Poly | None = {tuple(kept): c}
+            for sub in subs:
                 term = poly_mul(term, sub)
                 if term is None:
                     return None
@@ -275,10 +325,74 @@ def poly_rational_interval(
         if not changed:
             break
     value = poly_interval(poly, interval_of)
+    common, rest = common_factor(poly)
+    if common:  # e^x (2 + x) on x >= -2: the factored form can see a sign the sum hides
+        rest_value = poly_interval(rest, interval_of)
+        square = quadratic_sign(rest)
+        if square is not None:  # 2 (1 - σ)²: a quadratic in one atom without real roots
+            rest_value = rest_value.intersect(square) if not rest_value.intersect(square).empty else rest_value
+        factored = monomial_interval(common, interval_of) * rest_value
+        value = value.intersect(factored) if not value.intersect(factored).empty else value
+    square = quadratic_sign(poly)
+    if square is not None and not value.intersect(square).empty:
+        value = value.intersect(square)
     for atom, amount in factor.items():
         known = interval_of(atom[0]) or Interval.real()
         value = value * power(known, -amount)
     return value
+
+
+def quadratic_sign(poly: Poly) -> Interval | None:
+    """``a + b u + c u²`` in one atom ``u`` with ``b² <= 4ac``: >= 0 when ``c > 0`` (<= 0
+    when ``c < 0``) for every real ``u`` — a square the monomials hide; else None.
+
+    >>> import tenscalc as tc
+    >>> u = (tc.parse("sin(x)", {"x": 0}), ())
+    >>> quadratic_sign({(): 2.0, ((u, 1),): -4.0, ((u, 2),): 2.0}).nonneg
+    True
+    """
+    atoms = {atom for m in poly for atom, _ in m}
+    if len(atoms) != 1 or len(poly) < 2:
+        return None
+    (atom,) = atoms
+    coef = {0: 0.0, 1: 0.0, 2: 0.0}
+    for m, c in poly.items():
+        e = dict(m).get(atom, 0)
+        if len(m) > 1 or e not in (0, 1, 2):
+            return None
+        coef[int(e)] += c
+    a, b, c = coef[0], coef[1], coef[2]
+    if c == 0 or b * b > 4 * a * c:
+        return None
+    return Interval.nonnegative() if c > 0 else Interval.nonpositive()
+
+
+def common_factor(poly: Poly) -> tuple[Monomial, Poly]:
+    """``poly = common * rest`` with ``common`` the atoms every monomial has (each to
+    its smallest exponent); ``((), poly)`` when there is none.
+
+    >>> import tenscalc as tc
+    >>> x = tc.parse("x", {"x": 0}); e = tc.parse("exp(x)", {"x": 0})
+    >>> common, rest = common_factor({(((e, ()), 1),): 2.0, (((x, ()), 1), ((e, ()), 1)): 1.0})
+    >>> common == (((e, ()), 1),), sorted(rest.values())
+    (True, [1.0, 2.0])
+    """
+    if len(poly) < 2:
+        return (), poly
+    monos = list(poly)
+    shared: dict[Atom, float] = dict(monos[0])
+    for m in monos[1:]:
+        here = dict(m)
+        shared = {a: min(e, here[a]) for a, e in shared.items() if a in here and (e > 0) == (here[a] > 0)}
+        if not shared:
+            return (), poly
+    common: Monomial = tuple(sorted(((a, _norm(e)) for a, e in shared.items()), key=lambda t: _key(t[0])))
+    inverse = mono_pow(common, -1)
+    rest: Poly = {}
+    for m, c in poly.items():
+        reduced = mono_mul(m, inverse)
+        rest[reduced] = rest.get(reduced, 0) + c
+    return common, rest
 
 
 def _expandable(node: Expr) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 
 from ..nodes import Expr, topological
 from . import rules
-from .algebra import rational_interval
+from .algebra import ExpansionCache, rational_interval
 from .facts import Curvature, Fact, Interval
 
 
@@ -58,11 +58,15 @@ class Analyzer:
         self.wrt_names = set(wrt)
         self.overrides = dict(overrides or {})
         self.kink_mode = kink_mode
+        # at a kink: the same analysis without the kink's overrides, for the values beside it
+        self.beside: Analyzer | None = None
         self.intervals: dict[int, Interval] = {}
         self.interval_rules: dict[int, str] = {}
         self.derivations: dict[tuple[int, tuple], rules.Derivation | None] = {}
         self._active: set[tuple[int, tuple]] = set()
         self._keep: list[Expr] = []  # nodes made while deriving stay alive while their ids are keys
+        self.expansions = ExpansionCache()  # shared by every node this analyzer labels
+        self._opaque: dict[int, frozenset[int]] = {}  # bases of non-integer powers under a node
 
     # -- intervals ---------------------------------------------------------------------------
     def variable_interval(self, name: str) -> Interval:
@@ -82,6 +86,7 @@ class Analyzer:
 
     def _label(self, node: Expr) -> None:
         self._keep.append(node)
+        self._opaque_under(node)
         if id(node) in self.overrides:
             self.intervals[id(node)] = self.overrides[id(node)]
             self.interval_rules[id(node)] = "at the kink"
@@ -104,7 +109,7 @@ class Analyzer:
                 how = d.rule
         if not value.empty and not (value.nonneg or value.nonpos) and node.op in ("add", "mul"):
             self.intervals[id(node)] = value  # children are labelled; the algebra reads them
-            better = rational_interval(node, self._interval_or_none)
+            better = rational_interval(node, self._interval_or_none, self.expansions, self._opaque_under(node))
             if better is not None and not better.is_indeterminate:
                 tighter = value.intersect(better)
                 if tighter != value:
@@ -112,6 +117,20 @@ class Analyzer:
                     how = "cleared denominators and cancelled"
         self.intervals[id(node)] = value
         self.interval_rules[id(node)] = how
+
+    def _opaque_under(self, node: Expr) -> frozenset[int]:
+        """``algebra.opaque_bases([node])``, from the children's sets (labelled first)."""
+        known = self._opaque.get(id(node))
+        if known is not None:
+            return known
+        found: set[int] = set()
+        for child in node.children:
+            found |= self._opaque_under(child)
+        if node.op == "pow" and node.children[1].op == "const" and not float(node.children[1].arg[0]).is_integer():
+            found.add(id(node.children[0]))
+        result = frozenset(found) if found else frozenset()
+        self._opaque[id(node)] = result
+        return result
 
     def _interval_or_none(self, node: Expr) -> Interval | None:
         try:

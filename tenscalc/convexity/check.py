@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import nodes as N
-from ..differentiate import derivative, hessian
+from ..differentiate import derivative
 from ..errors import SemanticError
-from ..nodes import Expr, count_nodes
-from ..simplifier import simplify
+from ..nodes import Expr, count_nodes, topological
+from ..simplifier import MUL_RULES, RULES, mul_distribute_power, simplify
 from .analysis import Analyzer
 from .assumptions import (
     Constraint,
@@ -33,12 +35,18 @@ from .assumptions import (
     variable_intervals,
     variable_tags,
 )
+from .compose import MAX_COMPOSITION_DEPTH, composed_certificate, perspective, precomposed, scalar_composition
+from .errors import InternalError
 from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
 from .joint import gram_rule
-from .kinks import Kink, _affine_in, check_kinks, depends_on, find_kinks, substitute
+from .kinks import Kink, _affine_in, check_kinks, combine_kinks, depends_on, find_kinks, substitute
+from .picture import node_facts
 from .report import Certificate, ConvexityResult, ProofStep
 from .rules import Derivation, identity_perm
+
+CROSS_CHECK_POINTS = 4
+"""Points of the cheap cross-check of a proof when ``falsify=False``."""
 
 
 def _resolve(expr: Any, wrt: Any, assumptions: Mapping[str, Any] | None):
@@ -107,6 +115,7 @@ def check_convexity(
     values: Mapping[str, Any] | None = None,
     points: int = 12,
     verify: bool = False,
+    _depth: int = 0,
 ) -> ConvexityResult:
     """Decide whether a scalar expression is convex or concave in ``wrt``.
 
@@ -132,8 +141,10 @@ def check_convexity(
     points : int
         How many points of the domain the numeric search samples.
     verify : bool
-        Also search for counterexamples to what was proven (a self-test: finding
-        one would be a bug, reported in ``notes`` and making the verdict unknown).
+        Cross-check what was proven at twice as many points.  Every proven side
+        is cross-checked by the numeric search anyway (at ``points`` points, or
+        ``CROSS_CHECK_POINTS`` without ``falsify``); a counterexample to a proof
+        raises :class:`~tenscalc.convexity.errors.InternalError`.
 
     Returns
     -------
@@ -164,12 +175,18 @@ def check_convexity(
     notes.extend(domain_notes)
 
     # the Hessian and its facts
-    hess, proof, method = _certify_smooth(f, names, an, assumed, orders)
+    hess, proof, method, an_h = _certify_smooth(f, names, an, assumed, orders, constraints)
     curvature = proof.curvature if proof is not None else Curvature()
 
     # non-smooth points
     kinks = find_kinks(f, wrt_set, an)
+    # u^p (0 < p < 1) with u concave: u = 0 is the boundary of the convex set {u >= 0},
+    # where f is continuous, so convexity inside extends to it (as for affine u)
+    kinks = [
+        k for k in kinks if not (k.kind == "power" and _entrywise_concave(k.node.children[0], wrt_set, intervals, tags))
+    ]
     check_kinks(f, kinks, intervals, tags, refine, wrt_set)
+    combine_kinks(kinks)
     kinks_convex = all(k.convex_ok for k in kinks)
     kinks_concave = all(k.concave_ok for k in kinks)
 
@@ -181,30 +198,110 @@ def check_convexity(
 
     certificate_convex = certificate_concave = None
     if convex_proven:
-        certificate_convex = _certificate("convex", hess, proof, an, kinks, domain_text, method)
+        certificate_convex = _certificate("convex", hess, proof, an_h, kinks, domain_text, method)
     if concave_proven:
-        certificate_concave = _certificate("concave", hess, proof, an, kinks, domain_text, method)
+        certificate_concave = _certificate("concave", hess, proof, an_h, kinks, domain_text, method)
 
+    # the picture: the DAG the proof read, coloured by its facts
+    if method == "second directional derivative" and proof is not None:
+        graph = list(proof.premises)
+    else:
+        graph = list(hess.values()) if isinstance(hess, dict) else [hess]
+    graph_facts = node_facts(an_h, graph)
+
+    # f = g(affine maps): g's verdict carries over (its domain and kinks included)
+    if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
+        inner = precomposed(f, wrt_set, given, values, _depth, an)
+        if inner is not None:
+            result_g, cut = inner
+            if result_g.verdict in ("convex", "affine"):
+                convex_proven = True
+                certificate_convex = composed_certificate(result_g.convex_certificate, cut)
+                method = certificate_convex.method
+            if result_g.verdict in ("concave", "affine"):
+                concave_proven = True
+                certificate_concave = composed_certificate(result_g.concave_certificate, cut)
+                method = certificate_concave.method
+            if result_g.certified:
+                graph, graph_facts = result_g.graph, result_g.graph_facts
+    # f = t g(x / t): the perspective of g
+    if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
+        persp = perspective(f, wrt_set, given, an, _depth)
+        if persp is not None:
+            claim, certificate, result_g = persp
+            if claim in ("convex", "affine"):
+                convex_proven, certificate_convex = True, certificate
+            if claim in ("concave", "affine"):
+                concave_proven, certificate_concave = True, certificate
+            method = certificate.method
+            graph, graph_facts = result_g.graph, result_g.graph_facts
+    # f = h(g(x)) with g scalar: the composition rules of convex analysis
+    if not (convex_proven or concave_proven) and domain_ok and _depth < MAX_COMPOSITION_DEPTH:
+        composed = scalar_composition(f, wrt_set, given, values, _depth)
+        if composed is not None:
+            claim, certificate, result_h = composed
+            if claim == "convex":
+                convex_proven, certificate_convex = True, certificate
+            else:
+                concave_proven, certificate_concave = True, certificate
+            method = certificate.method
+            graph, graph_facts = result_h.graph, result_h.graph_facts
+
+    # numbers: counterexamples to the open sides, and a cross-check of the proven ones
+    # (a proof contradicted by numbers is a bug of the rules, never a verdict)
     search = None
     cex_convex = cex_concave = None
-    if falsify and not (convex_proven and concave_proven) or verify:
+    want_convex = convex_proven or falsify
+    want_concave = concave_proven or falsify
+    if want_convex or want_concave:
         falsifier = Falsifier(f, names, assumed, [c for c in constraints], seed=seed, values=values)
-        want_convex = verify or not convex_proven
-        want_concave = verify or not concave_proven
-        search = falsifier.run(convex=want_convex, concave=want_concave, points=points)
+        budget = points * 2 if verify else points if falsify else min(points, CROSS_CHECK_POINTS)
+        search = falsifier.run(convex=want_convex, concave=want_concave, points=budget)
         cex_convex, cex_concave = search.convex, search.concave
-        if convex_proven and cex_convex is not None:
-            notes.append("INTERNAL INCONSISTENCY: convexity was proven but a counterexample was found")
-            convex_proven = False
-            certificate_convex = None
-        if concave_proven and cex_concave is not None:
-            notes.append("INTERNAL INCONSISTENCY: concavity was proven but a counterexample was found")
-            concave_proven = False
-            certificate_concave = None
-        if convex_proven:
-            cex_convex = None
-        if concave_proven:
-            cex_concave = None
+        for proven, cex, claim, certificate in (
+            (convex_proven, cex_convex, "convex", certificate_convex),
+            (concave_proven, cex_concave, "concave", certificate_concave),
+        ):
+            if proven and cex is not None and _rounding_level(cex):
+                # a proof is not overturned by a violation rounding can explain (cancellation
+                # inside f makes its error relative to intermediate values, not to f)
+                notes.append(
+                    f"cross-check: a violation of the proven {claim}ity at rounding level was ignored "
+                    f"(relative size {_relative_violation(cex):.1e})"
+                )
+                if claim == "convex":
+                    cex_convex = None
+                else:
+                    cex_concave = None
+                continue
+            if proven and cex is not None and _evaluation_contradicts_facts(f, an, cex):
+                # the numbers broke a proven fact about a node (exp(-206) underflowing to 0
+                # under a proven 1 + e > 1): the evaluation, not the proof, is wrong there
+                notes.append(
+                    f"cross-check: a violation of the proven {claim}ity was ignored: at its points the "
+                    "floating-point evaluation contradicts a proven bound of a node (underflow or rounding)"
+                )
+                if claim == "convex":
+                    cex_convex = None
+                else:
+                    cex_concave = None
+                continue
+            if proven and cex is not None:
+                raise InternalError(
+                    f"internal error in the convexity checker: {_safe_text(f, 200)} was proven {claim} in "
+                    f"{', '.join(names)} ({certificate.method if certificate else method}) but the numeric "
+                    f"cross-check found a counterexample:\n{cex.describe()}\n"
+                    "Please report this expression: a rule certified something false.",
+                    claim,
+                    certificate,
+                    cex,
+                )
+        checked = [claim for proven, claim in ((convex_proven, "convexity"), (concave_proven, "concavity")) if proven]
+        if checked and not any(n.startswith("cross-check: a violation") for n in notes):
+            notes.append(
+                f"cross-check: no counterexample to the proven {' and '.join(checked)} at "
+                f"{search.points_in_domain} sampled points of the domain"
+            )
 
     verdict = _verdict(convex_proven, concave_proven, cex_convex is not None, cex_concave is not None)
     strict = strong = False
@@ -222,19 +319,31 @@ def check_convexity(
             modulus, modulus_value = curvature.upper.text, curvature.upper.value
     if strong:
         strict = True
-    if verdict == "unknown":
+    for side, proven, cex, kinks_ok, bends in (
+        ("convexity", convex_proven, cex_convex, kinks_convex, "up"),
+        ("concavity", concave_proven, cex_concave, kinks_concave, "down"),
+    ):
+        if proven or cex is not None:
+            continue
         reasons = []
         if not domain_ok:
             reasons.append("the domain was not shown to be convex")
-        if proof is None or not (curvature.psd or curvature.nsd):
-            reasons.append("no rule showed the Hessian semidefinite")
+        if proof is None or not (curvature.psd if side == "convexity" else curvature.nsd):
+            reasons.append("no rule showed the Hessian " + ("PSD" if side == "convexity" else "NSD"))
         if any(k.kind == "sign" for k in kinks):
             reasons.append("sign(...) of the variables makes the function jump")
-        elif kinks and not (kinks_convex or kinks_concave):
-            reasons.append("a kink could not be shown to bend the right way")
+        elif not kinks_ok:
+            bad = [k for k in kinks if not (k.convex_ok if side == "convexity" else k.concave_ok)]
+            reasons.append(
+                f"{len(bad)} kink{'s' if len(bad) > 1 else ''} not shown to bend {bends}: "
+                + "; ".join(k.describe() for k in bad[:3])
+            )
         if falsify:
             reasons.append(f"no counterexample at {search.points_in_domain if search else 0} sampled points")
-        notes.append("unknown: " + "; ".join(reasons) + " (this is not a claim that the function is not convex)")
+        head = "unknown" if verdict == "unknown" else f"{side} unknown"
+        notes.append(f"{head}: " + "; ".join(reasons) + " (this is not a claim that the function is not convex)")
+        if verdict == "unknown":
+            break  # one note: the reasons of the two sides are the same words
     return ConvexityResult(
         verdict=verdict,
         expression=f,
@@ -254,7 +363,71 @@ def check_convexity(
         notes=notes,
         search=search,
         method=method,
+        graph=graph,
+        graph_facts=graph_facts,
     )
+
+
+ROUNDING_LEVEL = 1e-6
+"""A counterexample to a proof whose violation is below this fraction of the function
+values involved is taken for rounding (a false proof shows violations of order one)."""
+
+
+def _relative_violation(cex) -> float:
+    if cex.values is None:
+        return float("inf")
+    fa, fm, fb = cex.values
+    size = abs(fa) + abs(fb) + 2 * abs(fm) + 1e-300
+    amount = abs(cex.second_difference) if cex.second_difference is not None else abs(cex.gap or 0.0)
+    return amount / size
+
+
+def _rounding_level(cex) -> bool:
+    return cex.kind != "domain not convex" and _relative_violation(cex) < ROUNDING_LEVEL
+
+
+MAX_FACT_CHECK_NODES = 300
+
+
+def _evaluation_contradicts_facts(f: Expr, an: Analyzer, cex) -> bool:
+    """Whether, at the points of ``cex``, some node of ``f`` evaluates outside the interval
+    proven for it (an open end attained counts): then floating point, not the proof,
+    made the counterexample."""
+    from ..interpreter import evaluate
+
+    nodes = topological(f)
+    if len(nodes) > MAX_FACT_CHECK_NODES:
+        return False
+    an.interval(f)
+    points = [cex.point]
+    if cex.a is not None and cex.b is not None:
+        a = {**cex.point, **cex.a}
+        b = {**cex.point, **cex.b}
+        mid = {**cex.point, **{k: (np.asarray(cex.a[k]) + np.asarray(cex.b[k])) / 2 for k in cex.a}}
+        points = [a, b, mid]
+    for values in points:
+        for node in nodes:
+            iv = an.intervals.get(id(node))
+            if iv is None or iv.empty or node.op in ("var", "const", "delta"):
+                continue
+            try:
+                with np.errstate(all="ignore"):
+                    value = np.asarray(evaluate(node, values), dtype=float)
+            except Exception:  # noqa: BLE001 - a part that cannot be evaluated alone
+                continue
+            finite = value[np.isfinite(value)]
+            if finite.size == 0:
+                continue
+            low, high = float(finite.min()), float(finite.max())
+            # only a marginal breach is floating point (an open end attained by underflow);
+            # a clear one would be a wrong fact, and must not hide the counterexample
+            margin_lo = 1e-9 * max(1.0, abs(iv.lo)) if np.isfinite(iv.lo) else 0.0
+            margin_hi = 1e-9 * max(1.0, abs(iv.hi)) if np.isfinite(iv.hi) else 0.0
+            marginal_lo = iv.lo - margin_lo <= low < iv.lo or (low == iv.lo and not iv.lo_closed)
+            marginal_hi = iv.hi < high <= iv.hi + margin_hi or (high == iv.hi and not iv.hi_closed)
+            if marginal_lo or marginal_hi:
+                return True
+    return False
 
 
 def _simplified(constraints: list[Constraint]) -> list[Constraint]:
@@ -307,13 +480,9 @@ def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt:
         if c.kind in ("positive", "nonnegative", "unit") and _affine_in(c.node, wrt):
             convex_sets.append(c)
             continue
-        if c.kind in ("positive", "nonnegative") and c.node.order == 0:
-            inner = check_convexity(
-                c.node, sorted(wrt & set(c.node.variables)), _as_given(intervals, tags, c.node), falsify=False
-            )
-            if inner.verdict in ("concave", "affine"):
-                convex_sets.append(c)
-                continue
+        if c.kind in ("positive", "nonnegative") and _entrywise_concave(c.node, wrt, intervals, tags):
+            convex_sets.append(c)
+            continue
         pending.append(c)
     notes = []
     if pending:
@@ -322,6 +491,27 @@ def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt:
             if not _covered(within, c):
                 notes.append(f"the domain constraint {c.describe()} was not shown to cut out a convex set")
     return not notes, notes
+
+
+def _entrywise_concave(node: Expr, wrt: set[str], intervals, tags) -> bool:
+    """Every entry of ``node`` is concave in ``wrt`` (then ``{node > 0}`` is convex).
+
+    For a tensor ``u`` this checks ``Σ w ⊙ u`` with a weight ``w >= 0`` of the same
+    shape as a parameter: concave for every such ``w`` exactly when every entry is
+    (take ``w`` a unit tensor).  ``1 - x²`` (from ``log(1 - x²)``) passes.
+    """
+    given = _as_given(intervals, tags, node)
+    target = node
+    if node.order > 0:
+        spec = tuple(range(node.order))
+        weight = N.var("dom__w", node.order)
+        target = N.mul((node, weight), (spec, spec), ())
+        given["dom__w"] = ("nonnegative",)
+    try:
+        inner = check_convexity(target, sorted(wrt & set(node.variables)), given, falsify=False)
+    except SemanticError:
+        return False
+    return inner.verdict in ("concave", "affine")
 
 
 def _as_given(intervals, tags, node: Expr) -> dict[str, Any]:
@@ -374,12 +564,49 @@ def _perms_for(name: str, order: int, tags) -> tuple:
     return (ident,)
 
 
-def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
-    """The Hessian (or its blocks) and a derivation of its definiteness."""
+# The rules read quotients as they are written (a log of a quotient, p ⊙ q⁻¹);
+# distributing a power over a quotient ((p/q)⁻¹ -> p⁻¹ q), which makes printed
+# derivatives shorter, would hide that structure from them.
+ANALYSIS_RULES = {**RULES, "mul": [r for r in MUL_RULES if r is not mul_distribute_power]}
+
+
+def hessian(f: Expr, wrt: str, wrt2: str | None = None) -> Expr:
+    """The Hessian block the rules read: simplified with ``ANALYSIS_RULES``."""
+    first = simplify(derivative(f, wrt, simplify=False), ANALYSIS_RULES)
+    second = N.var(wrt2, f.variables[wrt2]) if wrt2 is not None else N.var(wrt, f.variables[wrt])
+    return simplify(derivative(first, second, simplify=False), ANALYSIS_RULES)
+
+
+def _hessian_analyzer(an: Analyzer, constraints: list[Constraint], roots: list[Expr], names) -> Analyzer:
+    """An analyzer for the Hessian that also knows where the Hessian itself is defined.
+
+    The PSD claim is needed only where ``f`` is twice differentiable: where the
+    Hessian's expression is undefined (``x^-0.5`` at ``x = 0``) ``f`` is either not
+    twice differentiable — a kink or the boundary, examined separately from ``f``
+    with the plain analyzer — or the Hessian extends by continuity.  So the
+    constraints the Hessian implies (``x > 0``) may tighten its own analysis
+    (``Σ √x > 0`` becomes a valid denominator)."""
+    extra: list[Constraint] = []
+    for root in roots:
+        extra.extend(implied_constraints(root))
+    if not extra:
+        return an
+    return Analyzer(an.variables, an.tags, refinements(constraints + _simplified(constraints) + extra), names)
+
+
+def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders, constraints=()):
+    """The Hessian (or its blocks), a derivation of its definiteness, the method, and
+    the analyzer that labelled it."""
+    proof, method, hess, an = _certify_smooth_with(f, names, an, assumed, orders, list(constraints))
+    return hess, proof, method, an
+
+
+def _certify_smooth_with(f: Expr, names: list[str], an: Analyzer, assumed, orders, constraints):
     tags = {n: a.tags for n, a in assumed.items()}
     if len(names) == 1:
         name = names[0]
         h = hessian(f, name)
+        an = _hessian_analyzer(an, constraints, [h], names)
         target = h
         perms = _perms_for(name, orders[name], tags)
         if orders[name] == 2 and "diagonal" in tags.get(name, set()):
@@ -393,12 +620,13 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
             if target is h and "symmetric" not in tags.get(name, set()):
                 gram = gram_rule(an, {(name, name): h}, names, orders, f)
                 if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
-                    return h, gram, "Hessian as a Gram form"
+                    return gram, "Hessian as a Gram form", h, an
             second = _directional(f, names, an, tags, orders)
             if second is not None:
-                return h, second, "second directional derivative"
-        return h, proof, method
+                return second, "second directional derivative", h, an
+        return proof, method, h, an
     blocks = {(a, b): hessian(f, a, b) for a in names for b in names}
+    an = _hessian_analyzer(an, constraints, list(blocks.values()), names)
     off_zero = all(_is_zero(an, blocks[(a, b)]) for a in names for b in names if a != b)
     if off_zero:
         parts = []
@@ -417,12 +645,13 @@ def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders):
                     "the mixed blocks are zero; each diagonal block is " + ("PSD" if curv.psd else "NSD"),
                     [blocks[(a, a)] for a in names],
                 )
-                return blocks, proof, "Hessian blocks"
-    gram = gram_rule(an, blocks, names, orders, f)
-    if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
-        return blocks, gram, "Hessian blocks as a Gram form"
+                return proof, "Hessian blocks", blocks, an
+    for promote in (False, True):
+        gram = gram_rule(an, blocks, names, orders, f, promote=promote)
+        if gram is not None and (gram.curvature.psd or gram.curvature.nsd):
+            return gram, "Hessian blocks as a Gram form", blocks, an
     second = _directional(f, names, an, tags, orders)
-    return blocks, second, "second directional derivative"
+    return second, "second directional derivative", blocks, an
 
 
 def _is_zero(an: Analyzer, node: Expr) -> bool:
@@ -457,7 +686,7 @@ def _block_diagonal(parts: list[Curvature]) -> Curvature:
 
 def _directional(f: Expr, names: list[str], an: Analyzer, tags, orders) -> Derivation | None:
     """``q(v) = d²/dt² f(x + t v)`` at ``t = 0``, shown >= 0 (or <= 0) for every ``v``."""
-    t = N.var("dir__t", 0)
+    t = N.var("line__s", 0)  # not dir__t: that is the direction of a variable named t
     mapping = {}
     directions = []
     for name in names:
@@ -466,8 +695,11 @@ def _directional(f: Expr, names: list[str], an: Analyzer, tags, orders) -> Deriv
             v = N.var(f"dir__{name}", 1)
             d = N.mul((v,), ((0,),), (0, 0))
         elif order == 2 and "symmetric" in tags.get(name, set()):
+            # a symmetric direction: a variable the rules know to be symmetric (so that
+            # pairings through a transposition, V[j,k] with V[l,m] read as V[m,l], are found)
             v = N.var(f"dir__{name}", 2)
-            d = N.add((v, N.mul((v,), ((0, 1),), (1, 0))), (0.5, 0.5))
+            d = v
+            an.tags.setdefault(f"dir__{name}", set()).add("symmetric")
         else:
             v = N.var(f"dir__{name}", order)
             d = v

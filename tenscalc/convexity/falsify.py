@@ -280,8 +280,32 @@ class Falsifier:
                 return (v + v.T) / 2
         return v
 
+    @property
+    def constrained(self) -> bool:
+        """Whether some wrt variable allows only some directions (symmetric, diagonal)."""
+        return any(self._projection_kind(name) is not None for name in self.wrt)
+
+    def _projection_kind(self, name: str) -> str | None:
+        a = self.assumed.get(name)
+        if a is None or not a.tags or len(self.shapes[name]) != 2:
+            return None
+        if "diagonal" in a.tags:
+            return "diagonal"
+        if "symmetric" in a.tags:
+            return "symmetric"
+        return None
+
+    def project(self, flat: np.ndarray) -> np.ndarray:
+        """The orthogonal projection of a stacked direction onto the allowed directions,
+        in O(size): symmetric matrices ``(V + Vᵀ)/2``, diagonal ones ``diag(V)``."""
+        if not self.constrained:
+            return flat
+        parts = [self._basis_project(name, d).ravel() for name, d in self._split(flat).items()]
+        return np.concatenate(parts) if parts else flat
+
     def _basis(self) -> np.ndarray:
-        """Columns spanning the allowed directions of the stacked wrt variables."""
+        """Columns spanning the allowed directions of the stacked wrt variables
+        (dense: only for the small problems whose Hessian is formed)."""
         columns = []
         offset = 0
         total = self.size
@@ -367,10 +391,10 @@ class Falsifier:
     def extreme_curvature(self, values: Mapping[str, Any], sign: int) -> tuple[float, np.ndarray] | None:
         """The smallest eigenvalue of ``sign * H`` on the allowed directions, with its
         unit eigenvector (stacked)."""
-        basis = self._basis()
-        if basis.shape[1] == 0:
-            return None
         if self.size <= self.dense_limit:
+            basis = self._basis()
+            if basis.shape[1] == 0:
+                return None
             h = self.dense_hessian(values)
             if h is None:
                 return None
@@ -378,24 +402,28 @@ class Falsifier:
             hs = (hs + hs.T) / 2
             w, vecs = np.linalg.eigh(hs)
             return float(w[0]), basis @ vecs[:, 0]
-        return self._lanczos(values, sign, basis)
+        return self._lanczos(values, sign)
 
-    def _lanczos(self, values, sign: int, basis: np.ndarray, steps: int = 30):
-        m = basis.shape[1]
-        steps = min(steps, m)
-        q = self.rng.standard_normal(m)
-        q /= np.linalg.norm(q)
+    def _lanczos(self, values, sign: int, steps: int = 30):
+        """Lanczos on ``P H P`` (P the projection onto the allowed directions) from
+        Hessian-vector products: O(size · steps) memory and time besides the products."""
+        q = self.project(self.rng.standard_normal(self.size))
+        norm = float(np.linalg.norm(q))
+        if norm == 0:
+            return None
+        q /= norm
         qs = [q]
-        alphas, betas = [], []
+        alphas: list[float] = []
+        betas: list[float] = []
         for j in range(steps):
-            hv = self.hvp(values, basis @ qs[-1])
+            hv = self.hvp(values, qs[-1])
             if hv is None:
                 return None
-            w = sign * (basis.T @ hv)
+            w = sign * self.project(hv)
             alpha = float(qs[-1] @ w)
             w = w - alpha * qs[-1] - (betas[-1] * qs[-2] if betas else 0)
-            for prev in qs:  # full reorthogonalisation
-                w -= (prev @ w) * prev
+            basis = np.array(qs)  # full reorthogonalisation, steps x size
+            w -= basis.T @ (basis @ w)
             alphas.append(alpha)
             beta = float(np.linalg.norm(w))
             if beta < 1e-12 or j == steps - 1:
@@ -405,7 +433,7 @@ class Falsifier:
         t = np.diag(alphas) + np.diag(betas[: len(alphas) - 1], 1) + np.diag(betas[: len(alphas) - 1], -1)
         w, vecs = np.linalg.eigh(t)
         y = np.array(qs[: len(alphas)]).T @ vecs[:, 0]
-        return float(w[0]), basis @ y
+        return float(w[0]), y
 
     # -- confirmation ------------------------------------------------------------------------------
     def _moved(self, values: Mapping[str, Any], flat: np.ndarray, t: float) -> dict[str, Any]:

@@ -41,7 +41,65 @@ class _Fail(Exception):
     pass
 
 
-def _decompose(coef: float, node: Expr, ka: int, kb: int):
+def flatten(node: Expr) -> Expr:
+    """``node`` with the products among its operands inlined: one einsum, whose summed
+    letters are all visible (``2 *(,->) (x^2 *(i,->) t^-3)`` becomes one product over
+    ``i``), so that a sum inside an operand can be a shared letter of a Gram form.
+
+    >>> import tenscalc as tc
+    >>> e = tc.parse("2 *(,->) (x *(i,i->) x)", {"x": 1})
+    >>> flatten(e).arg
+    (((), (0,), (0,)), ())
+    """
+    if node.op != "mul":
+        return node
+    ins, out = node.arg
+    top = max([max(spec, default=-1) for spec in ins] + [max(out, default=-1)]) + 1
+    counter = itertools.count(top)
+    operands: list[Expr] = []
+    specs: list[tuple[int, ...]] = []
+    changed = False
+    for child, spec in zip(node.children, ins):
+        child = flatten(child)
+        if child.op != "mul" or len(set(child.arg[1])) != len(child.arg[1]):
+            operands.append(child)
+            specs.append(tuple(spec))
+            continue
+        c_ins, c_out = child.arg
+        rename = {letter: spec[p] for p, letter in enumerate(c_out)}
+        for c_spec in c_ins:
+            for letter in c_spec:
+                if letter not in rename:
+                    rename[letter] = next(counter)
+        operands.extend(child.children)
+        specs.extend(tuple(rename[a] for a in c_spec) for c_spec in c_ins)
+        changed = True
+    return N.mul(operands, specs, out) if changed else node
+
+
+def _promote(left, right, middle, left_letters, right_letters, counter):
+    """Read a side whose operands touch only that side's letters (``x[i] t^-2``, a scalar
+    broadcast against a vector) as identity forms: ``F(l) = sum_s [l = s] F(s)`` moves
+    ``F`` into the middle and makes ``s`` a shared letter."""
+    extra_middle = []
+    sides = []
+    for group, letters in ((left, left_letters), (right, right_letters)):
+        letters_set = set(letters)
+        if (
+            not group
+            or any(child is _ID for child, _ in group)
+            or any(not set(spec) <= letters_set for _, spec in group)
+        ):
+            sides.append(group)
+            continue
+        fresh = {letter: next(counter) for letter in letters}
+        identities = [(_ID, (letter, fresh[letter])) for letter in letters]
+        extra_middle.extend((child, tuple(fresh[a] for a in spec)) for child, spec in group)
+        sides.append(identities)
+    return sides[0], sides[1], middle + extra_middle
+
+
+def _decompose(coef: float, node: Expr, ka: int, kb: int, promote: bool = False):
     """(coef, left ops, right ops, middle ops, S letters) of one term; ops are
     (node or _ID, spec)."""
     if node.op == "mul":
@@ -89,6 +147,8 @@ def _decompose(coef: float, node: Expr, ka: int, kb: int):
     if sides is None:
         raise _Fail
     left, right, middle = sides
+    if promote:
+        left, right, middle = _promote(left, right, middle, left_letters, right_letters, counter)
     lettersof = lambda group: set().union(*(set(s) for _, s in group)) if group else set()  # noqa: E731
     shared = lettersof(middle) | (lettersof(left) & lettersof(right))
     return coef, left_letters, right_letters, left, right, middle, shared
@@ -137,9 +197,19 @@ def _signature(group, side_letters, shared_index) -> tuple:
 
 
 def gram_rule(
-    an: Analyzer, blocks: dict[tuple[str, str], Expr], names: list[str], orders, root: Expr | None = None
+    an: Analyzer,
+    blocks: dict[tuple[str, str], Expr],
+    names: list[str],
+    orders,
+    root: Expr | None = None,
+    promote: bool = False,
 ) -> Derivation | None:
-    """Certify the block Hessian PSD or NSD as a Gram form (see the module docstring)."""
+    """Certify the block Hessian PSD or NSD as a Gram form (see the module docstring).
+
+    With ``promote`` the products are flattened and a side whose factors touch only
+    its own letters is read through identity forms (a scalar broadcast against a
+    vector: ``‖x‖²/t``, a ones column, an identity block).
+    """
     terms = []
     for (a, b), block in blocks.items():
         expanded = expand_terms(block)
@@ -148,7 +218,7 @@ def gram_rule(
         for coef, node in expanded:
             if node.op == "const" and node.arg[0] == 0 or coef == 0:
                 continue
-            terms.append((a, b, coef, node))
+            terms.append((a, b, coef, flatten(node) if promote else node))
     if not terms:
         return Derivation(Curvature.zero_matrix(), "joint Gram form", "every block is zero")
     # one axis graph for all terms, to compare the index sets of shared letters
@@ -167,7 +237,7 @@ def gram_rule(
     groups: dict[tuple, dict] = {}
     for a, b, coef, node in terms:
         try:
-            c, lletters, rletters, left, right, middle, shared = _decompose(coef, node, orders[a], orders[b])
+            c, lletters, rletters, left, right, middle, shared = _decompose(coef, node, orders[a], orders[b], promote)
         except _Fail:
             return None
         order = _order_shared(middle, left, right, shared)

@@ -96,9 +96,13 @@ def _fractional_kink(node: Expr) -> bool:
 
 
 def _affine_in(node: Expr, wrt: set[str]) -> bool:
-    """``node`` is an affine function of the variables ``wrt`` (its derivative is free of them)."""
+    """``node`` is an affine function of the variables ``wrt`` (its derivative is free of
+    them, and it has no jump: ``sign(x)`` has derivative 0 almost everywhere, yet jumps)."""
     if not depends_on(node, wrt):
         return True
+    for n in topological(node):
+        if n.op == "func" and n.arg == "sign" and _depends_on_values(n, wrt):
+            return False
     for name in sorted(set(node.variables) & wrt):
         d = derivative(node, name)
         if _depends_on_values(d, wrt):
@@ -168,6 +172,45 @@ def _dominators(f: Expr, target: Expr, candidates: list[Expr]) -> list[Expr]:
     return result
 
 
+def _entrywise_in(root: Expr, node: Expr) -> bool:
+    """Every node of ``root`` that depends on ``node`` reads it entry by entry (sums,
+    elementwise functions and powers, products without summed or moved letters), so
+    that entry ``i`` of ``root`` depends on entry ``i`` of ``node`` alone."""
+    if root.order != node.order:
+        return False
+    from .algebra import is_elementwise_mul
+
+    contains: dict[int, bool] = {}
+    for m in topological(root):
+        contains[id(m)] = m is node or any(contains[id(c)] for c in m.children)
+        if not contains[id(m)] or m is node:
+            continue
+        if m.order != node.order:
+            return False
+        if m.op in ("add", "func"):
+            continue
+        if m.op == "pow" and not contains[id(m.children[1])]:
+            continue
+        if m.op == "mul" and is_elementwise_mul(m):
+            ins, out = m.arg
+            if all(spec == out for c, spec in zip(m.children, ins) if contains[id(c)]):
+                continue
+        return False
+    return True
+
+
+def _solve_for_term(u: Expr) -> tuple[Expr, float] | None:
+    """``u = a c + b`` with constants ``b``: ``(c, -b/a)``, the value of ``c`` where ``u = 0``."""
+    if u.op != "add":
+        return None
+    variable = [(c, k) for c, k in zip(u.children, u.arg) if c.op != "const"]
+    if len(variable) != 1 or variable[0][1] == 0:
+        return None
+    child, a = variable[0]
+    b = sum(k * c.arg[0] for c, k in zip(u.children, u.arg) if c.op == "const")
+    return child, -b / a
+
+
 def adjoint(f: Expr, node: Expr) -> Expr:
     """``∂f/∂node`` as an expression (total: through every path from the node)."""
     fresh = N.var("kink__node", node.order)
@@ -197,13 +240,21 @@ def check_kinks(
         extra = refinements([])
         extra.update(refine)
         extra.nodes.extend(getattr(refine, "nodes", []))
-        if node.order == 0:
+        u = node.children[0]
+        if node.order == 0 or (_entrywise_in(a, node) and _entrywise_in(a, u)):
+            # at the kink the node and its argument are 0 (for a tensor node: entry by
+            # entry, allowed when each entry of the adjoint reads only the same entry of
+            # every node that is fixed)
             overrides[id(node)] = Interval.point(0)
-            overrides[id(node.children[0])] = Interval.point(0)
+            overrides[id(u)] = Interval.point(0)
+            solved = _solve_for_term(u)
+            if solved is not None and (node.order == 0 or _entrywise_in(a, solved[0])):
+                overrides[id(solved[0])] = Interval.point(solved[1])  # |r| - 1 = 0: |r| = 1
         for k in _dominators(f, node, power_kinks):
             base = k.children[0]
             extra[id(base)] = extra.get(id(base), Interval.real()).intersect(Interval.positive())
         an = Analyzer(variables, tags, extra, wrt, overrides, kink_mode=True)
+        an.beside = Analyzer(variables, tags, extra, wrt)
         iv = an.interval(a)
         kink.interval = iv
         if kink.kind == "power":
@@ -214,3 +265,44 @@ def check_kinks(
         else:
             kink.convex_ok = iv.nonneg
             kink.concave_ok = iv.nonpos
+
+
+KINK_WEIGHT = {"abs": 2.0, "relu": 1.0}
+"""The jump of the slope of ``abs(u)`` / ``relu(u)`` crossing ``u = 0``, per unit of ``|u'|``."""
+
+
+def _kink_place(kink: Kink) -> tuple[int, float] | None:
+    """(id of u, ±1): kinks at ``u = 0`` and at ``-u = 0`` are at the same place."""
+    if kink.kind not in KINK_WEIGHT:
+        return None
+    u = kink.node.children[0]
+    if u.op == "add" and len(u.children) == 1 and u.arg[0] == -1:
+        return id(u.children[0]), -1.0
+    return id(u), 1.0
+
+
+def combine_kinks(kinks: list[Kink]) -> None:
+    """Kinks at the same place add their jumps: ``|x| - relu(x) - relu(-x)`` jumps by
+    ``2·1 - 1 - 1 = 0``.  A group whose summed jump ``Σ weight · adjoint`` is >= 0 (<= 0)
+    bends up (down) even where its members alone do not."""
+    groups: dict[int, list[Kink]] = {}
+    for k in kinks:
+        place = _kink_place(k)
+        if place is not None and k.interval is not None:
+            groups.setdefault(place[0], []).append(k)
+    for members in groups.values():
+        if len(members) < 2 or all(k.convex_ok and k.concave_ok for k in members):
+            continue
+        total = Interval.point(0.0)
+        for k in members:
+            total = total + k.interval.scale(KINK_WEIGHT[k.kind])
+        if total.empty:
+            continue
+        names = ", ".join(_short(k.node, 30) for k in members)
+        for k in members:
+            if total.nonneg and not k.convex_ok:
+                k.convex_ok = True
+                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"
+            if total.nonpos and not k.concave_ok:
+                k.concave_ok = True
+                k.note = f"with the kinks of {names} at the same place the slope jumps by {total.describe()}"

@@ -98,6 +98,8 @@ class ConvexityResult:
     notes: list[str] = field(default_factory=list)
     search: Any = None
     method: str = ""
+    graph: list = field(default_factory=list, repr=False)  # the DAG the proof read
+    graph_facts: dict = field(default_factory=dict, repr=False)  # id(node) -> (category, fact)
 
     # -- conveniences ----------------------------------------------------------------------
     @property
@@ -178,6 +180,36 @@ class ConvexityResult:
     def __repr__(self) -> str:
         return f"<ConvexityResult {self.summary()}: {_short(self.expression, 60)}>"
 
+    # -- the picture -------------------------------------------------------------------------
+    def picture_title(self) -> str:
+        """The caption of the drawing: verdict, colour legend, counterexample direction."""
+        from .picture import LEGEND
+
+        lines = [f"{self.summary()} ({self.method or 'no proof'})", LEGEND]
+        for label, cex in (
+            ("against convexity", self.convex_counterexample),
+            ("against concavity", self.concave_counterexample),
+        ):
+            if cex is None:
+                continue
+            if cex.direction is not None:
+                lines.append(f"counterexample {label}: {cex.kind}, direction v: " + _values_text(cex.direction))
+            else:
+                lines.append(f"counterexample {label}: {cex.kind}")
+        return "\n".join(lines)
+
+    def dot_source(self) -> str:
+        """DOT text of the Hessian DAG coloured by the proven signs (see :mod:`.picture`)."""
+        from .picture import dot_text
+
+        return dot_text(self.graph, self.graph_facts, self.picture_title())
+
+    def to_dot(self):
+        """The coloured Hessian DAG as a ``graphviz.Digraph`` (DOT text without Graphviz)."""
+        from .picture import drawing
+
+        return drawing(self.graph, self.graph_facts, self.picture_title())
+
     def _repr_markdown_(self) -> str:
         parts = [f"**{html.escape(self.summary())}** &nbsp; `{html.escape(_short(self.expression, 200))}`", ""]
         parts.append(f"*{_MEANING[self.verdict]}*")
@@ -191,11 +223,28 @@ class ConvexityResult:
         color = {"convex": "#1a7f37", "concave": "#1a7f37", "affine": "#1a7f37", "unknown": "#9a6700"}.get(
             self.verdict, "#cf222e"
         )
+        from .picture import svg
+
+        drawing = svg(self.graph, self.graph_facts, self.picture_title()) if self.graph else None
+        picture = ""
+        if drawing is not None:
+            start = drawing.find("<svg")
+            picture = f"<details open><summary>Hessian DAG by proven sign</summary>{drawing[max(start, 0) :]}</details>"
         return (
             f"<div><b style='color:{color}'>{html.escape(self.summary())}</b> "
-            f"<code>{html.escape(_short(self.expression, 200))}</code>"
+            f"<code>{html.escape(_short(self.expression, 200))}</code>{picture}"
             f"<details><summary>explanation</summary><pre>{html.escape(self.explain())}</pre></details></div>"
         )
+
+
+def _values_text(values) -> str:
+    import numpy as np
+
+    parts = []
+    for name, value in values.items():
+        text = np.array2string(np.asarray(value), precision=3, suppress_small=True, threshold=8, max_line_width=80)
+        parts.append(f"{name} = {' '.join(text.split())}")
+    return "; ".join(parts)
 
 
 def _short(node: Any, limit: int = 160) -> str:

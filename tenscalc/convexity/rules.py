@@ -137,7 +137,23 @@ def interval_add(an: Analyzer, node: Expr) -> Interval:
 
 
 def interval_func(an: Analyzer, node: Expr) -> Interval:
-    return FUNCTION_RANGES[node.arg](an.interval(node.children[0]))
+    u = an.interval(node.children[0])
+    if an.kink_mode and node.arg == "sign" and u.is_zero and not zero_nearby(an, node.children[0]):
+        # at a kink, sign(u) of an argument that is 0 only at the point (|x| at x = 0)
+        # takes its values beside the point: sign(|x|) is 1 there, not 0
+        beside = an.beside.interval(node.children[0]) if an.beside is not None else Interval.real()
+        return _sign(beside).hull(Interval.point(0)) if not beside.empty else Interval.closed(-1, 1)
+    return FUNCTION_RANGES[node.arg](u)
+
+
+def zero_nearby(an: Analyzer, node: Expr) -> bool:
+    """``node`` is 0 on a neighbourhood of the point examined, not only at it: a zero
+    constant, or ``relu(v)`` with ``v < 0`` (``relu(|x| - 1)`` at ``x = 0``)."""
+    if node.op == "const":
+        return node.arg[0] == 0
+    if node.op == "func" and node.arg == "relu":
+        return an.interval(node.children[0]).hi < 0
+    return False
 
 
 def interval_pow(an: Analyzer, node: Expr) -> Interval:
@@ -576,14 +592,73 @@ def kernel_rule(an: Analyzer, operands, out, k: int, perm: Perm, coef: float = 1
             return Derivation(curv, "scaled identity", f"{_num(c)} times the identity")
         return None
     tried = 0
-    for sigma, partner in _find_sigma(norm):
-        tried += 1
-        if tried > 200:
-            break
-        result = _check_shape(an, norm, sigma, partner)
-        if result is not None:
-            return result
+    for variant, transposed in _symmetric_variants(an, norm):
+        for sigma, partner in _find_sigma(variant):
+            tried += 1
+            if tried > 200:
+                return None
+            result = _check_shape(an, variant, sigma, partner)
+            if result is not None:
+                if transposed:
+                    # the certificate states the permutation it used
+                    note = "read " + ", ".join(f"{_short(n, 30)} as its transpose (symmetric)" for n in transposed)
+                    result.detail = f"{result.detail}; {note}" if result.detail else note
+                return result
     return None
+
+
+MAX_SYMMETRIC_VARIANTS = 4
+
+
+def is_symmetric_matrix(an: Analyzer, node: Expr) -> bool:
+    """Order-2 nodes known to equal their transpose: symmetric-tagged variables,
+    deltas, constants, and inverses of those."""
+    if node.order != 2:
+        return False
+    if node.op == "var":
+        return bool(an.matrix_tags(node.arg[0]) & SYMMETRIC_TAGS)
+    if node.op in ("delta", "const"):
+        return True
+    if node.op == "inv":
+        return is_symmetric_matrix(an, node.children[0])
+    return False
+
+
+def _symmetric_variants(an: Analyzer, norm: Normalized):
+    """``norm`` itself, then copies with the index strings of symmetric operands reversed
+    (``Y⁻¹[i,j] = Y⁻¹[j,i]``), so that pairings that need a transposition are found;
+    each with the list of operands read transposed."""
+    yield norm, []
+    positions = [
+        j for j, (node, spec) in enumerate(norm.operands) if is_symmetric_matrix(an, node) and spec[0] != spec[1]
+    ]
+    positions = positions[:MAX_SYMMETRIC_VARIANTS]
+    for r in range(1, len(positions) + 1):
+        for chosen in itertools.combinations(positions, r):
+            ops = [(node, spec[::-1] if j in chosen else spec) for j, (node, spec) in enumerate(norm.operands)]
+            yield (
+                Normalized(ops, norm.left, norm.right, norm.coef, norm.count_factor),
+                [norm.operands[j][0] for j in chosen],
+            )
+
+
+SYMMETRIC_TAGS = frozenset({"symmetric", "pd", "psd", "nd", "nsd", "diagonal"})
+
+
+def square_key(an: Analyzer, node: Expr, spec: tuple[int, ...]) -> tuple[tuple, str]:
+    """What makes two scalar factors ``node[spec]`` the same number: the node and its
+    index string, up to a transposition only where the node is a symmetric matrix
+    variable (the returned note states that permutation for the certificate).
+
+    ``X[i,j] X[j,i]`` has the keys ``(X, ij)`` and ``(X, ji)``: no square, unless
+    ``X`` is assumed symmetric.
+    """
+    if node.op == "var" and node.arg[1] == 2 and an.matrix_tags(node.arg[0]) & SYMMETRIC_TAGS:
+        canonical = min(spec, spec[::-1])
+        if canonical != spec or spec[::-1] != spec:
+            name = node.arg[0]
+            return (id(node), canonical), f"{name}[ji] = {name}[ij] ({name} symmetric)"
+    return (id(node), spec), ""
 
 
 def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation | None:
@@ -596,11 +671,15 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
             pairs.append((j, jj))
     fixed = {a for a, b in sigma.items() if a == b}
     # pairs with no swapped letters are squares of scalars
-    scalar_groups: list[tuple[Expr, int]] = []
+    scalar_groups: list[tuple[Expr, tuple[int, ...], int]] = []
     true_pairs = []
     for j, jj in pairs:
         if all(a in fixed for a in ops[j][1]):
-            scalar_groups.append((ops[j][0], 2))
+            # unify() mapped every letter of ops[j] to the letter at the same place of
+            # ops[jj], all fixed: the two specs are equal, so this really is a square
+            if ops[j][1] != ops[jj][1]:
+                return None
+            scalar_groups.append((ops[j][0], ops[j][1], 2))
         else:
             true_pairs.append((j, jj))
     side = _sides(norm, sigma, true_pairs)
@@ -614,18 +693,21 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
     for j in singles:
         spec = ops[j][1]
         if all(a in fixed for a in spec):
-            scalar_groups.append((ops[j][0], 1))
+            scalar_groups.append((ops[j][0], spec, 1))
             continue
         if any(a in fixed for a in spec) or len(set(spec)) != len(spec):
             return None
         kernels.append(j)
     # sign of the scalar middle (squares counted once, with exponent 2)
-    merged: dict[int, list] = {}
-    for node, count in scalar_groups:
-        entry = merged.setdefault(id(node), [node, 0])
+    merged: dict[tuple, list] = {}
+    for node, spec, count in scalar_groups:
+        # two factors are one square only when they read the same entries: the same
+        # node with the same index string (X[i,j] X[j,i] is no square: tr(X X))
+        key, spec_note = square_key(an, node, spec)
+        entry = merged.setdefault(key, [node, 0, spec_note])
         entry[1] += count
     scalar = Interval.point(1.0)
-    for node, count in merged.values():
+    for node, count, _note in merged.values():
         scalar = scalar * power(an.interval(node), count, kink=an.kink_mode)
     scalar = scalar.scale(norm.coef)
     if scalar.is_indeterminate:
@@ -707,7 +789,7 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
         lower=lower if psd_sign > 0 else None,
         upper=lower if psd_sign < 0 else None,
     )
-    premises = [ops[j][0] for j, _ in oriented] + [n for n, _ in merged.values()] + [ops[j][0] for j in kernels]
+    premises = [ops[j][0] for j, _ in oriented] + [e[0] for e in merged.values()] + [ops[j][0] for j in kernels]
     return Derivation(
         curv, _rule_name(oriented, kernels, norm), _shape_text(an, norm, oriented, merged, kernels, scalar), premises
     )
@@ -715,14 +797,14 @@ def _check_shape(an: Analyzer, norm: Normalized, sigma, partner) -> Derivation |
 
 def _modulus_text(an: Analyzer, norm: Normalized, merged) -> str | None:
     """The eigenvalue bound as an expression, when it is a constant of parameters."""
-    nodes = [n for n, _ in merged.values()]
+    nodes = [e[0] for e in merged.values()]
     if not nodes or any(n.order != 0 for n in nodes):
         return None
     if any(set(n.variables) & an.wrt_names for n in nodes):
         return None
     c = abs(norm.coef)
     factors = [str(n) if n.op in ("var", "const") else f"({n})" for n in nodes]
-    counts = [cnt for _, cnt in merged.values()]
+    counts = [e[1] for e in merged.values()]
     parts = [f if cnt == 1 else f"{f}^{cnt}" for f, cnt in zip(factors, counts)]
     if c != 1 or not parts:
         parts.insert(0, _num(c))
@@ -752,7 +834,8 @@ def _shape_text(an, norm: Normalized, oriented, merged, kernels, scalar: Interva
     parts = []
     if oriented:
         parts.append("A = " + " ⊙ ".join(_short(ops[j][0], 50) for j, _ in oriented))
-    mids = [_short(n, 50) for n, _ in merged.values()]
+    mids = [_short(e[0], 50) for e in merged.values()]
+    mids += [e[2] for e in merged.values() if e[2]]
     if mids or norm.coef != 1:
         parts.append(f"scalar middle {' · '.join(mids) or _num(norm.coef)} {scalar.describe()}")
     if kernels:
@@ -821,6 +904,54 @@ def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[fl
     return [(coef, node)]
 
 
+def factor_scalar_sums(term: Expr) -> Expr:
+    """A product whose operands fall into groups sharing no letter, one of which touches
+    no output letter, written with that group as a separate scalar sum node:
+    ``x^0.5 *(i,j->jj) x^-1.5`` becomes ``(x^0.5 *(i,->) ) *(,j->jj) x^-1.5`` — the sum is
+    then an atom the PSD template can use as a denominator (``(Σ√x)²``).
+
+    >>> import tenscalc as tc
+    >>> t = tc.parse("x *(i,j->j) y", {"x": 1, "y": 1})
+    >>> [c.order for c in factor_scalar_sums(t).children]
+    [1, 0]
+    """
+    if term.op != "mul":
+        return term
+    ins, out = term.arg
+    n = len(ins)
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    owner: dict[int, int] = {}
+    for j, spec in enumerate(ins):
+        for letter in spec:
+            if letter in owner:
+                parent[find(j)] = find(owner[letter])
+            else:
+                owner[letter] = j
+    groups: dict[int, list[int]] = {}
+    for j in range(n):
+        groups.setdefault(find(j), []).append(j)
+    outs = set(out)
+    scalar_groups = [
+        g for g in groups.values() if not (set().union(*(set(ins[j]) for j in g)) & outs) and any(ins[j] for j in g)
+    ]
+    if not scalar_groups or len(scalar_groups) == len(groups):
+        return term
+    in_scalar = {j for g in scalar_groups for j in g}
+    operands = [term.children[j] for j in range(n) if j not in in_scalar]
+    specs = [ins[j] for j in range(n) if j not in in_scalar]
+    for g in scalar_groups:
+        operands.append(N.mul([term.children[j] for j in g], [ins[j] for j in g], ()))
+        specs.append(())
+    return N.mul(operands, specs, out)
+
+
 def expansion_rule(an: Analyzer, node: Expr, perms) -> Derivation | None:
     terms = expand_terms(node)
     if terms is None or (len(terms) == 1 and terms[0][0] == 1 and terms[0][1] is node):
@@ -847,6 +978,8 @@ def expansion_rule(an: Analyzer, node: Expr, perms) -> Derivation | None:
     detail = f"distributed into {len(terms)} terms"
     if total.psd or total.nsd:
         return Derivation(total, "sum (after distributing)", detail, [t for _, t in terms], terms)
+    # sums inside a term become separate scalar nodes (denominators for the template)
+    terms = [(c, factor_scalar_sums(t)) for c, t in terms]
     opaque = opaque_bases([t for _, t in terms])
     for sign in (1, -1):
         result = cauchy_schwarz(an, terms, parts, perms, sign, opaque)
