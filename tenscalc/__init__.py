@@ -39,6 +39,7 @@ from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .interpreter import evaluate
 from .latex_printer import latex
 from .nodes import Dim, Expr, count_edges, count_nodes
+from .numpy_api import diag, dot, logdet, logsumexp, norm, outer, sigmoid, softplus, sqrt, sum, trace
 from .orders import Problem, build_problem
 from .simplifier import simplify
 from .viz import dot_source, to_dot
@@ -86,6 +87,8 @@ __all__ = [
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]
+# NumPy-style building and matrix notation (issue 11)
+__all__ += ["sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus", "logsumexp", "logdet"]
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 

@@ -275,6 +275,46 @@ class Expr:
     def __neg__(self):
         return neg(self)
 
+    # -- NumPy style (tenscalc/numpy_api.py) -----------------------------------------------
+    def __matmul__(self, other):
+        from . import numpy_api
+
+        return numpy_api.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from . import numpy_api
+
+        return numpy_api.matmul(other, self)
+
+    @property
+    def T(self) -> Expr:  # noqa: N802 - NumPy's name
+        """The transpose (axes reversed, as NumPy's ``.T``)."""
+        from . import numpy_api
+
+        return numpy_api.transpose(self)
+
+    def sum(self, axis=None) -> Expr:
+        """The sum of all entries, or over ``axis`` (see :func:`tenscalc.sum`)."""
+        from . import numpy_api
+
+        return numpy_api.sum(self, axis)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from . import numpy_api
+
+        return numpy_api.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from . import numpy_api
+
+        raise numpy_api.numpy_refusal(func.__name__)
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError(
+            "a tenscalc expression is symbolic and has no array value: evaluate it with tc.evaluate "
+            "(or tc.compile) to get numbers"
+        )
+
     def __pos__(self):
         return self
 

@@ -12,6 +12,12 @@ Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
     term    = factor { "*" "(" ixs "," ixs "-" ">" ixs ")" factor | "/" factor }
     factor  = { "-" } atom { "^" ( "(" expr ")" | atom ) }
     atom    = number | func "(" expr ")" | name | "(" expr ")" | "delta" [ "(" natural ")" ]
+
+Matrix notation (:mod:`tenscalc.matrix_notation`) extends ``term`` with ``*``
+followed by a factor (a matrix product: ``*(`` starts an index spec only when a
+``,`` or ``>`` comes before its ``)``, which no expression contains), ``.*`` and
+``./``; ``factor`` with a postfix ``'`` (transpose) and ``.^``; ``atom`` with
+``name "(" expr ")"`` for the notation's functions (``sum``, ``tr`` ...).
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import sys
 from dataclasses import dataclass, field
 
 from .errors import ParseError
-from .lexer import Token, tokenize
+from .lexer import KEYWORDS, Token, tokenize
+from .matrix_notation import NOTATION_FUNCTIONS, unknown_function_message
 
 ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
 
@@ -30,7 +37,8 @@ ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symme
 @dataclass(frozen=True, slots=True)
 class Syn:
     """A syntax-tree node: ``kind`` is one of num, name, delta, call, neg, pow, sum,
-    prod, div; ``pos``/``end`` delimit its source text."""
+    prod, div, and of matrix notation mprod (``*``), ewmul (``.*``), ewdiv (``./``),
+    transpose (``'``); ``pos``/``end`` delimit its source text."""
 
     kind: str
     pos: int
@@ -95,7 +103,21 @@ class Parser:
 
     def fail(self, expected: str, token: Token | None = None) -> None:
         token = token or self.tok
-        raise ParseError(f"expected {expected} but found {token.describe()}", self.text, token.pos)
+        message = f"expected {expected} but found {token.describe()}"
+        raise ParseError(message + self.keyword_hint(token), self.text, token.pos)
+
+    def keyword_hint(self, token: Token) -> str:
+        """``; did you mean 'expression'?`` when the failing token or the one
+        before it is a name close to a keyword (``expresion``, ``declar``)."""
+        import difflib
+
+        k = self.tokens.index(token) if token in self.tokens else self.i
+        for candidate in (token, self.tokens[k - 1] if k else None):
+            if candidate is not None and candidate.kind == "name":
+                match = difflib.get_close_matches(candidate.text.lower(), KEYWORDS, n=1, cutoff=0.75)
+                if match:
+                    return f"; did you mean the keyword '{match[0]}' (for '{candidate.text}')?"
+        return ""
 
     def spelling(self, token: Token) -> str:
         """The token as the user wrote it (keywords and functions are lower-cased)."""
@@ -217,19 +239,35 @@ class Parser:
     def term(self) -> Syn:
         start = self.tok.pos
         left = self.factor()
-        while self.at("*") or self.at("/"):
+        while self.at("*") or self.at("/") or self.at(".*") or self.at("./"):
             op = self.advance()
-            if op.kind == "/":
+            if op.kind in ("/", ".*", "./"):
                 right = self.factor()
-                left = Syn("div", start, self.prev_end(), (left, right), op.pos)
+                kind = {"/": "div", ".*": "ewmul", "./": "ewdiv"}[op.kind]
+                left = Syn(kind, start, self.prev_end(), (left, right), op.pos)
                 continue
-            if not self.at("("):
-                self.fail("'(' and an index spec after '*' (as in *(ij,j->i))")
+            if not self.at_index_spec():  # matrix notation: `A*x`, `A*(x - z)`
+                right = self.factor()
+                left = Syn("mprod", start, self.prev_end(), (left, right), op.pos)
+                continue
             self.advance()
             specs = self.index_specs()
             right = self.factor()
             left = Syn("prod", start, self.prev_end(), (left, right), (specs, op.pos))
         return left
+
+    def at_index_spec(self) -> bool:
+        """Whether ``*`` is followed by an index spec ``(ij,j->i)`` rather than by a
+        bracketed factor ``(x - z)``: a spec holds only letters, ``,``, ``-`` and ``>``
+        and always a ``,`` or ``>`` before its ``)``; an expression never does."""
+        if not self.at("("):
+            return False
+        k = self.i + 1
+        seen = False
+        while self.tokens[k].kind in ("name", "keyword", "function", ",", "-", ">"):
+            seen = seen or self.tokens[k].kind in (",", ">")
+            k += 1
+        return seen or k == self.i + 1  # `*()` is an (empty, malformed) spec
 
     def index_specs(self) -> tuple[str, str, str]:
         first = self.index_letters()
@@ -296,8 +334,10 @@ class Parser:
             self.advance()
             minus += 1
         node = self.atom()
-        while self.at("^"):
-            self.advance()
+        while self.at("^") or self.at(".^") or self.at("'"):
+            if self.advance().kind == "'":
+                node = Syn("transpose", node.pos, self.prev_end(), (node,))
+                continue
             if self.at("("):
                 self.advance()
                 exponent = self.expr()
@@ -322,6 +362,16 @@ class Parser:
             return Syn("num", tok.pos, self.prev_end(), (), value, dims)
         if tok.kind == "name":
             self.advance()
+            if self.at("("):  # a name followed by '(' is a function of matrix notation
+                name = tok.text.lower()
+                if name not in NOTATION_FUNCTIONS:
+                    raise ParseError(unknown_function_message(tok.text), self.text, tok.pos)
+                self.advance()
+                if self.at(")"):
+                    self.fail(f"an argument for '{name}'")
+                argument = self.expr()
+                self.expect(")", f"')' closing {name}(")
+                return Syn("call", tok.pos, self.prev_end(), (argument,), name)
             return Syn("name", tok.pos, tok.pos + len(tok.text), (), tok.text)
         if tok.kind == "function":
             self.advance()
