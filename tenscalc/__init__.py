@@ -38,6 +38,7 @@ from .directional import hvp
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .interpreter import evaluate
 from .latex_printer import latex
+from .matrix_notation import to_matrix_notation
 from .nodes import Dim, Expr, count_edges, count_nodes
 from .numpy_api import diag, dot, logdet, logsumexp, norm, outer, sigmoid, softplus, sqrt, sum, trace
 from .orders import Problem, build_problem
@@ -88,7 +89,8 @@ __all__ = [
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]
 # NumPy-style building and matrix notation (issue 11)
-__all__ += ["sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus", "logsumexp", "logdet"]
+__all__ += ["to_matrix_notation", "sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus"]
+__all__ += ["logsumexp", "logdet"]
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 

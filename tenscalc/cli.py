@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare the derivatives with finite differences at random data; exit 1 if they disagree",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random data of --check (default 0)")
+    parser.add_argument(
+        "--notation",
+        choices=("einsum", "matrix"),
+        default="einsum",
+        help="print in the einsum language (default) or in matrix notation (x'*A*x) where one exists",
+    )
     parser.add_argument("--version", action="version", version=f"tenscalc {__version__}")
     return parser
 
@@ -163,12 +169,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if name is None and (count or args.check):
         raise CliError("nothing to differentiate by: add 'derivative wrt NAME' to the problem or pass --wrt NAME")
     wrt = None if name is None else wrt_variable(problem, name)  # checked before anything is printed
-    show_expression(problem.expr, out)
+    notation = getattr(args, "notation", "einsum")
+    show_expression(problem.expr, out, notation)
     if name is None or wrt is None:
         return EXIT_OK
     found = derivatives(problem.expr, wrt, count or 1)
     for k, d in enumerate(found, start=1):
-        show_derivative(k, problem.expr, name, d, out)
+        show_derivative(k, problem.expr, name, d, out, notation)
     if args.check:
         return check(problem.expr, wrt, name, len(found), args.seed, out)
     return EXIT_OK
@@ -253,17 +260,26 @@ def derivative_label(k: int, expr_order: int) -> str:
     return f"derivative {k}"
 
 
-def show_expression(expr: Expr, out: TextIO) -> None:
+def _written(expr: Expr, notation: str) -> str:
+    """The expression as text in the chosen notation ("einsum" or "matrix")."""
+    if notation == "matrix":
+        from .matrix_notation import to_matrix_notation
+
+        return to_matrix_notation(expr)
+    return str(expr)
+
+
+def show_expression(expr: Expr, out: TextIO, notation: str = "einsum") -> None:
     """Print the expression, its order and its variables."""
     variables = ", ".join(f"{name} {order}" for name, order in expr.variables.items()) or "none"
-    out.write(f"expression  {expr}\norder       {expr.order}\nvariables   {variables}\n")
+    out.write(f"expression  {_written(expr, notation)}\norder       {expr.order}\nvariables   {variables}\n")
 
 
-def show_derivative(k: int, expr: Expr, name: str, d: Expr, out: TextIO) -> None:
+def show_derivative(k: int, expr: Expr, name: str, d: Expr, out: TextIO, notation: str = "einsum") -> None:
     """Print the ``k``-th derivative: a header line, then the expression indented on its own line."""
     nodes = count_nodes(d)
     size = f"{nodes} node" if nodes == 1 else f"{nodes} nodes"
-    out.write(f"\n{derivative_label(k, expr.order)} wrt {name} (order {d.order}, {size}):\n  {d}\n")
+    out.write(f"\n{derivative_label(k, expr.order)} wrt {name} (order {d.order}, {size}):\n  {_written(d, notation)}\n")
 
 
 def check(expr: Expr, wrt: Expr, name: str, count: int, seed: int, out: TextIO) -> int:

@@ -298,8 +298,11 @@ def array_ufunc(self: Expr, ufunc, method: str, *inputs, **kwargs) -> Expr:
 
     name = ufunc.__name__
     if method == "__call__" and name in _SCALAR_UFUNCS and not kwargs and len(inputs) == 2:
-        if all(isinstance(i, Expr) or (getattr(i, "ndim", None) == 0 and getattr(i, "dtype", None) is not None
-                                       and i.dtype.kind in "iuf") for i in inputs):
+        if all(
+            isinstance(i, Expr)
+            or (getattr(i, "ndim", None) == 0 and getattr(i, "dtype", None) is not None and i.dtype.kind in "iuf")
+            for i in inputs
+        ):
             args = [i if isinstance(i, Expr) else i.item() for i in inputs]
             return getattr(builder, _SCALAR_UFUNCS[name])(*args)
     if any(getattr(i, "ndim", 0) for i in inputs if not isinstance(i, Expr)):

@@ -267,7 +267,7 @@ class Parser:
         while self.tokens[k].kind in ("name", "keyword", "function", ",", "-", ">"):
             seen = seen or self.tokens[k].kind in (",", ">")
             k += 1
-        return seen or k == self.i + 1  # `*()` is an (empty, malformed) spec
+        return seen or (k == self.i + 1 and self.tokens[k].kind == ")")  # `*()`: an empty, malformed spec
 
     def index_specs(self) -> tuple[str, str, str]:
         first = self.index_letters()
