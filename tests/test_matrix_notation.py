@@ -289,3 +289,57 @@ def test_cli_notation_matrix(capsys):
     assert main(["--notation", "matrix", "x'*A*x derivative wrt x"]) == 0
     out = capsys.readouterr().out
     assert "A'*x + A*x" in out
+
+
+# ------------------------------------------------------------------ against JAX, by hand
+
+
+def _jax_cases(jnp):
+    """matrixcalculus.org's examples (all of its documentation's) written independently in JAX."""
+    return {
+        "0.5*x'*A*x": lambda x, A: 0.5 * x @ A @ x,
+        "A*exp(x)": lambda A, x: A @ jnp.exp(x),
+        "(y.*v)'*x": lambda y, v, x: (y * v) @ x,
+        "a^b": lambda a, b: a**b,
+        "norm1(A*x-y)": lambda A, x, y: jnp.abs(A @ x - y).sum(),
+        "norm2(A*x-y)^2": lambda A, x, y: jnp.linalg.norm(A @ x - y) ** 2,
+        "sum(log(exp(-y.*(X*w)) + vector(1)))": lambda y, X, w: jnp.log(jnp.exp(-y * (X @ w)) + 1).sum(),
+        "tr(A*X'*B*X*C)": lambda A, X, B, C: jnp.trace(A @ X.T @ B @ X @ C),
+        "log(det(inv(X)))": lambda X: jnp.log(jnp.linalg.det(jnp.linalg.inv(X))),
+    }
+
+
+def test_matrixcalculus_examples_against_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import inspect
+
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(5)
+    shapes = {  # distinct lengths wherever the expression allows them
+        "0.5*x'*A*x": {"x": (3,), "A": (3, 3)},
+        "A*exp(x)": {"A": (2, 3), "x": (3,)},
+        "(y.*v)'*x": {"y": (4,), "v": (4,), "x": (4,)},
+        "a^b": {"a": (), "b": ()},
+        "norm1(A*x-y)": {"A": (3, 5), "x": (5,), "y": (3,)},
+        "norm2(A*x-y)^2": {"A": (3, 5), "x": (5,), "y": (3,)},
+        "sum(log(exp(-y.*(X*w)) + vector(1)))": {"y": (4,), "X": (4, 2), "w": (2,)},
+        "tr(A*X'*B*X*C)": {"A": (2, 3), "X": (4, 3), "B": (4, 4), "C": (3, 2)},
+        "log(det(inv(X)))": {"X": (3, 3)},
+    }
+    for text, fn in _jax_cases(jnp).items():
+        names = list(inspect.signature(fn).parameters)
+        values = {}
+        for name in names:
+            shape = shapes[text][name]
+            value = rng.uniform(0.5, 1.5, size=shape)
+            if len(shape) == 2 and shape[0] == shape[1]:
+                value = value + 3 * np.eye(shape[0])
+            values[name] = value
+        f = tc.parse(text)
+        np.testing.assert_allclose(tc.evaluate(f, values), fn(*(values[n] for n in names)), rtol=1e-10)
+        for k, name in enumerate(names):
+            expected = jax.jacobian(fn, argnums=k)(*(jnp.asarray(values[n]) for n in names))
+            got = tc.evaluate(tc.derivative(f, name), values)
+            np.testing.assert_allclose(got, np.asarray(expected), rtol=1e-9, atol=1e-12, err_msg=f"{text} by {name}")
