@@ -343,3 +343,46 @@ def test_matrixcalculus_examples_against_jax():
             expected = jax.jacobian(fn, argnums=k)(*(jnp.asarray(values[n]) for n in names))
             got = tc.evaluate(tc.derivative(f, name), values)
             np.testing.assert_allclose(got, np.asarray(expected), rtol=1e-9, atol=1e-12, err_msg=f"{text} by {name}")
+
+
+# ---------------------------------------------------------------------- the docs page
+
+PAGE = "from-matrixcalculus-and-numpy.md"
+
+
+def test_docs_page_problems_and_errors():
+    from test_docs_examples import blocks
+
+    problems, errors = blocks(PAGE, "tenscalc"), blocks(PAGE, "tenscalc-error")
+    assert problems and errors
+    for source in problems:
+        p = tc.parse_problem(source)
+        values = _values(p.expr)
+        assert_derivative(p.expr, p.wrt, values=values)
+        d = p.derivative()
+        again = tc.parse(tc.to_matrix_notation(d), p.orders)
+        np.testing.assert_allclose(tc.evaluate(again, values), tc.evaluate(d, values), rtol=1e-10)
+    for source in errors:
+        with pytest.raises(tc.TensCalcError):
+            tc.parse_problem(source)
+
+
+def test_docs_page_table_rows_agree():
+    """Each row of the side-by-side table: the matrix-notation and einsum spellings are equal."""
+    pairs = [
+        ("x'*A*x", "x *(i,ij->j) A *(j,j->) x"),
+        ("A'", "A *(ij,->ji) 1"),
+        ("sum(X)", "X *(ij,->) 1"),
+        ("tr(X)", "X *(ii,->) 1"),
+        ("diag(x)", "x *(i,->ii) 1"),
+        ("diag(X)", "X *(ii,->i) 1"),
+        ("norm2(x)", "(x *(i,i->) x)^0.5"),
+        ("norm1(x)", "abs(x) *(i,->) 1"),
+        ("logdet(X)", "log(det(X))"),
+        ("sqrt(x)", "x^0.5"),
+    ]
+    for matrix, einsum in pairs:
+        f = tc.parse(matrix)
+        g = tc.parse(einsum, f.variables)
+        values = _values(f)
+        np.testing.assert_allclose(tc.evaluate(f, values), tc.evaluate(g, values), rtol=1e-12, err_msg=matrix)
