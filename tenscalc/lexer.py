@@ -25,6 +25,7 @@ _SYMBOLS = {
     "+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">",
     "{": "{", "}": "}",  # the dimensions of a constant or delta: 1{X.0}
     "'": "'",  # matrix notation: postfix transpose
+    "[": "[", "]": "]", ":": ":",  # slices: x[1:], X[:, 0]
 }
 # matrix notation's elementwise operators
 _DOT_OPERATORS = {".*": ".*", "./": "./", ".^": ".^"}

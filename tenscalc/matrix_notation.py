@@ -45,7 +45,7 @@ NOTATION_FUNCTIONS = ("sum", "norm1", "norm2", "tr", "logdet", "diag", "sqrt", "
 
 def known_functions() -> tuple[str, ...]:
     """Every function name the text language knows."""
-    return N.ELEMENTWISE_FUNCTIONS + N.MATRIX_FUNCTIONS + ("delta",) + NOTATION_FUNCTIONS
+    return N.ELEMENTWISE_FUNCTIONS + N.MATRIX_FUNCTIONS + ("delta", "embed") + NOTATION_FUNCTIONS
 
 
 def unknown_function_message(name: str) -> str:
@@ -286,6 +286,12 @@ def _print_matrix(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry | 
         return f"{_wrap(base, P.ATOM)}^{exp_text}", P.POWER, base[2], None
     if op in ("inv", "det"):
         return f"{op}({kids[0][0]})", P.ATOM, _default_kind(node.order), None
+    if op == "slice":  # X[0, :] is a row, as the parser reads it
+        text = f"{_wrap(kids[0], P.ATOM)}[{P.slice_text(node.arg)}]"
+        kind = _default_kind(node.order)
+        if node.order == 1:
+            kind = kids[0][2] if node.children[0].order == 1 else ("r" if isinstance(node.arg[0], int) else "c")
+        return text, P.POWER, kind, None
     if op == "mul":
         ins, out = node.arg
         if len(node.children) == 1:

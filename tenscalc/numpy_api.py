@@ -235,6 +235,34 @@ def logdet(x: object) -> Expr:
     return M.call("logdet", _expr(x, "logdet"))
 
 
+def getitem(x: Expr, key: object) -> Expr:
+    """``x[key]`` with NumPy's basic indexing: integers and slices with positive
+    steps, one per axis (missing trailing axes are kept whole).
+
+    >>> import numpy as np, tenscalc as tc
+    >>> X = tc.var("X", 2)
+    >>> tc.evaluate(X[1:, 0], X=np.arange(6.0).reshape(3, 2))
+    array([2., 4.])
+    """
+    import numbers as _numbers
+
+    items = key if isinstance(key, tuple) else (key,)
+    normal: list = []
+    for item in items:
+        if isinstance(item, _numbers.Integral) and not isinstance(item, bool):
+            normal.append(int(item))
+        elif isinstance(item, slice):
+            normal.append(item)
+        else:
+            raise SemanticError(
+                f"cannot index a tenscalc expression with {item!r}: use integers and slices (x[1:], X[:, 0])"
+            )
+    if len(normal) > x.order:
+        raise SemanticError(f"{len(normal)} indices for `{x}`, which has order {x.order}")
+    normal += [slice(None)] * (x.order - len(normal))
+    return N.slice_(x, normal)
+
+
 # ----------------------------------------------------------------- NumPy's functions
 
 #: What to write instead of a NumPy function applied to an expression.

@@ -131,6 +131,20 @@ def _x_det(node, kids, shape, arrays):
     return _filled((), sympy.Matrix(kids[0].tolist()).det())
 
 
+def _x_slice(node, kids, shape, arrays):
+    from .interpreter import slice_key
+
+    return np.asarray(kids[0], dtype=object)[slice_key(node.arg)].copy()
+
+
+def _x_embed(node, kids, shape, arrays):
+    from .interpreter import slice_key
+
+    out = _filled(shape, sympy.Integer(0))
+    out[slice_key(node.arg[0])] = kids[0]
+    return out
+
+
 _EXPANDERS = {
     "var": _x_var,
     "const": _x_const,
@@ -141,6 +155,8 @@ _EXPANDERS = {
     "pow": _x_pow,
     "inv": _x_inv,
     "det": _x_det,
+    "slice": _x_slice,
+    "embed": _x_embed,
 }
 
 

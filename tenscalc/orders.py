@@ -125,6 +125,30 @@ class _TypeChecker:
         kind = syn.kind
         nat = [self.natural[id(c)] for c in syn.children]
         rows = [self.row.get(id(c), False) for c in syn.children]
+        if kind == "slice":
+            order, items = nat[0], syn.value
+            if order is None or len(items) > order:
+                what = "a number" if order is None else f"order {order}"
+                raise self.error(
+                    f"{len(items)} slice item(s) for {self.snippet(syn.children[0])}, which has {what}", syn
+                )
+            dropped = [k for k, item in enumerate(_padded(items, order)) if isinstance(item, int)]
+            result = order - len(dropped)
+            if result == 1:  # X[0, :] is a row, X[:, 0] a column, as in MATLAB
+                self.row[id(syn)] = rows[0] if order == 1 else dropped == [0]
+            return result
+        if kind == "embed":
+            items = syn.value
+            kept = sum(1 for item in items if not isinstance(item, int))
+            if nat[0] is not None and nat[0] != kept:
+                raise self.error(
+                    f"embed places an order-{kept} part but {self.snippet(syn.children[0])} has order {nat[0]}", syn
+                )
+            if len(syn.dims) != len(items):
+                raise self.error(
+                    f"embed needs one dimension per item: {len(items)} items, {len(syn.dims)} dimensions", syn
+                )
+            return len(items)
         if kind == "transpose":
             if nat[0] is not None and nat[0] > 2:
                 raise self.error(
@@ -314,6 +338,10 @@ class _TypeChecker:
             return [0 if o is None else o for o in nat]
         if kind == "transpose":
             return [required]
+        if kind == "slice":
+            return [nat[0]]
+        if kind == "embed":
+            return [sum(1 for item in syn.value if not isinstance(item, int))]
         if kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
             if syn.value in ("vector", "matrix"):
                 return [0]
@@ -352,6 +380,10 @@ class _TypeChecker:
             return M.elementwise(kids[0], kids[1], divide=kind == "ewdiv")
         if kind == "transpose":
             return M.transpose(kids[0])
+        if kind == "slice":
+            return N.slice_(kids[0], _padded(syn.value, kids[0].order))
+        if kind == "embed":
+            return N.embed(kids[0], syn.value, self.dimensions(syn))
         if kind == "call" and syn.value in ("vector", "matrix"):
             if kids[0].op != "const":
                 raise self.error(f"{syn.value}(c) needs a number c", syn)
@@ -394,7 +426,7 @@ class _TypeChecker:
             if written is None:
                 dims.append(None)
                 continue
-            name, axis, pos = written
+            name, axis, pos, slices = written
             order = self.orders.get(name)
             if order is None:
                 raise SemanticError(
@@ -410,11 +442,23 @@ class _TypeChecker:
                     self.text,
                     pos,
                 )
-            dims.append(N.Dim(name, order, axis))
+            d: N.Dim | N.SliceDim = N.Dim(name, order, axis)
+            for items in slices:
+                if len(items) != 1 or isinstance(items[0], int):
+                    raise SemanticError(
+                        f"a sliced dimension takes one slice such as [1:], at {name}.{axis}", self.text, pos
+                    )
+                d = N.SliceDim(d, *items[0])
+            dims.append(d)
         return tuple(dims)
 
 
-_NOTATION_KINDS = ("mprod", "ewmul", "ewdiv", "transpose")
+_NOTATION_KINDS = ("mprod", "ewmul", "ewdiv", "transpose", "slice", "embed")
+
+
+def _padded(items: tuple, order: int) -> tuple:
+    """Slice items for every axis: missing trailing ones keep their axis (NumPy's rule)."""
+    return tuple(items) + (N.FULL_AXIS,) * (order - len(items))
 
 
 def _postorder(root: Syn) -> list[Syn]:

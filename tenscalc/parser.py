@@ -18,6 +18,9 @@ followed by a factor (a matrix product: ``*(`` starts an index spec only when a
 ``,`` or ``>`` comes before its ``)``, which no expression contains), ``.*`` and
 ``./``; ``factor`` with a postfix ``'`` (transpose) and ``.^``; ``atom`` with
 ``name "(" expr ")"`` for the notation's functions (``sum``, ``tr`` ...).
+Slices are a postfix ``[items]`` (``x[1:]``, ``X[:, 0]``, ``x[::2]``); their
+transpose, which derivatives contain, is written ``embed(part)[items]{dims}``:
+zeros of the dimensions ``dims`` with ``part`` at ``items``.
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ class Syn:
     end: int
     children: tuple[Syn, ...] = ()
     value: object = None  # number value, name, function name, delta n, signs, specs
-    # written dimensions of a number or delta (`1{X.0}`): (name, axis, position) or None for `_`
-    dims: tuple[tuple[str, int, int] | None, ...] | None = None
+    # written dimensions of a number or delta (`1{X.0}`, `1{x.0[1:]}`): (name, axis, position,
+    # slices) or None for `_`
+    dims: tuple[tuple | None, ...] | None = None
 
 
 @dataclass
@@ -239,7 +243,7 @@ class Parser:
     def term(self) -> Syn:
         start = self.tok.pos
         left = self.factor()
-        while self.at("*") or self.at("/") or self.at(".*") or self.at("./"):
+        while self.tok.kind in ("*", "/", ".*", "./"):
             op = self.advance()
             if op.kind in ("/", ".*", "./"):
                 right = self.factor()
@@ -301,13 +305,13 @@ class Parser:
             letters += word
         return letters
 
-    def dimensions(self) -> tuple[tuple[str, int, int] | None, ...] | None:
+    def dimensions(self) -> tuple[tuple | None, ...] | None:
         """``{X.0, y.0}`` after a number or delta: the lengths of its axes, each the
         length of a variable's axis (``_``: unknown, taken from the context)."""
         if not self.at("{"):
             return None
         self.advance()
-        dims: list[tuple[str, int, int] | None] = []
+        dims: list[tuple | None] = []
         while True:
             tok = self.tok
             if tok.kind == "name" and tok.text == "_":
@@ -319,7 +323,10 @@ class Parser:
                 if axis.kind != "number" or not axis.text.startswith(".") or not axis.text[1:].isdigit():
                     self.fail(f"'.' and an axis number after '{tok.text}' in a dimension (as in {tok.text}.0)")
                 self.advance()
-                dims.append((tok.text, int(axis.text[1:]), tok.pos))
+                slices = []
+                while self.at("["):  # a sliced length: x.0[1:]
+                    slices.append(self.slice_items())
+                dims.append((tok.text, int(axis.text[1:]), tok.pos, tuple(slices)))
             else:
                 self.fail("a dimension: a variable's axis such as X.0, or _")
             if self.at("}"):
@@ -334,7 +341,11 @@ class Parser:
             self.advance()
             minus += 1
         node = self.atom()
-        while self.at("^") or self.at(".^") or self.at("'"):
+        while self.tok.kind in ("^", ".^", "'", "["):
+            if self.at("["):
+                items = self.slice_items()
+                node = Syn("slice", node.pos, self.prev_end(), (node,), items)
+                continue
             if self.advance().kind == "'":
                 node = Syn("transpose", node.pos, self.prev_end(), (node,))
                 continue
@@ -351,6 +362,45 @@ class Parser:
             return Syn("neg", start, node.end, (node,))
         return node
 
+    def slice_items(self) -> tuple:
+        """``[1:, 0, ::2]``: per axis an index or ``(start, stop, step)``."""
+        self.expect("[", "'['")
+        items: list = []
+        while True:
+            first = self.slice_bound()
+            if self.at(":"):
+                self.advance()
+                stop = None if self.at(":") or self.at(",") or self.at("]") else self.slice_bound()
+                step = 1
+                if self.at(":"):
+                    self.advance()
+                    if not (self.at(",") or self.at("]")):
+                        step = self.slice_bound()
+                        if step < 1:
+                            where = self.tokens[self.i - 1].pos
+                            raise ParseError("slice steps are positive integers", self.text, where)
+                items.append((0 if first is None else first, stop, step))
+            elif first is None:
+                self.fail("an index or a slice such as 1: or :-1")
+            else:
+                items.append(first)
+            if self.at("]"):
+                self.advance()
+                return tuple(items)
+            self.expect(",", "',' or ']' in the slice [...]")
+
+    def slice_bound(self) -> int | None:
+        """An integer (possibly negative) in a slice, or None where there is none."""
+        if self.at(":") or self.at("]") or self.at(","):
+            return None
+        negative = self.at("-")
+        if negative:
+            self.advance()
+        if not (self.at("number") and self.tok.text.isdigit()):
+            self.fail("an integer in the slice")
+        value = int(self.advance().text)
+        return -value if negative else value
+
     def atom(self) -> Syn:
         tok = self.tok
         if tok.kind == "number":
@@ -362,6 +412,17 @@ class Parser:
             return Syn("num", tok.pos, self.prev_end(), (), value, dims)
         if tok.kind == "name":
             self.advance()
+            if self.at("(") and tok.text.lower() == "embed":  # embed(part)[items]{dims}
+                self.advance()
+                part = self.expr()
+                self.expect(")", "')' closing embed(")
+                if not self.at("["):
+                    self.fail("'[' and the items where embed( ) places its part, as in embed(p)[1:]{x.0}")
+                items = self.slice_items()
+                if not self.at("{"):
+                    self.fail("the dimensions of the result of embed, as in embed(p)[1:]{x.0}")
+                dims = self.dimensions()
+                return Syn("embed", tok.pos, self.prev_end(), (part,), items, dims)
             if self.at("("):  # a name followed by '(' is a function of matrix notation
                 name = tok.text.lower()
                 if name not in NOTATION_FUNCTIONS:

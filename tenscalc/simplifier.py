@@ -458,6 +458,35 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
 FUNC_RULES: list[Rule] = [func_constant]
 POW_RULES: list[Rule] = [pow_simplify]
 
+# ------------------------------------------------------------------ slices
+
+
+def slice_simplify(node: Expr, ctx: Context) -> Expr | None:
+    # x[:, :] -> x;  c[1:] -> c (a constant of the slice's shape);  embed(p, s)[s] -> p
+    child = node.children[0]
+    if all(item == N.FULL_AXIS for item in node.arg):
+        return child
+    if child.op == "const":
+        return N.const(child.arg[0], node.order, node.dims)
+    if child.op == "embed" and child.arg[0] == node.arg:
+        return child.children[0]
+    return None
+
+
+def embed_simplify(node: Expr, ctx: Context) -> Expr | None:
+    # embed(p, [:, :]) -> p;  embed(0, s) -> 0
+    items, _ = node.arg
+    child = node.children[0]
+    if all(item == N.FULL_AXIS for item in items):
+        return child
+    if N.is_zero(child):
+        return N.const(0, node.order, node.dims)
+    return None
+
+
+SLICE_RULES: list[Rule] = [slice_simplify]
+EMBED_RULES: list[Rule] = [embed_simplify]
+
 RULES: dict[str, list[Rule]] = {
     "var": [],
     "const": [],
@@ -468,6 +497,8 @@ RULES: dict[str, list[Rule]] = {
     "pow": POW_RULES,
     "inv": [],
     "det": [],
+    "slice": SLICE_RULES,
+    "embed": EMBED_RULES,
 }
 
 

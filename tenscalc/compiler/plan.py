@@ -68,7 +68,8 @@ class Step:
     that node), ``product``
     (data: tuple of Terms, summed), ``add`` (data: tuple of AddItem), ``func``
     (data: name), ``pow`` (data: constant exponent or None; args: base [, exponent
-    slot]), ``inv``, ``det``.
+    slot]), ``inv``, ``det``, ``slice`` (data: the items; a view) and ``embed``
+    (data: items and dimensions; a write into zeros).
     """
 
     index: int
@@ -286,6 +287,10 @@ class PlanBuilder:
                 self._add_step(node, "pow", (self._slot(base), self._slot(exponent)), None)
         elif op == "inv":
             self._add_step(node, op, (self._slot(node.children[0]),))
+        elif op == "slice":  # a view of the child
+            self._add_step(node, op, (self._slot(node.children[0]),), node.arg)
+        elif op == "embed":  # a strided write into zeros; the target's dimensions are part of the value
+            self._add_step(node, op, (self._slot(node.children[0]),), node.arg)
         elif op == "det":
             self._add_step(node, op, (self.slot_of[id(node.children[0])],))
         else:  # pragma: no cover - every kind is listed above

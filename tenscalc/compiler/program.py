@@ -382,6 +382,31 @@ def _bind_term(
     return produce, OpCost(flops, n_ops, largest)
 
 
+def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
+    from ..interpreter import slice_key
+
+    (a,) = step.args
+    key = slice_key(step.data)
+    if is_output:  # never hand out a view of the caller's array
+        return (lambda env: _copy(env[a][key])), OpCost(0, 1, math.prod(shape))
+    return (lambda env: env[a][key]), OpCost(0, 0, 0)  # basic indexing: a view, no copy
+
+
+def _copy(value: Any) -> Any:
+    if hasattr(value, "clone"):  # torch
+        return value.clone()
+    return value.copy() if hasattr(value, "copy") else value
+
+
+def _bind_embed(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
+    from ..interpreter import slice_key
+
+    (a,) = step.args
+    key = slice_key(step.data[0])
+    size = math.prod(shapes[a])
+    return (lambda env: backend.embed(env[a], key, shape, env[-1])), OpCost(size, 1, math.prod(shape))
+
+
 _BINDERS: dict[str, Callable] = {
     "constant": _bind_constant,
     "func": _bind_func,
@@ -390,6 +415,8 @@ _BINDERS: dict[str, Callable] = {
     "det": _bind_det,
     "add": _bind_add,
     "product": _bind_product,
+    "slice": _bind_slice,
+    "embed": _bind_embed,
 }
 
 
