@@ -134,7 +134,10 @@ def _x_det(node, kids, shape, arrays):
 def _x_slice(node, kids, shape, arrays):
     from .interpreter import slice_key
 
-    return np.asarray(kids[0], dtype=object)[slice_key(node.arg)].copy()
+    part = np.asarray(kids[0], dtype=object)[slice_key(node.arg)]
+    if isinstance(part, np.ndarray):
+        return part.copy()
+    return _filled((), part)  # an entry: a 0-d array, as every scalar here
 
 
 def _x_embed(node, kids, shape, arrays):

@@ -159,3 +159,17 @@ def test_slice_errors():
         tc.var("x", 1)[None]
     with pytest.raises(TypeError, match="iterated"):
         list(tc.var("x", 1))
+
+
+def test_exact_oracle_agrees_on_slices():
+    sympy = pytest.importorskip("sympy")
+    from tenscalc.oracle import exact_mismatches
+
+    f = tc.parse(CHAINED)
+    point = {"x": np.array([sympy.Rational(1, 2), sympy.Rational(-3, 4), sympy.Rational(2, 3), sympy.Integer(1)])}
+    g = tc.gradient(f, "x")
+    assert exact_mismatches(f, "x", point, g) == []
+    assert exact_mismatches(g, "x", point, tc.derivative(g, "x")) == []
+    h = tc.parse("sum(X[1:, :2] .* X[:-1, 1:]) + X[0, 2]^3", {"X": 2})
+    values = {"X": np.array([[sympy.Rational(k, 7) for k in range(j, j + 3)] for j in range(3)])}
+    assert exact_mismatches(h, "X", values, tc.derivative(h, "X")) == []
