@@ -39,7 +39,9 @@ from .directional import hvp
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .interpreter import evaluate
 from .latex_printer import latex
+from .matrix_notation import to_matrix_notation
 from .nodes import Dim, Expr, count_edges, count_nodes
+from .numpy_api import diag, dot, logdet, logsumexp, norm, outer, sigmoid, softplus, sqrt, sum, trace
 from .orders import Problem, build_problem
 from .printing import to_text
 from .simplifier import simplify
@@ -91,6 +93,9 @@ __all__ = [
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
 ]
 __all__ += ["grad", "scipy_objective", "ScipyObjective"]
+# NumPy-style building and matrix notation (issue 11)
+__all__ += ["to_matrix_notation", "sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus"]
+__all__ += ["logsumexp", "logdet"]
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 

@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .nodes import Dim, Expr, topological
+from .nodes import Dim, Expr, SliceDim, topological
 
 Source = tuple[str, int, int]  # (variable name, variable order, axis)
 
@@ -38,6 +38,10 @@ class AxisGraph:
     parent: list[int]
     var_slots: list[tuple[str, int, int, int]]  # (name, order, axis, anchor slot) per known dimension
     letter_slots: dict[int, dict[int, int]] = field(default_factory=dict)  # id(mul) -> letter -> slot
+    # slices: (slot, base slot, (start, stop, step)): slot's length is that of range(base)[start:stop:step]
+    derived: list[tuple[int, int, tuple]] = field(default_factory=list)
+    # indices: (slot, index, node): the index must lie inside the axis
+    indexed: list[tuple[int, int, Expr]] = field(default_factory=list)
 
     def find(self, slot: int) -> int:
         parent = self.parent
@@ -101,18 +105,21 @@ def _build(root: Expr) -> AxisGraph:
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
-    def anchor(d: Dim) -> int:
+    def anchor(d: Dim | SliceDim) -> int:
         slot = anchors.get(d)
         if slot is None:
             slot = anchors[d] = len(parent)
             parent.append(slot)
-            graph.var_slots.append((d.name, d.order, d.axis, slot))
+            if type(d) is SliceDim:  # "x.0[1:]": derived from the axis it slices
+                graph.derived.append((slot, anchor(d.base), (d.start, d.stop, d.step)))
+            else:
+                graph.var_slots.append((d.name, d.order, d.axis, slot))
         return slot
 
     for node in nodes:
         base = first[id(node)]
         for k, d in enumerate(node.dims):
-            if type(d) is Dim:
+            if type(d) is Dim or type(d) is SliceDim:
                 union(base + k, anchor(d))
         op = node.op
         if op in ("add", "func"):
@@ -135,6 +142,21 @@ def _build(root: Expr) -> AxisGraph:
             n = node.arg
             for k in range(n):
                 union(base + k, base + n + k)
+        elif op in ("slice", "embed"):
+            # slice: the child's axes are the whole ones; embed: its own axes are
+            items = node.arg if op == "slice" else node.arg[0]
+            whole, part = (node.children[0], node) if op == "slice" else (node, node.children[0])
+            w, p = first[id(whole)], first[id(part)]
+            k = 0
+            for axis, item in enumerate(items):
+                if isinstance(item, int):
+                    graph.indexed.append((w + axis, item, node))
+                    continue
+                if item == (0, None, 1):
+                    union(p + k, w + axis)
+                else:
+                    graph.derived.append((p + k, w + axis, item))
+                k += 1
         elif op == "mul":
             ins, out = node.arg
             letter_slot: dict[int, int] = {}
@@ -149,6 +171,40 @@ def _build(root: Expr) -> AxisGraph:
                 union(base + k, letter_slot[letter])
             graph.letter_slots[id(node)] = letter_slot
     return graph
+
+
+def sliced_length(length: int, item: tuple) -> int:
+    """The length of ``range(length)[start:stop:step]``."""
+    return len(range(length)[slice(*item)])
+
+
+def derive_lengths(graph: AxisGraph, lengths: dict[int, int], error: type[Exception]) -> dict[int, int]:
+    """Complete ``lengths`` (axis class -> length) with the lengths of sliced axes,
+    and check that indices lie inside their axes; ``error`` is raised on a conflict."""
+    changed = True
+    while changed:
+        changed = False
+        for slot, base, item in graph.derived:
+            cb = graph.find(base)
+            if cb not in lengths:
+                continue
+            length = sliced_length(lengths[cb], item)
+            cls = graph.find(slot)
+            if cls not in lengths:
+                lengths[cls] = length
+                changed = True
+            elif lengths[cls] != length:
+                start, stop, step = item
+                text = f"{start}:{'' if stop is None else stop}" + ("" if step == 1 else f":{step}")
+                raise error(
+                    f"a slice [{text}] of an axis of length {lengths[cb]} has length {length}, but the "
+                    f"expression needs length {lengths[cls]} there"
+                )
+    for slot, index, _node in graph.indexed:
+        cls = graph.find(slot)
+        if cls in lengths and not -lengths[cls] <= index < lengths[cls]:
+            raise error(f"index {index} is out of range for an axis of length {lengths[cls]}")
+    return lengths
 
 
 def axis_sources(root: Expr) -> tuple[tuple[str, int, int] | None, ...]:

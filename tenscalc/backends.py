@@ -145,6 +145,12 @@ class Backend:
 
         return autoray.do("zeros", shape, dtype=like.dtype, like=self.name)
 
+    def embed(self, part: Any, key: tuple, shape: tuple[int, ...], like: Any = None) -> Any:
+        """Zeros of ``shape`` with ``part`` written at the basic index ``key`` (a strided write)."""
+        out = self.zeros(shape, part)
+        out[key] = part
+        return out
+
     def broadcast(self, x: Any, shape: tuple[int, ...]) -> Any:
         import autoray
 
@@ -359,6 +365,9 @@ class TorchBackend(Backend):
 
 class JaxBackend(Backend):
     name = "jax"
+
+    def embed(self, part, key, shape, like=None):
+        return self.zeros(shape, part).at[key].set(part)  # JAX arrays are immutable
 
     def load(self) -> None:
         super().load()

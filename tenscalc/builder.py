@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from . import nodes as N
 from .errors import SemanticError
 from .nodes import Expr
+from .numpy_api import check_names
 
 Operand = Expr | int | float
 
@@ -85,6 +86,7 @@ def _as_expr(value: Operand, order: int, what: str) -> Expr:
 def _pair(a: Operand, b: Operand, what: str) -> tuple[Expr, Expr]:
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         raise SemanticError(f"{what} needs at least one tenscalc expression")
+    check_names(a, b)
     order = a.order if isinstance(a, Expr) else b.order  # type: ignore[union-attr]
     x, y = _as_expr(a, order, what), _as_expr(b, order, what)
     if x.order != y.order:
@@ -113,6 +115,8 @@ def _chain(x: Expr, y: Expr, sign: int) -> Expr:
 def add(a: Operand, b: Operand) -> Expr:
     """``a + b`` (numbers broadcast to the other operand's order).
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> x, y, w = tc.var("x", 1), tc.var("y", 1), tc.var("w", 1)
     >>> x + y - w is tc.parse("x + y - w", {"x": 1, "y": 1, "w": 1})
@@ -130,6 +134,7 @@ def sub(a: Operand, b: Operand) -> Expr:
 
 def multiply(a: Operand, b: Operand) -> Expr:
     """``a * b``: elementwise for equal orders, scaling when one side has order 0."""
+    check_names(a, b)
     if isinstance(a, Expr) and isinstance(b, Expr) and a.order != b.order:
         if a.order == 0:
             spec = tuple(range(b.order))
@@ -162,6 +167,7 @@ def divide(a: Operand, b: Operand) -> Expr:
 
 def power(base: Operand, exponent: Operand) -> Expr:
     """``base ** exponent`` entry by entry; the exponent must be of order 0."""
+    check_names(base, exponent)
     if not isinstance(base, Expr):
         order = 0
         base = _as_expr(base, order, "power")
@@ -195,6 +201,7 @@ def einsum(spec: str, *operands: Operand) -> Expr:
         if not all(c.isascii() and c.isalpha() and c.islower() for c in s):
             raise SemanticError(f"einsum spec {spec!r}: index strings are lowercase letters")
     exprs = [_as_expr(op, len(s), "einsum") for op, s in zip(operands, ins)]
+    check_names(*exprs)
     for e, s in zip(exprs, ins):
         if e.order != len(s):
             raise SemanticError(f"einsum spec {spec!r}: '{s}' has {len(s)} letters but `{e}` has order {e.order}")

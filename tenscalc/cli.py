@@ -302,15 +302,15 @@ class Shower:
         self.latex, self.notation = latex, notation
 
     def __call__(self, expr: Expr) -> str:
-        from .latex_printer import latex, matrix_text
+        from .latex_printer import latex
 
         if self.latex:
             chosen = {"matrix": "auto", "einsum": "index", None: "auto"}[self.notation]
             return latex(expr, notation=chosen, temporaries=True)
-        if self.notation == "matrix":
-            text = matrix_text(expr)
-            if text is not None:
-                return text
+        if self.notation == "matrix":  # text that parses back (the einsum language where no matrix form exists)
+            from .matrix_notation import to_matrix_notation
+
+            return to_matrix_notation(expr)
         return str(expr)
 
 

@@ -45,6 +45,13 @@ NUMPY_FUNCTIONS = {
 }
 
 
+def _index_text(items) -> str:
+    """Python's basic index for slice items: ``1:, 0, ::2``."""
+    from .printing import slice_text
+
+    return slice_text(items) if items else "()"
+
+
 def _check_identifier(name: object, what: str) -> str:
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
         raise TensCalcError(f"{what} {name!r} is not a plain Python identifier (letters, digits and '_')")
@@ -107,6 +114,7 @@ class _Writer:
                     source[cls] = length
                 elif source[cls] != length:
                     self.checks.append((source[cls], length))
+            self._derived_sources(graph, source)
             self.sources[id(graph)] = source
             for node in graph.nodes:
                 self.graphs.setdefault(id(node), graph)
@@ -122,6 +130,22 @@ class _Writer:
             if name.startswith("_"):
                 raise TensCalcError(f"variable name {name!r}: names starting with '_' are reserved in generated code")
         return params
+
+    def _derived_sources(self, graph, source: dict[int, str]) -> None:
+        """Lengths of sliced axes ("n - 1"), written from the axes they slice."""
+        changed = True
+        while changed:
+            changed = False
+            for slot, base, (start, stop, step) in graph.derived:
+                cb, cls = graph.find(base), graph.find(slot)
+                if cb not in source:
+                    continue
+                length = f"len(range({source[cb]})[{start}:{'' if stop is None else stop}:{step}])"
+                if cls not in source:
+                    source[cls] = length
+                    changed = True
+                elif source[cls] != length and (source[cls], length) not in self.checks:
+                    self.checks.append((source[cls], length))
 
     def _shape(self, graph, classes) -> tuple[str | None, ...]:
         source = self.sources[id(graph)]
@@ -240,6 +264,18 @@ class _Writer:
             text = f"_np.full({_shape_text(node, unique_shape)}, {text})"
         temp = self.bind(f"_np.zeros({_shape_text(node, shape)})")
         self.lines.append(f'_np.einsum("{_letters(out)}->{_letters(unique_out)}", {temp})[...] = {text}')
+        return _Value(temp, False, shape)
+
+    def _write_slice(self, node, kids, shape):
+        (kid,) = kids
+        if kid.scalar:  # a part of a broadcast scalar is that scalar
+            return _Value(kid.text, True, shape)
+        return _Value(self.bind(f"{kid.text}[{_index_text(node.arg)}]"), False, shape)
+
+    def _write_embed(self, node, kids, shape):
+        (kid,) = kids
+        temp = self.bind(f"_np.zeros({_shape_text(node, shape)})")
+        self.lines.append(f"{temp}[{_index_text(node.arg[0])}] = {kid.text}")
         return _Value(temp, False, shape)
 
     # -- the module --------------------------------------------------------------------

@@ -363,6 +363,19 @@ def pull_det(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
     return N.mul((pullback, node, N.inv(node.children[0])), (r, (), (d, c)), r + (c, d))
 
 
+def pull_slice(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # the pullback of a slice embeds into zeros of the sliced tensor's shape
+    if N.is_zero(pullback):
+        return None
+    full = (N.FULL_AXIS,) * q
+    return N.embed(pullback, full + node.arg, pullback.dims[:q] + node.children[0].dims)
+
+
+def pull_embed(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # the pullback of an embedding reads the embedded part back out
+    return N.slice_(pullback, (N.FULL_AXIS,) * q + node.arg[0])
+
+
 def _leaf(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
     raise AssertionError("leaves have no children")
 
@@ -377,6 +390,8 @@ PULLBACK_RULES: dict[str, PullbackRule] = {
     "pow": pull_pow,
     "inv": pull_inv,
     "det": pull_det,
+    "slice": pull_slice,
+    "embed": pull_embed,
 }
 
 

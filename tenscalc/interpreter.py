@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
-from .axes import AxisGraph, axis_graph
+from .axes import AxisGraph, axis_graph, derive_lengths
 from .errors import EvaluationError
 from .nodes import Expr, topological
 from .printing import text_length, to_text
@@ -132,6 +132,8 @@ def bind_lengths(graph: AxisGraph, arrays: Mapping[str, np.ndarray]) -> dict[int
             )
         lengths.setdefault(cls, length)
         source.setdefault(cls, (name, axis))
+    if graph.derived or graph.indexed:  # sliced axes: "n - 1" from n
+        derive_lengths(graph, lengths, EvaluationError)
     return lengths
 
 
@@ -314,6 +316,22 @@ def _letters(spec) -> str:
     return "".join(opt_einsum.get_symbol(k) for k in spec)
 
 
+def slice_key(items) -> tuple:
+    """NumPy's basic index for slice items (a view, never a copy)."""
+    return tuple(i if isinstance(i, int) else slice(*i) for i in items)
+
+
+def _eval_slice(node, kids, shape, arrays):
+    return kids[0][slice_key(node.arg)]
+
+
+def _eval_embed(node, kids, shape, arrays):
+    part = np.asarray(kids[0])
+    out = np.zeros(shape, dtype=np.result_type(part, np.float64))
+    out[slice_key(node.arg[0])] = part
+    return out
+
+
 EVALUATORS = {
     "var": _eval_var,
     "const": _eval_const,
@@ -324,4 +342,6 @@ EVALUATORS = {
     "pow": _eval_pow,
     "inv": _eval_inv,
     "det": _eval_det,
+    "slice": _eval_slice,
+    "embed": _eval_embed,
 }

@@ -328,6 +328,36 @@ class _IndexPrinter:
     def _index_det(self, task, node):
         return self._matrix_function(task, node, lambda text, prec: f"\\det\\left({text}\\right)")
 
+    # slices: x[1:] is x_{i+1}; the embedding of a derivative is written as an operator
+    def _index_slice(self, task, node):
+        letters = iter(task.letters)
+        inner = []
+        for item in node.arg:
+            if isinstance(item, int):
+                inner.append(str(item))
+                continue
+            letter = next(letters)
+            start, _, step = item
+            scaled = letter if step == 1 else f"{step}{letter}"
+            inner.append(scaled if start == 0 else f"{scaled}{start:+d}")
+        return [_Task(node.children[0], tuple(inner), task.scope)], lambda args: args[0]
+
+    def _index_embed(self, task, node):
+        items, _ = node.arg
+        fresh = self._fresh_letters(node.children[0].order, task.scope)
+        child = _Task(node.children[0], tuple(fresh), task.scope | set(fresh))
+        from .printing import slice_text
+
+        where = slice_text(items).replace(" ", "")
+        sub = _subscript(task.letters)
+
+        def combine(args):
+            ((text, _),) = args
+            text = f"\\left(\\left[{text}\\right]{_subscript(fresh)}\\right){sub}"
+            return f"\\operatorname{{embed}}_{{[{where}]}}{text}", ATOM
+
+        return [child], combine
+
     # products
     def _index_mul(self, task, node):
         factors, deltas, coef = _flatten_product(node, task.letters)
@@ -786,6 +816,10 @@ def _render(items: list[_Reading], kind: int) -> _Reading:
     return _Reading(" ".join(_wrap(r.text, r.prec, PROD) for r in items), PROD, kind)
 
 
+def _m_none(node, kids, readings):
+    return None  # slices have no matrix notation in LaTeX: index notation writes them
+
+
 _MATRIX_RULES = {
     "var": _m_var,
     "const": _m_const,
@@ -796,6 +830,8 @@ _MATRIX_RULES = {
     "pow": _m_pow,
     "inv": _m_inv,
     "det": _m_det,
+    "slice": _m_none,
+    "embed": _m_none,
 }
 
 

@@ -3,6 +3,13 @@
 Keywords and function names are matched case-insensitively (the 2022 thesis tool
 did so: ``EXP(x)`` and ``Declare`` were valid there); variable names are
 case-sensitive.  ``#`` starts a comment that runs to the end of the line.
+
+Matrix notation (:mod:`tenscalc.matrix_notation`) adds the postfix transpose
+``'`` and the elementwise operators ``.*``, ``./``, ``.^``.  Its function names
+(``sum``, ``tr`` ...) are lexed as names: the parser makes them functions only
+where a ``(`` follows, so they remain valid variable names.  A UTF-8 byte-order
+mark at the start is skipped; Unicode look-alikes of operators (``−``, ``ᵀ``,
+``→``, ``’``) are refused with a hint naming the ASCII character to type.
 """
 
 from __future__ import annotations
@@ -17,6 +24,27 @@ RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("del
 _SYMBOLS = {
     "+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">",
     "{": "{", "}": "}",  # the dimensions of a constant or delta: 1{X.0}
+    "'": "'",  # matrix notation: postfix transpose
+    "[": "[", "]": "]", ":": ":",  # slices: x[1:], X[:, 0]
+}
+# matrix notation's elementwise operators
+_DOT_OPERATORS = {".*": ".*", "./": "./", ".^": ".^"}
+# characters that look like an operator but are not ASCII: what to type instead
+LOOKALIKES = {
+    "\u2212": "-",  # minus sign
+    "\u2013": "-",  # en dash
+    "\u2014": "-",  # em dash
+    "\u1d40": "'",  # modifier letter capital T (x\u1d40)
+    "\u2019": "'",  # right single quotation mark
+    "\u2032": "'",  # prime
+    "\u2192": "->",  # rightwards arrow
+    "\u00d7": "*",  # multiplication sign
+    "\u22c5": "*",  # dot operator
+    "\u00b7": "*",  # middle dot
+    "\u2217": "*",  # asterisk operator
+    "\u2215": "/",  # division slash
+    "\u00f7": "/",  # division sign
+    "\u00a0": " ",  # no-break space
 }
 
 
@@ -46,6 +74,8 @@ def tokenize(text: str) -> list[Token]:
     """
     tokens: list[Token] = []
     i, n = 0, len(text)
+    if text.startswith("\ufeff"):  # a UTF-8 byte-order mark (files saved by some editors)
+        i = 1
     while True:
         while i < n and (text[i].isspace() or text[i] == "#"):
             if text[i] == "#":
@@ -78,9 +108,20 @@ def tokenize(text: str) -> list[Token]:
             else:
                 tokens.append(Token("name", word, i))
             i = j
+        elif text[i : i + 2] in _DOT_OPERATORS:
+            tokens.append(Token(text[i : i + 2], text[i : i + 2], i))
+            i += 2
         elif ch in _SYMBOLS:
             tokens.append(Token(_SYMBOLS[ch], ch, i))
             i += 1
+        elif ch in LOOKALIKES:
+            import unicodedata
+
+            name = unicodedata.name(ch, f"U+{ord(ch):04X}")
+            ascii_ = LOOKALIKES[ch]
+            raise ParseError(
+                f"unexpected character {ch!r} ({name}); type the ASCII {ascii_!r} instead", text, i
+            )
         else:
             raise ParseError(f"unexpected character {ch!r}", text, i)
 

@@ -22,7 +22,15 @@ func      elementwise function name (``"sin"`` ...)      (x,)
 pow       None (elementwise power)                       (base, exponent)
 inv       None (matrix inverse)                          (X,)
 det       None (determinant)                             (X,)
+slice     per axis: an index ``k`` or ``(start, stop,    (x,)
+          step)``; ``(0, None, 1)`` keeps the axis
+embed     ``(items, dims)``: the transpose of a slice:   (part,)
+          zeros of ``dims`` with ``part`` at ``items``
 ========  =============================================  ==========================
+
+A sliced axis (``x[1:]``: "n - 1") has a ``SliceDim`` (``x.0[1:]``) in
+``dims``: its length is derived from the sliced axis when arrays are bound
+(:mod:`tenscalc.axes`).
 
 Every node also carries ``dims``: one *dimension* per axis, the symbolic length of
 that axis (see ``Dim``).  A variable's axis ``k`` has the dimension
@@ -76,23 +84,61 @@ class Dim(NamedTuple):
         return f"{self.name}.{self.axis}"
 
 
-#: One entry of ``Expr.dims``: a known ``Dim``, ``None`` (unknown: taken from
+class SliceDim(NamedTuple):
+    """The length of a sliced axis: ``len(range(base)[start:stop:step])``, e.g. "n - 1"
+    for ``x[1:]``.  It prints as ``x.0[1:]``; ``base`` is a ``Dim`` or a
+    ``SliceDim`` (a slice of a slice).  The length is computed when arrays are bound.
+
+    Examples
+    --------
+    >>> str(SliceDim(Dim("x", 1, 0), 1, None, 1))
+    'x.0[1:]'
+    """
+
+    base: Any
+    start: int
+    stop: int | None
+    step: int
+
+    def __str__(self) -> str:
+        text = f"{self.start or ''}:{'' if self.stop is None else self.stop}"
+        return f"{self.base}[{text}{'' if self.step == 1 else f':{self.step}'}]"
+
+    def root(self) -> Dim:
+        """The variable axis this length is sliced from."""
+        base = self.base
+        while type(base) is SliceDim:
+            base = base.base
+        return base
+
+
+#: One entry of ``Expr.dims``: a known ``Dim`` or ``SliceDim``, ``None`` (unknown: taken from
 #: the context the node is used in), or an int *mark* (an unknown that the printer
 #: tags to find out whether text would recover it, see ``printing``).
 DimSlot = Dim | int | None
 Dims = tuple[DimSlot, ...]
 
 
+_KNOWN = (Dim, SliceDim)
+
+
 def is_known(d: DimSlot) -> bool:
-    """Whether ``d`` is a known dimension (a variable's axis)."""
-    return type(d) is Dim
+    """Whether ``d`` is a known dimension (a variable's axis, or a slice of one)."""
+    return type(d) in _KNOWN
+
+
+def _dim_key(d: Dim | SliceDim) -> tuple:
+    # variable axes first, in their own order (as before slices existed); then slices
+    return (0, d) if type(d) is Dim else (1, str(d))
 
 
 def merge_dims(candidates: Iterable[DimSlot]) -> DimSlot:
     """The representative of dimensions that must be equal: the least known one
     (a deterministic choice), else ``None``."""
-    known = [d for d in candidates if type(d) is Dim]
-    return min(known) if known else None
+    known = [d for d in candidates if type(d) in _KNOWN]
+    if len(known) < 2:
+        return known[0] if known else None
+    return min(known) if all(type(d) is Dim for d in known) else min(known, key=_dim_key)
 
 
 def var_dims(name: str, order: int) -> tuple[Dim, ...]:
@@ -103,7 +149,8 @@ ELEMENTWISE_FUNCTIONS = (
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
 )
 MATRIX_FUNCTIONS = ("inv", "det", "adj")
-NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det")
+NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det", "slice", "embed")
+FULL_AXIS = (0, None, 1)  # a slice item that keeps the whole axis (`:`)
 
 _cache: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()
 _serials = itertools.count()
@@ -209,7 +256,13 @@ class Expr:
         >>> tc.hessian(f, "X").shape_variables           # zero, of X's shape twice
         {'X': 2}
         """
-        found = {(d.name, d.order) for node in topological(self) for d in node.dims if type(d) is Dim}
+        found = {
+            (r.name, r.order)
+            for node in topological(self)
+            for d in node.dims
+            if is_known(d)
+            for r in ((d if type(d) is Dim else d.root()),)
+        }
         return dict(sorted(found - set(self.varset)))
 
     def __str__(self) -> str:
@@ -282,6 +335,55 @@ class Expr:
 
     def __neg__(self):
         return neg(self)
+
+    # -- NumPy style (tenscalc/numpy_api.py) -----------------------------------------------
+    def __matmul__(self, other):
+        from . import numpy_api
+
+        return numpy_api.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from . import numpy_api
+
+        return numpy_api.matmul(other, self)
+
+    @property
+    def T(self) -> Expr:  # noqa: N802 - NumPy's name
+        """The transpose (axes reversed, as NumPy's ``.T``)."""
+        from . import numpy_api
+
+        return numpy_api.transpose(self)
+
+    def sum(self, axis=None) -> Expr:
+        """The sum of all entries, or over ``axis`` (see ``tenscalc.sum``)."""
+        from . import numpy_api
+
+        return numpy_api.sum(self, axis)
+
+    def __getitem__(self, key) -> Expr:
+        """A slice or an entry, NumPy's basic indexing: ``x[1:]``, ``X[:, 0]``, ``x[::2]``."""
+        from . import numpy_api
+
+        return numpy_api.getitem(self, key)
+
+    def __iter__(self):  # without this, Python would iterate through __getitem__ forever
+        raise TypeError("a tenscalc expression cannot be iterated; slice it (x[1:]) or evaluate it")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from . import numpy_api
+
+        return numpy_api.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from . import numpy_api
+
+        raise numpy_api.numpy_refusal(func.__name__)
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError(
+            "a tenscalc expression is symbolic and has no array value: evaluate it with tc.evaluate "
+            "(or tc.compile) to get numbers"
+        )
 
     def __pos__(self):
         return self
@@ -397,7 +499,7 @@ def _leaf_dims(op: str, arg: Any, order: int, dims: Sequence[DimSlot] | None) ->
         what = f"constant of order {order}" if op == "const" else f"delta({arg})"
         raise SemanticError(f"{len(given)} dimension(s) given for a {what}, which needs {count}")
     for d in given:
-        if d is not None and type(d) is not Dim and not isinstance(d, int):
+        if d is not None and not is_known(d) and not isinstance(d, int):
             raise SemanticError(f"not a dimension: {d!r}")
     return given if op == "const" else given + given
 
@@ -417,7 +519,7 @@ def _letter_dims(children: Sequence[Expr], ins: Sequence[Sequence[Any]]) -> dict
 
 def _needs(child: Expr, target: Sequence[DimSlot]) -> bool:
     """Whether ``child`` has an unknown dimension where ``target`` knows one."""
-    return any(type(t) is Dim and type(d) is not Dim for d, t in zip(child.dims, target))
+    return any(type(t) in _KNOWN and type(d) not in _KNOWN for d, t in zip(child.dims, target))
 
 
 def _specialize_children(op: str, children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
@@ -448,6 +550,8 @@ def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
     Only the part of the DAG that has unknown dimensions is rebuilt (for ``x + 1``
     just the constant).  Iterative, so long chains of constants are no problem.
 
+    Examples
+    --------
     >>> one = const(1, 1)
     >>> specialize(one, (Dim("x", 1, 0),)).dims
     (Dim(name='x', order=1, axis=0),)
@@ -472,12 +576,12 @@ def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
             for child, child_want in zip(current.children, wanted)
         ]
         if current.op == "const":
-            dims = tuple(d if type(d) is Dim else (t if type(t) is Dim else d) for d, t in zip(current.dims, want))
+            dims = tuple(d if is_known(d) else (t if is_known(t) else d) for d, t in zip(current.dims, want))
             memo[key] = make("const", (), current.arg, dims)
         elif current.op == "delta":
             n = current.arg
             dims = tuple(
-                current.dims[t] if type(current.dims[t]) is Dim else merge_dims((want[t], want[n + t]))
+                current.dims[t] if is_known(current.dims[t]) else merge_dims((want[t], want[n + t]))
                 or current.dims[t]
                 for t in range(n)
             )
@@ -502,7 +606,7 @@ def _child_targets(node: Expr, want: tuple) -> list[tuple | None]:
         ins, out = node.arg
         letters = _letter_dims(node.children, ins)
         for letter, d in zip(out, want):
-            if type(d) is Dim and type(letters.get(letter)) is not Dim:
+            if is_known(d) and not is_known(letters.get(letter)):
                 letters[letter] = d
         if any(c.op == "delta" for c in node.children):  # carry the new letters across deltas
             letters = _propagate_pairs(node.children, ins, letters)
@@ -555,6 +659,25 @@ def _dims_scalar(children, arg) -> Dims:
     return ()
 
 
+def _dims_slice(children, items) -> Dims:
+    # a kept axis keeps its dimension; a sliced one is derived (None), an index drops it
+    return tuple(
+        d if item == FULL_AXIS else (SliceDim(d, *item) if is_known(d) else None)
+        for d, item in zip(children[0].dims, items)
+        if not isinstance(item, int)
+    )
+
+
+def _dims_embed(children, arg) -> Dims:
+    items, target = arg
+    child = iter(children[0].dims)
+    dims = []
+    for item, d in zip(items, target):
+        own = None if isinstance(item, int) else next(child)
+        dims.append(merge_dims((d, own)) if item == FULL_AXIS else d)
+    return tuple(dims)
+
+
 _DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
     "var": _dims_var,
     "add": _dims_add,
@@ -563,6 +686,8 @@ _DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
     "pow": _dims_same_as_first,
     "inv": _dims_inv,
     "det": _dims_scalar,
+    "slice": _dims_slice,
+    "embed": _dims_embed,
 }
 
 
@@ -657,6 +782,8 @@ def chain_specs(ins: Sequence[Sequence[Any]], out: Sequence[Any]) -> list[tuple[
     left-nested chain: step ``k`` (1 .. n-1) keeps the letters of its two inputs
     that a later operand or the output still needs; the last step gives ``out``.
 
+    Examples
+    --------
     >>> chain_specs(["i", "ij", "j"], "")
     [('j',), ()]
     """
@@ -724,6 +851,48 @@ def _canon_det(children, arg):
     return children, None, 0
 
 
+def slice_item(item: Any) -> int | tuple[int, int | None, int]:
+    """A slice item in canonical form: an int index or ``(start, stop, step)``."""
+    if isinstance(item, slice):
+        item = (item.start, item.stop, item.step)
+    if isinstance(item, bool):
+        raise SemanticError(f"not a slice item: {item!r}")
+    if isinstance(item, int):
+        return item
+    if isinstance(item, tuple) and len(item) == 3:
+        start, stop, step = item
+        step = 1 if step is None else step
+        start = 0 if start is None else start
+        for value in (start, stop, step):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise SemanticError(f"slice bounds are integers, got {value!r}")
+        if step < 1:
+            raise SemanticError(f"slice steps are positive integers, got {step}")
+        return (start, stop, step)
+    raise SemanticError(f"not a slice item: {item!r}")
+
+
+def _canon_slice(children, items):
+    (x,) = children
+    items = tuple(slice_item(i) for i in items)
+    if len(items) != x.order:
+        raise SemanticError(f"{len(items)} slice item(s) given for {_short(x)}, which has order {x.order}")
+    return children, items, sum(1 for i in items if not isinstance(i, int))
+
+
+def _canon_embed(children, arg):
+    (x,) = children
+    items, target = arg
+    items = tuple(slice_item(i) for i in items)
+    target = tuple(target)
+    if len(target) != len(items) or sum(1 for i in items if not isinstance(i, int)) != x.order:
+        raise SemanticError(f"embed: {len(items)} items and {len(target)} dimensions do not fit {_short(x)}")
+    for d in target:
+        if d is not None and not is_known(d) and not isinstance(d, int):
+            raise SemanticError(f"not a dimension: {d!r}")
+    return children, (items, target), len(items)
+
+
 _CANONICALIZERS = {
     "var": _canon_var,
     "const": _canon_const,
@@ -734,6 +903,8 @@ _CANONICALIZERS = {
     "pow": _canon_pow,
     "inv": _canon_inv,
     "det": _canon_det,
+    "slice": _canon_slice,
+    "embed": _canon_embed,
 }
 
 
@@ -807,6 +978,16 @@ def inv(x: Expr) -> Expr:
 
 def det(x: Expr) -> Expr:
     return make("det", (x,), None)
+
+
+def slice_(x: Expr, items: Sequence[Any]) -> Expr:
+    """``x[items]``: per axis an index or ``(start, stop, step)`` (or a Python ``slice``)."""
+    return make("slice", (x,), tuple(slice_item(i) for i in items))
+
+
+def embed(part: Expr, items: Sequence[Any], dims: Sequence[DimSlot]) -> Expr:
+    """Zeros of dimensions ``dims`` with ``part`` written at ``items`` (a slice's transpose)."""
+    return make("embed", (part,), (tuple(slice_item(i) for i in items), tuple(dims)))
 
 
 def adj(x: Expr) -> Expr:

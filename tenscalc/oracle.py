@@ -139,6 +139,23 @@ def _x_det(node, kids, shape, arrays):
     return _filled((), sympy.Matrix(kids[0].tolist()).det())
 
 
+def _x_slice(node, kids, shape, arrays):
+    from .interpreter import slice_key
+
+    part = np.asarray(kids[0], dtype=object)[slice_key(node.arg)]
+    if isinstance(part, np.ndarray):
+        return part.copy()
+    return _filled((), part)  # an entry: a 0-d array, as every scalar here
+
+
+def _x_embed(node, kids, shape, arrays):
+    from .interpreter import slice_key
+
+    out = _filled(shape, sympy.Integer(0))
+    out[slice_key(node.arg[0])] = kids[0]
+    return out
+
+
 _EXPANDERS = {
     "var": _x_var,
     "const": _x_const,
@@ -149,6 +166,8 @@ _EXPANDERS = {
     "pow": _x_pow,
     "inv": _x_inv,
     "det": _x_det,
+    "slice": _x_slice,
+    "embed": _x_embed,
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import matrix_notation as M
 from . import nodes as N
 from .errors import SemanticError
 from .nodes import Expr
@@ -56,6 +57,8 @@ def build_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
     """Parse ``text`` and type it; ``orders`` supplies orders not declared in the text."""
     parsed = parse_text(text)
     declared = _merge_orders(parsed, orders)
+    if not declared and parsed.declarations is None:
+        declared = _default_orders(parsed)  # nothing declared: matrixcalculus.org's letters
     expr = _TypeChecker(parsed.text, declared).build(parsed.tree)
     if parsed.wrt is not None and parsed.wrt not in declared:
         raise SemanticError(
@@ -86,11 +89,24 @@ def _merge_orders(parsed: ParsedProblem, orders: dict[str, int] | None) -> dict[
     return declared
 
 
+def _default_orders(parsed: ParsedProblem) -> dict[str, int]:
+    """Orders by first letter (see :func:`tenscalc.matrix_notation.default_order`) of
+    every name in the text; ``eye`` is left to mean the identity."""
+    names = [syn.value for syn in _postorder(parsed.tree) if syn.kind == "name" and syn.value != "eye"]
+    names += [d[0] for syn in _postorder(parsed.tree) for d in (syn.dims or ()) if d is not None]
+    if parsed.wrt is not None:
+        names.append(parsed.wrt)
+    found = {name: M.default_order(name) for name in names}
+    return {name: order for name, order in found.items() if order is not None}
+
+
 class _TypeChecker:
     def __init__(self, text: str, orders: dict[str, int]):
         self.text = text
         self.orders = orders
         self.natural: dict[int, int | None] = {}
+        # matrix notation: whether an order-1 subtree is a row vector (`x'`)
+        self.row: dict[int, bool] = {}
 
     def error(self, message: str, syn: Syn) -> SemanticError:
         return SemanticError(message, self.text, syn.pos)
@@ -103,13 +119,117 @@ class _TypeChecker:
     def natural_orders(self, root: Syn) -> None:
         for syn in _postorder(root):
             self.natural[id(syn)] = self.natural_order(syn)
+            if syn.kind in _NOTATION_KINDS or syn.kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
+                self.natural[id(syn)] = self.notation_order(syn)
+
+    def notation_order(self, syn: Syn) -> int | None:
+        """Natural order of a matrix-notation node; records row orientation."""
+        kind = syn.kind
+        nat = [self.natural[id(c)] for c in syn.children]
+        rows = [self.row.get(id(c), False) for c in syn.children]
+        if kind == "slice":
+            order, items = nat[0], syn.value
+            if order is None or len(items) > order:
+                what = "a number" if order is None else f"order {order}"
+                raise self.error(
+                    f"{len(items)} slice item(s) for {self.snippet(syn.children[0])}, which has {what}", syn
+                )
+            dropped = [k for k, item in enumerate(_padded(items, order)) if isinstance(item, int)]
+            result = order - len(dropped)
+            if result == 1:  # X[0, :] is a row, X[:, 0] a column, as in MATLAB
+                self.row[id(syn)] = rows[0] if order == 1 else dropped == [0]
+            return result
+        if kind == "embed":
+            items = syn.value
+            kept = sum(1 for item in items if not isinstance(item, int))
+            if nat[0] is not None and nat[0] != kept:
+                raise self.error(
+                    f"embed places an order-{kept} part but {self.snippet(syn.children[0])} has order {nat[0]}", syn
+                )
+            if len(syn.dims) != len(items):
+                raise self.error(
+                    f"embed needs one dimension per item: {len(items)} items, {len(syn.dims)} dimensions", syn
+                )
+            return len(items)
+        if kind == "transpose":
+            if nat[0] is not None and nat[0] > 2:
+                raise self.error(
+                    f"transpose (') needs a scalar, vector or matrix, but {self.snippet(syn.children[0])} "
+                    f"has order {nat[0]}",
+                    syn,
+                )
+            self.row[id(syn)] = nat[0] == 1 and not rows[0]
+            return nat[0]
+        if kind == "mprod":
+            a, b = (0 if o is None else o for o in nat)
+            result = M.matmul_type(a, rows[0], b, rows[1])
+            if result is None:
+                left, right = syn.children
+                raise SemanticError(
+                    f"cannot multiply {self.snippet(left)} ({M.shape_name(a, rows[0])}) by {self.snippet(right)} "
+                    f"({M.shape_name(b, rows[1])}) with '*'"
+                    + (
+                        ": the matrix product needs orders up to 2; use an index spec *(...->...)"
+                        if max(a, b) > 2
+                        else ": the columns of the left operand must meet the rows of the right one "
+                        "(a vector is a column, x' a row)"
+                    ),
+                    self.text,
+                    syn.value,
+                )
+            self.row[id(syn)] = result[1]
+            return result[0]
+        if kind in ("ewmul", "ewdiv"):
+            known = [(o, r, c) for o, r, c in zip(nat, rows, syn.children) if o not in (None, 0)]
+            if len(known) == 2 and (known[0][0], known[0][1]) != (known[1][0], known[1][1]):
+                (oa, ra, a), (ob, rb, b) = known
+                op = ".*" if kind == "ewmul" else "./"
+                raise SemanticError(
+                    f"'{op}' needs operands of the same shape (or a scalar), but {self.snippet(a)} is "
+                    f"{M.shape_name(oa, ra)} and {self.snippet(b)} is {M.shape_name(ob, rb)}",
+                    self.text,
+                    syn.value,
+                )
+            if known:
+                self.row[id(syn)] = known[0][1]
+                return known[0][0]
+            return 0 if 0 in nat else None
+        # the functions of matrix notation
+        name, order = syn.value, nat[0]
+        if name in ("vector", "matrix"):
+            if order is not None:
+                raise self.error(f"{name}(c) needs a number c, but {self.snippet(syn.children[0])} is not one", syn)
+            return 1 if name == "vector" else 2
+        if name in ("tr", "logdet") and order not in (None, 2):
+            raise self.error(
+                f"{name} needs a square matrix (order 2), but {self.snippet(syn.children[0])} has order {order}",
+                syn,
+            )
+        if name == "diag":
+            if order not in (1, 2):
+                raise self.error(
+                    f"diag needs a vector or a matrix, but {self.snippet(syn.children[0])} "
+                    f"has order {0 if order is None else order}",
+                    syn,
+                )
+            return 3 - order
+        if name == "sqrt":
+            self.row[id(syn)] = rows[0]
+            return order
+        return 0  # sum, norm1, norm2, tr, logdet
 
     def natural_order(self, syn: Syn) -> int | None:
         kind = syn.kind
+        if kind in _NOTATION_KINDS or kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
+            return None  # see notation_order
         nat = [self.natural[id(c)] for c in syn.children]
+        if kind in ("call", "neg", "pow") and syn.children and self.row.get(id(syn.children[0])):
+            self.row[id(syn)] = True  # sin(x'), -x', x'^2 stay rows
         if kind == "num":
             return None if syn.dims is None else len(syn.dims)  # `1{X.0}` states its order
         if kind == "name":
+            if syn.value == "eye" and "eye" not in self.orders:
+                return 2  # matrixcalculus.org's identity matrix
             if syn.value not in self.orders:
                 raise self.error(f"variable '{syn.value}' is not declared", syn)
             return self.orders[syn.value]
@@ -141,6 +261,11 @@ class _TypeChecker:
                     syn.children[1],
                 )
             return nat[0]
+        if kind == "div" and nat[1] == 0 and nat[0] not in (None, 0):
+            self.row[id(syn)] = self.row.get(id(syn.children[0]), False)
+            return nat[0]  # a tensor divided by a scalar: scaled
+        if kind == "sum":
+            self.sum_orientation(syn, nat)
         if kind in ("sum", "div"):
             known = [(o, c) for o, c in zip(nat, syn.children) if o is not None]
             for o, c in known[1:]:
@@ -170,6 +295,20 @@ class _TypeChecker:
             return len(s3)
         raise AssertionError(kind)
 
+    def sum_orientation(self, syn: Syn, nat: list[int | None]) -> None:
+        """Rows and columns do not add: ``x' + y`` is refused, ``x' + y'`` is a row."""
+        vectors = [(self.row.get(id(c), False), c) for o, c in zip(nat, syn.children) if o == 1]
+        for row, c in vectors[1:]:
+            if row != vectors[0][0]:
+                first = vectors[0][1]
+                raise self.error(
+                    f"cannot add {self.snippet(first)} ({M.shape_name(1, vectors[0][0])}) and "
+                    f"{self.snippet(c)} ({M.shape_name(1, row)}); transpose one of them with '",
+                    c,
+                )
+        if vectors and vectors[0][0]:
+            self.row[id(syn)] = True
+
     # pass 2: required orders top-down, nodes bottom-up -------------------------
     def build(self, root: Syn) -> Expr:
         self.natural_orders(root)
@@ -194,6 +333,27 @@ class _TypeChecker:
 
     def child_orders(self, syn: Syn, required: int) -> list[int]:
         kind = syn.kind
+        nat = [self.natural[id(c)] for c in syn.children]
+        if kind in ("mprod", "ewmul", "ewdiv"):  # a bare number is a scalar there
+            if kind != "mprod" and None in nat and nat != [None, None]:
+                return [required if o is None else o for o in nat]
+            return [0 if o is None else o for o in nat]
+        if kind == "transpose":
+            return [required]
+        if kind == "slice":
+            return [nat[0]]
+        if kind == "embed":
+            return [sum(1 for item in syn.value if not isinstance(item, int))]
+        if kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
+            if syn.value in ("vector", "matrix"):
+                return [0]
+            if syn.value in ("tr", "logdet"):
+                return [2]
+            if syn.value == "sqrt":
+                return [required]
+            return [0 if nat[0] is None else nat[0]]
+        if kind == "div" and nat[1] == 0 and nat[0] not in (None, 0):
+            return [required, 0]
         if kind == "call":
             return [2] if syn.value in ("inv", "det", "adj") else [required]
         if kind == "neg":
@@ -212,7 +372,28 @@ class _TypeChecker:
         if kind == "num":  # written dimensions fixed its natural order: pass 1 checked them
             return N.const(syn.value, required, self.dimensions(syn))
         if kind == "name":
+            if syn.value == "eye" and "eye" not in self.orders:
+                return N.delta(1)
             return N.var(syn.value, self.orders[syn.value])
+        if kind == "mprod":
+            rows = [self.row.get(id(c), False) for c in syn.children]
+            return M.matmul(kids[0], rows[0], kids[1], rows[1])
+        if kind in ("ewmul", "ewdiv"):
+            return M.elementwise(kids[0], kids[1], divide=kind == "ewdiv")
+        if kind == "transpose":
+            return M.transpose(kids[0])
+        if kind == "slice":
+            return N.slice_(kids[0], _padded(syn.value, kids[0].order))
+        if kind == "embed":
+            return N.embed(kids[0], syn.value, self.dimensions(syn))
+        if kind == "call" and syn.value in ("vector", "matrix"):
+            if kids[0].op != "const":
+                raise self.error(f"{syn.value}(c) needs a number c", syn)
+            return N.const(kids[0].arg[0], 1 if syn.value == "vector" else 2)
+        if kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
+            return M.call(syn.value, kids[0])
+        if kind == "div" and kids[1].order == 0 and kids[0].order > 0:
+            return M.scale(kids[0], N.reciprocal(kids[1]))
         if kind == "delta":
             return N.delta(syn.value, self.dimensions(syn))
         if kind == "call":
@@ -247,7 +428,7 @@ class _TypeChecker:
             if written is None:
                 dims.append(None)
                 continue
-            name, axis, pos = written
+            name, axis, pos, slices = written
             order = self.orders.get(name)
             if order is None:
                 raise SemanticError(
@@ -263,8 +444,23 @@ class _TypeChecker:
                     self.text,
                     pos,
                 )
-            dims.append(N.Dim(name, order, axis))
+            d: N.Dim | N.SliceDim = N.Dim(name, order, axis)
+            for items in slices:
+                if len(items) != 1 or isinstance(items[0], int):
+                    raise SemanticError(
+                        f"a sliced dimension takes one slice such as [1:], at {name}.{axis}", self.text, pos
+                    )
+                d = N.SliceDim(d, *items[0])
+            dims.append(d)
         return tuple(dims)
+
+
+_NOTATION_KINDS = ("mprod", "ewmul", "ewdiv", "transpose", "slice", "embed")
+
+
+def _padded(items: tuple, order: int) -> tuple:
+    """Slice items for every axis: missing trailing ones keep their axis (NumPy's rule)."""
+    return tuple(items) + (N.FULL_AXIS,) * (order - len(items))
 
 
 def _postorder(root: Syn) -> list[Syn]:

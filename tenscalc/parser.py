@@ -12,6 +12,15 @@ Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
     term    = factor { "*" "(" ixs "," ixs "-" ">" ixs ")" factor | "/" factor }
     factor  = { "-" } atom { "^" ( "(" expr ")" | atom ) }
     atom    = number | func "(" expr ")" | name | "(" expr ")" | "delta" [ "(" natural ")" ]
+
+Matrix notation (:mod:`tenscalc.matrix_notation`) extends ``term`` with ``*``
+followed by a factor (a matrix product: ``*(`` starts an index spec only when a
+``,`` or ``>`` comes before its ``)``, which no expression contains), ``.*`` and
+``./``; ``factor`` with a postfix ``'`` (transpose) and ``.^``; ``atom`` with
+``name "(" expr ")"`` for the notation's functions (``sum``, ``tr`` ...).
+Slices are a postfix ``[items]`` (``x[1:]``, ``X[:, 0]``, ``x[::2]``); their
+transpose, which derivatives contain, is written ``embed(part)[items]{dims}``:
+zeros of the dimensions ``dims`` with ``part`` at ``items``.
 """
 
 from __future__ import annotations
@@ -20,7 +29,8 @@ import sys
 from dataclasses import dataclass, field
 
 from .errors import ParseError
-from .lexer import Token, tokenize
+from .lexer import KEYWORDS, Token, tokenize
+from .matrix_notation import NOTATION_FUNCTIONS, unknown_function_message
 
 ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
 
@@ -30,15 +40,17 @@ ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symme
 @dataclass(frozen=True, slots=True)
 class Syn:
     """A syntax-tree node: ``kind`` is one of num, name, delta, call, neg, pow, sum,
-    prod, div; ``pos``/``end`` delimit its source text."""
+    prod, div, and of matrix notation mprod (``*``), ewmul (``.*``), ewdiv (``./``),
+    transpose (``'``); ``pos``/``end`` delimit its source text."""
 
     kind: str
     pos: int
     end: int
     children: tuple[Syn, ...] = ()
     value: object = None  # number value, name, function name, delta n, signs, specs
-    # written dimensions of a number or delta (`1{X.0}`): (name, axis, position) or None for `_`
-    dims: tuple[tuple[str, int, int] | None, ...] | None = None
+    # written dimensions of a number or delta (`1{X.0}`, `1{x.0[1:]}`): (name, axis, position,
+    # slices) or None for `_`
+    dims: tuple[tuple | None, ...] | None = None
 
 
 @dataclass
@@ -95,7 +107,21 @@ class Parser:
 
     def fail(self, expected: str, token: Token | None = None) -> None:
         token = token or self.tok
-        raise ParseError(f"expected {expected} but found {token.describe()}", self.text, token.pos)
+        message = f"expected {expected} but found {token.describe()}"
+        raise ParseError(message + self.keyword_hint(token), self.text, token.pos)
+
+    def keyword_hint(self, token: Token) -> str:
+        """``; did you mean 'expression'?`` when the failing token or the one
+        before it is a name close to a keyword (``expresion``, ``declar``)."""
+        import difflib
+
+        k = self.tokens.index(token) if token in self.tokens else self.i
+        for candidate in (token, self.tokens[k - 1] if k else None):
+            if candidate is not None and candidate.kind == "name":
+                match = difflib.get_close_matches(candidate.text.lower(), KEYWORDS, n=1, cutoff=0.75)
+                if match:
+                    return f"; did you mean the keyword '{match[0]}' (for '{candidate.text}')?"
+        return ""
 
     def spelling(self, token: Token) -> str:
         """The token as the user wrote it (keywords and functions are lower-cased)."""
@@ -217,19 +243,35 @@ class Parser:
     def term(self) -> Syn:
         start = self.tok.pos
         left = self.factor()
-        while self.at("*") or self.at("/"):
+        while self.tok.kind in ("*", "/", ".*", "./"):
             op = self.advance()
-            if op.kind == "/":
+            if op.kind in ("/", ".*", "./"):
                 right = self.factor()
-                left = Syn("div", start, self.prev_end(), (left, right), op.pos)
+                kind = {"/": "div", ".*": "ewmul", "./": "ewdiv"}[op.kind]
+                left = Syn(kind, start, self.prev_end(), (left, right), op.pos)
                 continue
-            if not self.at("("):
-                self.fail("'(' and an index spec after '*' (as in *(ij,j->i))")
+            if not self.at_index_spec():  # matrix notation: `A*x`, `A*(x - z)`
+                right = self.factor()
+                left = Syn("mprod", start, self.prev_end(), (left, right), op.pos)
+                continue
             self.advance()
             specs = self.index_specs()
             right = self.factor()
             left = Syn("prod", start, self.prev_end(), (left, right), (specs, op.pos))
         return left
+
+    def at_index_spec(self) -> bool:
+        """Whether ``*`` is followed by an index spec ``(ij,j->i)`` rather than by a
+        bracketed factor ``(x - z)``: a spec holds only letters, ``,``, ``-`` and ``>``
+        and always a ``,`` or ``>`` before its ``)``; an expression never does."""
+        if not self.at("("):
+            return False
+        k = self.i + 1
+        seen = False
+        while self.tokens[k].kind in ("name", "keyword", "function", ",", "-", ">"):
+            seen = seen or self.tokens[k].kind in (",", ">")
+            k += 1
+        return seen or (k == self.i + 1 and self.tokens[k].kind == ")")  # `*()`: an empty, malformed spec
 
     def index_specs(self) -> tuple[str, str, str]:
         first = self.index_letters()
@@ -263,13 +305,13 @@ class Parser:
             letters += word
         return letters
 
-    def dimensions(self) -> tuple[tuple[str, int, int] | None, ...] | None:
+    def dimensions(self) -> tuple[tuple | None, ...] | None:
         """``{X.0, y.0}`` after a number or delta: the lengths of its axes, each the
         length of a variable's axis (``_``: unknown, taken from the context)."""
         if not self.at("{"):
             return None
         self.advance()
-        dims: list[tuple[str, int, int] | None] = []
+        dims: list[tuple | None] = []
         while True:
             tok = self.tok
             if tok.kind == "name" and tok.text == "_":
@@ -281,7 +323,10 @@ class Parser:
                 if axis.kind != "number" or not axis.text.startswith(".") or not axis.text[1:].isdigit():
                     self.fail(f"'.' and an axis number after '{tok.text}' in a dimension (as in {tok.text}.0)")
                 self.advance()
-                dims.append((tok.text, int(axis.text[1:]), tok.pos))
+                slices = []
+                while self.at("["):  # a sliced length: x.0[1:]
+                    slices.append(self.slice_items())
+                dims.append((tok.text, int(axis.text[1:]), tok.pos, tuple(slices)))
             else:
                 self.fail("a dimension: a variable's axis such as X.0, or _")
             if self.at("}"):
@@ -296,8 +341,14 @@ class Parser:
             self.advance()
             minus += 1
         node = self.atom()
-        while self.at("^"):
-            self.advance()
+        while self.tok.kind in ("^", ".^", "'", "["):
+            if self.at("["):
+                items = self.slice_items()
+                node = Syn("slice", node.pos, self.prev_end(), (node,), items)
+                continue
+            if self.advance().kind == "'":
+                node = Syn("transpose", node.pos, self.prev_end(), (node,))
+                continue
             if self.at("("):
                 self.advance()
                 exponent = self.expr()
@@ -311,6 +362,45 @@ class Parser:
             return Syn("neg", start, node.end, (node,))
         return node
 
+    def slice_items(self) -> tuple:
+        """``[1:, 0, ::2]``: per axis an index or ``(start, stop, step)``."""
+        self.expect("[", "'['")
+        items: list = []
+        while True:
+            first = self.slice_bound()
+            if self.at(":"):
+                self.advance()
+                stop = None if self.at(":") or self.at(",") or self.at("]") else self.slice_bound()
+                step = 1
+                if self.at(":"):
+                    self.advance()
+                    if not (self.at(",") or self.at("]")):
+                        step = self.slice_bound()
+                        if step < 1:
+                            where = self.tokens[self.i - 1].pos
+                            raise ParseError("slice steps are positive integers", self.text, where)
+                items.append((0 if first is None else first, stop, step))
+            elif first is None:
+                self.fail("an index or a slice such as 1: or :-1")
+            else:
+                items.append(first)
+            if self.at("]"):
+                self.advance()
+                return tuple(items)
+            self.expect(",", "',' or ']' in the slice [...]")
+
+    def slice_bound(self) -> int | None:
+        """An integer (possibly negative) in a slice, or None where there is none."""
+        if self.at(":") or self.at("]") or self.at(","):
+            return None
+        negative = self.at("-")
+        if negative:
+            self.advance()
+        if not (self.at("number") and self.tok.text.isdigit()):
+            self.fail("an integer in the slice")
+        value = int(self.advance().text)
+        return -value if negative else value
+
     def atom(self) -> Syn:
         tok = self.tok
         if tok.kind == "number":
@@ -322,6 +412,27 @@ class Parser:
             return Syn("num", tok.pos, self.prev_end(), (), value, dims)
         if tok.kind == "name":
             self.advance()
+            if self.at("(") and tok.text.lower() == "embed":  # embed(part)[items]{dims}
+                self.advance()
+                part = self.expr()
+                self.expect(")", "')' closing embed(")
+                if not self.at("["):
+                    self.fail("'[' and the items where embed( ) places its part, as in embed(p)[1:]{x.0}")
+                items = self.slice_items()
+                if not self.at("{"):
+                    self.fail("the dimensions of the result of embed, as in embed(p)[1:]{x.0}")
+                dims = self.dimensions()
+                return Syn("embed", tok.pos, self.prev_end(), (part,), items, dims)
+            if self.at("("):  # a name followed by '(' is a function of matrix notation
+                name = tok.text.lower()
+                if name not in NOTATION_FUNCTIONS:
+                    raise ParseError(unknown_function_message(tok.text), self.text, tok.pos)
+                self.advance()
+                if self.at(")"):
+                    self.fail(f"an argument for '{name}'")
+                argument = self.expr()
+                self.expect(")", f"')' closing {name}(")
+                return Syn("call", tok.pos, self.prev_end(), (argument,), name)
             return Syn("name", tok.pos, tok.pos + len(tok.text), (), tok.text)
         if tok.kind == "function":
             self.advance()

@@ -335,6 +335,29 @@ def _chain_order(ins, out) -> list[int]:
     return chosen
 
 
+def slice_text(items) -> str:
+    """``1:, 0, ::2``: slice items as written between brackets."""
+    parts = []
+    for item in items:
+        if isinstance(item, int):
+            parts.append(str(item))
+            continue
+        start, stop, step = item
+        text = f"{start or ''}:{'' if stop is None else stop}"
+        parts.append(text + (f":{step}" if step != 1 else ""))
+    return ", ".join(parts)
+
+
+def _print_slice(node, texts):
+    return f"{_wrap(texts[id(node.children[0])], ATOM)}[{slice_text(node.arg)}]", POWER
+
+
+def _print_embed(node, texts):
+    items, dims = node.arg
+    written = ", ".join(str(d) if N.is_known(d) else "_" for d in dims)
+    return f"embed({texts[id(node.children[0])][0]})[{slice_text(items)}]{{{written}}}", ATOM
+
+
 _PRINTERS = {
     "var": _print_var,
     "const": _print_const,
@@ -345,4 +368,6 @@ _PRINTERS = {
     "pow": _print_pow,
     "inv": _print_matrix_func,
     "det": _print_matrix_func,
+    "slice": _print_slice,
+    "embed": _print_embed,
 }

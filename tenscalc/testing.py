@@ -44,6 +44,30 @@ def axis_lengths(exprs: Expr | Sequence[Expr], first: int = FIRST_LENGTH) -> dic
     graph = axis_graph(_combined(exprs))
     length_of: dict[int, int] = {}
     shapes: dict[str, list[int]] = {}
+    derived = {graph.find(slot) for slot, _base, _item in graph.derived}
+    if graph.derived or graph.indexed:  # slices: long enough that every slice and index has entries
+        bounds = [abs(v) for _s, _b, item in graph.derived for v in item if v is not None]
+        bounds += [abs(index) + 1 for _s, index, _n in graph.indexed]
+        first = max(first, max(bounds, default=0) + 2)
+    # two slices "n - k" of equal length come from equally long axes (x[1:] .* y[:-1])
+    same: dict[int, int] = {}
+    by_target: dict[tuple, int] = {}
+    for slot, base, (start, stop, step) in graph.derived:
+        if step == 1 and start >= 0 and (stop is None or stop < 0):
+            key = (graph.find(slot), start - (stop or 0))
+            same.setdefault(graph.find(base), by_target.setdefault(key, graph.find(base)))
+    for _name, _order, _axis, slot in graph.var_slots:  # independent axes first ...
+        cls = graph.find(slot)
+        if cls not in length_of and cls not in derived:
+            twin = same.get(cls, cls)
+            if twin not in length_of:
+                length_of[twin] = first + len(length_of)
+            length_of[cls] = length_of[twin]
+    if graph.derived:  # ... then the axes a slice fixes ("n - 1")
+        from .axes import derive_lengths
+        from .errors import EvaluationError
+
+        derive_lengths(graph, length_of, EvaluationError)
     for name, order, axis, slot in graph.var_slots:
         cls = graph.find(slot)
         if cls not in length_of:

@@ -45,6 +45,8 @@ KIND_COLOURS = {
     "pow": "#fce5cd",
     "inv": "#f4cccc",
     "det": "#f4cccc",
+    "slice": "#d0e0e3",
+    "embed": "#d0e0e3",
 }
 # a qualitative palette (ColorBrewer Set3) for pullback contributions
 PALETTE = (
@@ -151,6 +153,10 @@ def node_title(node: Expr) -> str:
         return "mul " + ",".join(letters_for(s) for s in ins) + "->" + letters_for(out)
     if op == "func":
         return node.arg
+    if op in ("slice", "embed"):
+        from .printing import slice_text
+
+        return f"{op} [{slice_text(node.arg if op == 'slice' else node.arg[0])}]"
     return op
 
 

@@ -24,6 +24,7 @@ from tenscalc.testing import check_derivative, random_values
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 PYTHON_PAGES = ["language.md", "getting-started.md", "differentiation.md", "explore.md", "index.md"]
+PYTHON_PAGES += ["from-matrixcalculus-and-numpy.md"]
 
 
 def blocks(page: str, kind: str) -> list[str]:

@@ -37,7 +37,14 @@ CASES = [
     ("x y", tc.ParseError, f"expected {OPERATOR} or the end of the expression but found name 'y'", 2),
     ("x^2 3", tc.ParseError, f"expected {OPERATOR} or the end of the expression but found number '3'", 4),
     # products
-    ("A * x", tc.ParseError, "expected '(' and an index spec after '*' (as in *(ij,j->i)) but found name 'x'", 4),
+    # `A * x` is matrix notation now (tests/test_matrix_notation.py); a mismatch is a meaning error
+    (
+        "x * A",
+        tc.SemanticError,
+        "cannot multiply `x` (a column vector) by `A` (a matrix) with '*': the columns of the left operand "
+        "must meet the rows of the right one (a vector is a column, x' a row)",
+        2,
+    ),
     ("A *(ij,j) x", tc.ParseError, "expected '->' after the input index strings but found ')'", 8),
     ("A *(ij,j-i) x", tc.ParseError, "expected '>' completing '->' but found name 'i'", 9),
     ("A *(ij j->i) x", tc.ParseError, "expected ',' between the two input index strings but found '-'", 8),

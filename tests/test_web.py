@@ -119,8 +119,12 @@ def test_default_orders_follow_matrixcalculus_letters():
     assert default_orders("a *(,i->i) h + B *(ij,j->i) z") == {"B": 2, "a": 0, "h": 1, "z": 1}
     assert default_orders("declare x 0 expression x + y") == {"y": 1}  # declared names keep their order
     assert default_orders("x *(") == {}  # the parse error comes from the real parse
-    reply = analyse({"expression": "x *(i,i->) x", "wrt": "x", "defaults": False})
+    # without the page's defaults, a name left undeclared beside declared ones is an error
+    # (the parser itself gives letters their types only when nothing at all is declared)
+    reply = analyse({"expression": "x *(i,i->) y", "declarations": "x 1", "wrt": "x", "defaults": False})
     assert not reply["ok"] and "not declared" in reply["error"]["message"]
+    reply = analyse({"expression": "x *(i,i->) y", "declarations": "x 1", "wrt": "x"})
+    assert reply["ok"]  # with them, y is a vector by its letter
 
 
 # --------------------------------------------------------------------- errors

@@ -52,12 +52,14 @@ class Term:
 
 @dataclass(frozen=True)
 class AddItem:
-    """One summand of an ``add`` step: an array slot, a scalar or a delta."""
+    """One summand of an ``add`` step: an array slot, a scalar, a delta, or an
+    embedding (``embed``: the slot holds the part, written at ``items``)."""
 
-    kind: str  # "slot" | "scalar" | "delta"
+    kind: str  # "slot" | "scalar" | "delta" | "embed"
     coef: float
     slot: int = -1
     n: int = 0
+    items: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ class Step:
     that node), ``product``
     (data: tuple of Terms, summed), ``add`` (data: tuple of AddItem), ``func``
     (data: name), ``pow`` (data: constant exponent or None; args: base [, exponent
-    slot]), ``inv``, ``det``.
+    slot]), ``inv``, ``det``, ``slice`` (data: the items; a view) and ``embed``
+    (data: items and dimensions; a write into zeros).
     """
 
     index: int
@@ -193,6 +196,9 @@ class PlanBuilder:
             if node.op == "var":
                 self.materialize.add(key)
                 continue
+            if self._embed_into_sum(node, users, is_root):
+                self.inline.add(key)  # the sum writes the part into its own result
+                continue
             fusing_users = [u for u in users if self._fuses(u)]
             if _is_product(node) and not is_root and key not in self.forced:
                 if _is_free(node) and fusing_users:
@@ -215,6 +221,18 @@ class PlanBuilder:
                 continue
             if is_root or key not in self.inline or len(fusing_users) < len(users):
                 self.materialize.add(key)
+
+    def _embed_into_sum(self, node: Expr, users: list[Expr], is_root: bool) -> bool:
+        """An embedding whose only user is a sum: no zeros of its own, the sum adds
+        the part into the slice of its result (a strided write)."""
+        return (
+            node.op == "embed"
+            and not is_root
+            and len(users) == 1
+            and users[0].op == "add"
+            and id(users[0]) not in self.distributed
+            and id(users[0]) not in self.constant_only
+        )
 
     def _fuses(self, user: Expr) -> bool:
         """Whether ``user`` expands its product operands into its own terms."""
@@ -283,6 +301,10 @@ class PlanBuilder:
                 self._add_step(node, "pow", (self._slot(base), self._slot(exponent)), None)
         elif op == "inv":
             self._add_step(node, op, (self._slot(node.children[0]),))
+        elif op == "slice":  # a view of the child
+            self._add_step(node, op, (self._slot(node.children[0]),), node.arg)
+        elif op == "embed":  # a strided write into zeros; the target's dimensions are part of the value
+            self._add_step(node, op, (self._slot(node.children[0]),), node.arg)
         elif op == "det":
             self._add_step(node, op, (self.slot_of[id(node.children[0])],))
         else:  # pragma: no cover - every kind is listed above
@@ -295,6 +317,8 @@ class PlanBuilder:
                 items.append(AddItem("scalar", coef * child.arg[0]))
             elif child.op == "delta":
                 items.append(AddItem("delta", coef, n=child.arg))
+            elif id(child) in self.inline and child.op == "embed":
+                items.append(AddItem("embed", coef, slot=self._slot(child.children[0]), items=child.arg[0]))
             else:
                 items.append(AddItem("slot", coef, slot=self._slot(child)))
         return tuple(items)
@@ -439,7 +463,7 @@ def _reads(step: Step) -> list[int]:
     if step.kind == "product":
         return [slot for term in step.data for slot, _ in term.operands]
     if step.kind == "add":
-        return [item.slot for item in step.data if item.kind == "slot"]
+        return [item.slot for item in step.data if item.kind in ("slot", "embed")]
     return list(step.args)
 
 

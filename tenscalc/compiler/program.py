@@ -196,6 +196,9 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     arrays = [(it.slot, it.coef) for it in items if it.kind == "slot"]
     scalar = sum(it.coef for it in items if it.kind == "scalar")
     deltas = [(it.n, it.coef) for it in items if it.kind == "delta"]
+    from ..interpreter import slice_key
+
+    embeds = [(it.slot, it.coef, slice_key(it.items)) for it in items if it.kind == "embed"]
     size = math.prod(shape)
     cost = OpCost(size * max(len(arrays) - 1 + (scalar != 0), 0) + len(deltas) * size, len(items) - 1, size)
     mutable = backend.mutable and backend.name == "numpy"
@@ -221,6 +224,16 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
             else:
                 acc = acc + x if coef == 1 else (acc - x if coef == -1 else acc + coef * x)
                 fresh = True
+        for slot, coef, key in embeds:  # parts written into their slices of the sum
+            part = env[slot] if coef == 1 else coef * env[slot]
+            if acc is None:
+                acc, fresh = backend.embed(part, key, shape), True
+            elif mutable and tuple(acc.shape) == shape and acc.dtype == part.dtype:
+                if not fresh:
+                    acc, fresh = acc.copy(), True
+                acc[key] += part
+            else:
+                acc, fresh = acc + backend.embed(part, key, shape), True
         if acc is None:
             acc = backend.full(shape, scalar, env[-1])
             fresh = True
@@ -382,6 +395,31 @@ def _bind_term(
     return produce, OpCost(flops, n_ops, largest)
 
 
+def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
+    from ..interpreter import slice_key
+
+    (a,) = step.args
+    key = slice_key(step.data)
+    if is_output:  # never hand out a view of the caller's array
+        return (lambda env: _copy(env[a][key])), OpCost(0, 1, math.prod(shape))
+    return (lambda env: env[a][key]), OpCost(0, 0, 0)  # basic indexing: a view, no copy
+
+
+def _copy(value: Any) -> Any:
+    if hasattr(value, "clone"):  # torch
+        return value.clone()
+    return value.copy() if hasattr(value, "copy") else value
+
+
+def _bind_embed(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
+    from ..interpreter import slice_key
+
+    (a,) = step.args
+    key = slice_key(step.data[0])
+    size = math.prod(shapes[a])
+    return (lambda env: backend.embed(env[a], key, shape, env[-1])), OpCost(size, 1, math.prod(shape))
+
+
 _BINDERS: dict[str, Callable] = {
     "constant": _bind_constant,
     "func": _bind_func,
@@ -390,6 +428,8 @@ _BINDERS: dict[str, Callable] = {
     "det": _bind_det,
     "add": _bind_add,
     "product": _bind_product,
+    "slice": _bind_slice,
+    "embed": _bind_embed,
 }
 
 

@@ -202,6 +202,14 @@ def interval_det(an: Analyzer, node: Expr) -> Interval:
     return Interval.real()
 
 
+def interval_slice(an: Analyzer, node: Expr) -> Interval:
+    return an.interval(node.children[0])  # some of the child's entries
+
+
+def interval_embed(an: Analyzer, node: Expr) -> Interval:
+    return an.interval(node.children[0]).hull(Interval.point(0))  # the child's entries and zeros
+
+
 INTERVAL_RULES: dict[str, Callable[[Analyzer, Expr], Interval]] = {
     "var": interval_var,
     "const": interval_const,
@@ -212,6 +220,8 @@ INTERVAL_RULES: dict[str, Callable[[Analyzer, Expr], Interval]] = {
     "pow": interval_pow,
     "inv": interval_inv,
     "det": interval_det,
+    "slice": interval_slice,
+    "embed": interval_embed,
 }
 
 
@@ -360,6 +370,8 @@ CURVATURE_RULES: dict[str, Callable[[Analyzer, Expr, tuple], Derivation | None]]
     "pow": curvature_scalar_only,
     "inv": curvature_inv,
     "det": curvature_scalar_only,
+    "slice": curvature_scalar_only,  # an order-0 slice is an entry: its sign; otherwise unknown
+    "embed": curvature_scalar_only,
 }
 
 
