@@ -29,6 +29,71 @@ from .plan import AddItem, Plan, Step, Term
 
 StepFn = Callable[[list], Any]
 
+#: A contraction whose intermediate exceeds this many times the largest of its
+#: operands and its result is "out of proportion": the path search avoids it when
+#: another order exists, and ``cost()`` flags it when none does.
+PROPORTION = 16
+#: Intermediates below this many entries are never flagged (small problems).
+FLAG_FLOOR = 1 << 16
+#: Products of at most this many operands get opt_einsum's dynamic-programming
+#: search (size-aware ``combo`` objective); larger ones its greedy search.
+DP_MAX_OPERANDS = 12
+
+
+def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
+    """A contraction path for ``eq`` that bounds memory, with opt_einsum's info.
+
+    opt_einsum's ``auto`` choice (``branch-2`` from 7 operands on) can build an
+    intermediate far larger than every operand and the result: on the issue's
+    3-layer network HVP (X 512×256) a 512×256×256 array, 2.4e8 flops, where
+    ``dp``/``greedy`` need a 512×256 one and 1.4e8 flops.  ``memory_limit``
+    is no cure: past the limit opt_einsum contracts everything left in one
+    einsum (3.4e10 flops there).  So from 4 operands on we also run ``dp``
+    (``combo``: flops plus 64× the intermediate sizes) or ``greedy`` and keep,
+    among the paths whose largest intermediate stays within :data:`PROPORTION`
+    times the operands and result, the one with the fewest flops.
+
+    >>> shapes = [(512, 256), (256, 256), (512, 256), (512, 256), (256, 256), (10, 256), (10, 256)]
+    >>> path, info = choose_path("ab,bc,ad,ac,cd,ef,eb->af", shapes, 512 * 256)
+    >>> info.largest_intermediate
+    131072
+    """
+    auto = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
+    if len(op_shapes) < 4:
+        return auto
+    if len(op_shapes) <= DP_MAX_OPERANDS:
+        other = opt_einsum.DynamicProgramming(minimize="combo")
+    else:
+        other = "greedy"
+    candidates = [auto, opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize=other)]
+    bound = PROPORTION * max([out_size, *(math.prod(s) for s in op_shapes)])
+
+    def key(candidate):
+        info = candidate[1]
+        return (info.largest_intermediate > bound, float(info.opt_cost), info.largest_intermediate)
+
+    return min(candidates, key=key)
+
+
+def path_peak(info, op_sizes: Sequence[int]) -> int:
+    """Entries allocated at once along a contraction path: the intermediates still
+    waiting to be used plus the one being built (operands themselves excluded)."""
+    sizes = [(size, False) for size in op_sizes]  # (entries, is an intermediate)
+    alive = 0
+    peak = 0
+    for contraction in info.contraction_list:
+        positions = contraction[0]
+        result = contraction[2].split("->")[1]
+        size = math.prod(info.size_dict[c] for c in result)
+        peak = max(peak, alive + size)
+        for position in sorted(positions, reverse=True):
+            entries, temporary = sizes.pop(position)
+            if temporary:
+                alive -= entries
+        sizes.append((size, True))
+        alive += size
+    return peak
+
 
 @dataclass
 class _Shape:
@@ -105,17 +170,29 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     ops: list[tuple[StepFn, int, tuple[int, ...]]] = []
     costs: list[OpCost] = []
     outputs = set(plan.outputs)
+    live: dict[int, int] = {}  # slot -> entries, for arrays the program allocated
+    peak = 0
     for step in plan.steps:
         shape = _step_shape(step, resolver)
         shapes.append(shape)
         if step.kind == "input":
             continue
         fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
+        if cost.flags:
+            cost = OpCost(
+                cost.flops, cost.operations, cost.largest_intermediate, cost.peak,
+                tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags),
+            )  # fmt: skip
         ops.append((fn, step.index, plan.release[step.index]))
         costs.append(cost)
+        # liveness-aware peak: everything still needed, plus what this step allocates
+        peak = max(peak, sum(live.values()) + cost.step_peak)
+        live[step.index] = math.prod(shape)
+        for dead in plan.release[step.index]:
+            live.pop(dead, None)
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
-    return Program(ops, input_slots, plan.outputs, plan.n_slots, backend, Cost.total(costs))
+    return Program(ops, input_slots, plan.outputs, plan.n_slots, backend, Cost.total(costs, peak))
 
 
 # ------------------------------------------------------------------ step binders
@@ -250,7 +327,8 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     if len(bound) == 1:
         return bound[0][0], cost
     fns = [fn for fn, _ in bound]
-    cost = cost + OpCost(size * (len(fns) - 1), len(fns) - 1, size)
+    # the running sum stays allocated while each later term is computed
+    cost = cost + OpCost(size * (len(fns) - 1), len(fns) - 1, size, size + cost.step_peak)
 
     def run(env):
         total = fns[0](env)
@@ -319,16 +397,25 @@ def _bind_term(
     target = tuple(letter for letter in unique if letter in present)
     eq = ",".join(letters(spec) for _, spec, _, _ in operands) + "->" + letters(target)
     op_shapes = [tuple(sizes[letter] for letter in spec) for _, spec, _, _ in operands]
-    path, info = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
+    core_size = math.prod(sizes[letter] for letter in target)
+    path, info = choose_path(eq, op_shapes, core_size)
     specs = [spec for _, spec, _, _ in operands]
     gram = None
     if backend.name == "numpy" and all(d is None for _, _, d, _ in operands):
         gram = gram_pattern(specs, [slot for slot, _, _, _ in operands], target)
     if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = backend.contraction(eq, op_shapes, path)
-    core_size = math.prod(sizes[letter] for letter in target)
     flops = float(info.opt_cost)
     largest = max([core_size, *info.size_list]) if info.size_list else core_size
+    op_sizes = [math.prod(s) for s in op_shapes]
+    peak = max(path_peak(info, op_sizes), core_size)
+    flags: tuple[str, ...] = ()
+    proportion = max([core_size, *op_sizes])
+    if largest > PROPORTION * proportion and largest >= FLAG_FLOOR:
+        flags = (
+            f"`{eq}` builds an intermediate of {largest} entries, {largest / proportion:.0f}x its largest "
+            f"operand or result ({proportion} entries); no contraction order of this product avoids it",
+        )
     n_ops = len(path) + sum(d is not None for _, _, d, _ in operands)
 
     # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself)
@@ -376,10 +463,10 @@ def _bind_term(
         def embedded(env):
             return backend.write_diagonal(produce(env), out, shape)
 
-        return embedded, OpCost(flops + out_size, n_ops + 1, max(largest, out_size))
+        return embedded, OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags)
     if broadcast and is_output:  # handed to the user as a fresh array
-        return produce, OpCost(flops + out_size, n_ops + 1, max(largest, out_size))
-    return produce, OpCost(flops, n_ops, largest)
+        return produce, OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags)
+    return produce, OpCost(flops, n_ops, largest, peak, flags)
 
 
 _BINDERS: dict[str, Callable] = {
