@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,9 +23,10 @@ from ..backends import Backend, letters
 from ..cost import Cost, OpCost
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
+from ..letters import LetterClasses
 from ..nodes import Expr
 from .kernels import gram_contraction, gram_pattern
-from .plan import AddItem, Plan, Step, Term
+from .plan import AddItem, LetterRef, Plan, Step, Term
 
 StepFn = Callable[[list], Any]
 
@@ -150,6 +151,8 @@ class Program:
     n_slots: int
     backend: Backend
     cost: Cost
+    #: output slot -> function making the dense array from a diagonal core
+    densify: dict[int, Callable[[Any], Any]] = field(default_factory=dict)
 
     def run(self, arrays: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
         env: list[Any] = [None] * (self.n_slots + 1)
@@ -161,23 +164,43 @@ class Program:
             for dead in release:
                 env[dead] = None
         finish = self.backend.finish
-        return tuple(finish(env[slot]) for slot in self.outputs)
+        densify = self.densify
+        return tuple(finish(densify[slot](env[slot]) if slot in densify else env[slot]) for slot in self.outputs)
 
 
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
-    shapes: list[tuple[int, ...]] = []
+    shapes: list[tuple[int, ...]] = []  # per slot: the array it holds (a diagonal core for structured slots)
     ops: list[tuple[StepFn, int, tuple[int, ...]]] = []
     costs: list[OpCost] = []
     outputs = set(plan.outputs)
+    structured = _structured_slots(plan)
+    densify: dict[int, Callable[[Any], Any]] = {}
     live: dict[int, int] = {}  # slot -> entries, for arrays the program allocated
     peak = 0
     for step in plan.steps:
         shape = _step_shape(step, resolver)
-        shapes.append(shape)
         if step.kind == "input":
+            shapes.append(shape)
             continue
-        fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
+        if structured:
+            step = _read_structure(step, structured)
+        pattern = structured.get(step.index)
+        if pattern is not None:
+            # computed as its diagonal core only: sums of such steps add cores
+            core_shape = _core_shape(pattern, shape)
+            shapes.append(core_shape)
+            if step.kind == "product":
+                step = replace(step, data=tuple(_core_term(term) for term in step.data))
+            fn, cost = _BINDERS[step.kind](step, core_shape, shapes, resolver, backend, False)
+            if step.index in outputs:  # written once into a zeroed array when handed out
+                densify[step.index] = _densifier(backend, pattern, shape)
+                size = math.prod(shape)
+                cost = cost + OpCost(size, 1, size, size + math.prod(core_shape))
+            shape = core_shape
+        else:
+            shapes.append(shape)
+            fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
             cost = OpCost(
                 cost.flops, cost.operations, cost.largest_intermediate, cost.peak,
@@ -192,7 +215,137 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             live.pop(dead, None)
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
-    return Program(ops, input_slots, plan.outputs, plan.n_slots, backend, Cost.total(costs, peak))
+    return Program(ops, input_slots, plan.outputs, plan.n_slots, backend, Cost.total(costs, peak), densify)
+
+
+# ------------------------------------------------------------------ structured (diagonal) slots
+
+
+def _canonical(out: tuple[int, ...]) -> tuple[int, ...]:
+    """``out`` with its letters renamed in order of first appearance: (5, 2, 5) -> (0, 1, 0)."""
+    names: dict[int, int] = {}
+    return tuple(names.setdefault(letter, len(names)) for letter in out)
+
+
+def _structured_slots(plan: Plan) -> dict[int, tuple[int, ...]]:
+    """Slots that can hold only the diagonal core of their value, with its pattern.
+
+    A product whose terms all write the same diagonal (``out`` repeats letters
+    the same way), and a sum of such slots with the same pattern (no scalar or
+    delta summand), are kept as the core: a block-diagonal Hessian's terms are
+    then added as cores and written into one zeroed array at the end, instead of
+    several dense arrays summed.  Every reader must be a product (it reads the
+    core by joining the repeated letters) or such a sum; outputs are densified.
+    """
+    readers: dict[int, list[Step]] = {}
+    for step in plan.steps:
+        for slot in _step_reads(step):
+            readers.setdefault(slot, []).append(step)
+    banned: set[int] = set()
+    while True:
+        pattern = _forward_patterns(plan, banned)
+        bad = {
+            slot
+            for slot in pattern
+            for reader in readers.get(slot, ())
+            if not (reader.kind == "product" or (reader.kind == "add" and reader.index in pattern))
+        }
+        if not bad:
+            return pattern
+        banned |= bad
+
+
+def _forward_patterns(plan: Plan, banned: set[int]) -> dict[int, tuple[int, ...]]:
+    """Diagonal patterns of the steps, in plan order, reading earlier structured
+    slots as cores (so a product of a diagonal operand can be diagonal itself)."""
+    pattern: dict[int, tuple[int, ...]] = {}
+    for step in plan.steps:
+        if step.index in banned:
+            continue
+        if step.kind == "product":
+            terms = step.data
+            if any(slot in pattern for term in terms for slot, _ in term.operands):
+                terms = [_join_term(term, pattern) for term in terms]
+            outs = {_canonical(term.out) for term in terms}
+            if len(outs) == 1:
+                (p,) = outs
+                if len(set(p)) != len(p):
+                    pattern[step.index] = p
+        elif step.kind == "add":
+            found = {pattern.get(item.slot) if item.kind == "slot" else None for item in step.data}
+            if len(found) == 1 and None not in found:
+                pattern[step.index] = found.pop()
+    return pattern
+
+
+def _step_reads(step: Step) -> list[int]:
+    if step.kind == "product":
+        return [slot for term in step.data for slot, _ in term.operands]
+    if step.kind == "add":
+        return [item.slot for item in step.data if item.kind == "slot"]
+    return list(step.args)
+
+
+def _core_shape(pattern: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    lengths: dict[int, int] = {}
+    for letter, length in zip(pattern, shape):
+        lengths.setdefault(letter, length)
+    return tuple(lengths[letter] for letter in dict.fromkeys(pattern))
+
+
+def _core_term(term: Term) -> Term:
+    """The term writing only the core of its diagonal output: its distinct letters in
+    order of first appearance, as the canonical pattern orders them."""
+    return replace(term, out=tuple(dict.fromkeys(term.out)))
+
+
+def _read_structure(step: Step, structured: dict[int, tuple[int, ...]]) -> Step:
+    """A product reading structured slots reads their cores: the letters on the
+    repeated positions of the pattern are joined (renamed to one)."""
+    if step.kind != "product" or not any(slot in structured for term in step.data for slot, _ in term.operands):
+        return step
+    return replace(step, data=tuple(_join_term(term, structured) for term in step.data))
+
+
+def _join_term(term: Term, structured: dict[int, tuple[int, ...]]) -> Term:
+    classes = LetterClasses()
+    for slot, spec in term.operands:
+        p = structured.get(slot)
+        if p is not None:
+            first: dict[int, int] = {}
+            for letter, position_letter in zip(spec, p):
+                if position_letter in first:
+                    classes.union(first[position_letter], letter)
+                else:
+                    first[position_letter] = letter
+
+    def name(letter: int) -> int:
+        return classes.find(letter)
+
+    operands = []
+    for slot, spec in term.operands:
+        p = structured.get(slot)
+        if p is not None:
+            seen: set[int] = set()
+            spec = tuple(letter for letter, q in zip(spec, p) if not (q in seen or seen.add(q)))
+        operands.append((slot, tuple(name(x) for x in spec)))
+    refs: dict[int, LetterRef] = {}
+    for letter, ref in term.refs:
+        refs.setdefault(name(letter), ref)
+    return Term(
+        term.factor,
+        tuple(operands),
+        tuple(name(x) for x in term.out),
+        tuple(sorted(refs.items())),
+        tuple((node, tuple(name(x) for x in spec)) for node, spec in term.constants),
+    )
+
+
+def _densifier(backend: Backend, pattern: tuple[int, ...], shape: tuple[int, ...]) -> Callable[[Any], Any]:
+    def densify(core: Any) -> Any:
+        return backend.write_diagonal(core, pattern, shape)
+
+    return densify
 
 
 # ------------------------------------------------------------------ step binders
