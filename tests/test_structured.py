@@ -83,3 +83,20 @@ def test_diagonal_cores_with_distinct_lengths(shape):
     np.testing.assert_allclose(tc.compile(exp_h)(data), tc.evaluate(exp_h, data), rtol=1e-12)
     both = tc.compile([H, tc.gradient(f, "X")])(data)
     np.testing.assert_allclose(both[0], got, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "dask"])
+def test_block_diagonal_hessian_on_other_backends(backend):
+    module = pytest.importorskip(backend)
+    if backend == "jax":
+        module.config.update("jax_enable_x64", True)  # float64, as tests/test_backends.py does
+    rng = np.random.default_rng(11)
+    data = {"X": rng.standard_normal((5, 2)), "p": np.array([1.0, 0.0]), "q": np.array([0.0, 1.0])}
+    H = tc.hessian(tc.parse(SRC, ORDERS), "X")
+    result = tc.compile(H, backend=backend)(data)
+    if backend == "dask":
+        import dask
+
+        (result,) = dask.compute(result)
+    result = result.numpy() if hasattr(result, "numpy") else np.asarray(result)
+    np.testing.assert_allclose(result, closed_form(data["X"]), rtol=1e-12, atol=1e-9)
