@@ -170,26 +170,52 @@ class Program:
 
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
-    shapes: list[tuple[int, ...]] = []  # per slot: the array it holds (a diagonal core for structured slots)
+    dense = [_step_shape(step, resolver) for step in plan.steps]
+    structured = _structured_slots(plan)
+    hoisted, rewritten = _shared_pairs(plan, dense, structured)
+    n_slots = plan.n_slots + len(hoisted)
+    # per slot: the array it holds (a diagonal core for structured slots)
+    shapes: list[tuple[int, ...]] = [()] * n_slots
     ops: list[tuple[StepFn, int, tuple[int, ...]]] = []
     costs: list[OpCost] = []
     outputs = set(plan.outputs)
-    structured = _structured_slots(plan)
     densify: dict[int, Callable[[Any], Any]] = {}
     live: dict[int, int] = {}  # slot -> entries, for arrays the program allocated
     peak = 0
+    first_use: dict[int, list[_Pair]] = {}
+    release: dict[int, list[int]] = {}
+    for pair in hoisted:
+        first_use.setdefault(pair.first, []).append(pair)
+        release.setdefault(pair.last, []).append(pair.slot)
+
+    def account(fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...]) -> None:
+        nonlocal peak
+        ops.append((fn, slot, dead))
+        costs.append(cost)
+        # liveness-aware peak: everything still needed, plus what this step allocates
+        peak = max(peak, sum(live.values()) + cost.step_peak)
+        live[slot] = math.prod(shape)
+        for slot_dead in dead:
+            live.pop(slot_dead, None)
+
     for step in plan.steps:
-        shape = _step_shape(step, resolver)
+        shape = dense[step.index]
         if step.kind == "input":
-            shapes.append(shape)
+            shapes[step.index] = shape
             continue
+        for pair in first_use.get(step.index, ()):  # shared sub-products, computed once
+            shapes[pair.slot] = pair.shape
+            fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
+            account(fn, pair.slot, (), cost, pair.shape)
+        if step.index in rewritten:
+            step = rewritten[step.index]
         if structured:
             step = _read_structure(step, structured)
         pattern = structured.get(step.index)
         if pattern is not None:
             # computed as its diagonal core only: sums of such steps add cores
             core_shape = _core_shape(pattern, shape)
-            shapes.append(core_shape)
+            shapes[step.index] = core_shape
             if step.kind == "product":
                 step = replace(step, data=tuple(_core_term(term) for term in step.data))
             fn, cost = _BINDERS[step.kind](step, core_shape, shapes, resolver, backend, False)
@@ -199,23 +225,126 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
                 cost = cost + OpCost(size, 1, size, size + math.prod(core_shape))
             shape = core_shape
         else:
-            shapes.append(shape)
+            shapes[step.index] = shape
             fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
             cost = OpCost(
                 cost.flops, cost.operations, cost.largest_intermediate, cost.peak,
                 tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags),
             )  # fmt: skip
-        ops.append((fn, step.index, plan.release[step.index]))
-        costs.append(cost)
-        # liveness-aware peak: everything still needed, plus what this step allocates
-        peak = max(peak, sum(live.values()) + cost.step_peak)
-        live[step.index] = math.prod(shape)
-        for dead in plan.release[step.index]:
-            live.pop(dead, None)
+        account(fn, step.index, plan.release[step.index] + tuple(release.get(step.index, ())), cost, shape)
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
-    return Program(ops, input_slots, plan.outputs, plan.n_slots, backend, Cost.total(costs, peak), densify)
+    return Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
+
+
+# ------------------------------------------------------------------ shared sub-products
+
+
+@dataclass
+class _Pair:
+    """A pairwise contraction several fused terms share, computed once into ``slot``."""
+
+    slot: int
+    term: Term  # the pair as a two-operand term
+    shape: tuple[int, ...]
+    first: int  # the first step using it (computed just before)
+    last: int  # the last step using it (released after)
+
+
+def _shared_pairs(
+    plan: Plan, dense: list[tuple[int, ...]], structured: dict[int, tuple[int, ...]]
+) -> tuple[list[_Pair], dict[int, Step]]:
+    """Pairs of operands that several fused terms of the plan contract the same way.
+
+    A pair qualifies when it sums letters no other operand of the term (nor its
+    output) carries, so every contraction order may start with it, and its result
+    is no larger than the larger of the two operands.  The logistic-loss HVP and the
+    3-layer network HVP form such products (``X vᵀ``) inside two or three fused
+    einsums; they are computed once and read by every term.  Returns the pairs and
+    the product steps rewritten to read them.
+    """
+    found: dict[tuple, list[tuple[int, int, int, int, tuple[int, ...]]]] = {}
+    for step in plan.steps:
+        if step.kind != "product" or step.index in structured:
+            continue
+        for t, term in enumerate(step.data):
+            ops = term.operands
+            if any(slot in structured for slot, _ in ops):
+                continue
+            counts: dict[int, int] = {}
+            for spec in [*(spec for _, spec in ops), *(spec for _, spec in term.constants), term.out]:
+                for letter in spec:
+                    counts[letter] = counts.get(letter, 0) + 1
+            for p in range(len(ops)):
+                for q in range(p + 1, len(ops)):
+                    key, result = _pair_key(ops[p], ops[q], counts, dense)
+                    if key is not None:
+                        found.setdefault(key, []).append((step.index, t, p, q, result))
+    # one pair per term: the most shared first
+    taken: set[tuple[int, int]] = set()
+    chosen: list[tuple[tuple, list]] = []
+    for key, uses in sorted(found.items(), key=lambda kv: -len(kv[1])):
+        free = [u for u in uses if (u[0], u[1]) not in taken]
+        if len({(u[0], u[1]) for u in free}) < 2:
+            continue
+        per_term: dict[tuple[int, int], tuple] = {}
+        for use in free:
+            per_term.setdefault((use[0], use[1]), use)
+        taken.update(per_term)
+        chosen.append((key, list(per_term.values())))
+    pairs: list[_Pair] = []
+    edits: dict[tuple[int, int], tuple[int, int, int, tuple[int, ...]]] = {}
+    for k, (_key, uses) in enumerate(chosen):
+        slot = plan.n_slots + k
+        step_index, t, p, q, result = uses[0]
+        term = plan.steps[step_index].data[t]
+        (sp, spec_p), (sq, spec_q) = term.operands[p], term.operands[q]
+        lengths = dict(zip(spec_p, dense[sp])) | dict(zip(spec_q, dense[sq]))
+        shape = tuple(lengths[letter] for letter in result)
+        pair_term = Term(1, ((sp, spec_p), (sq, spec_q)), result)
+        steps_using = [u[0] for u in uses]
+        pairs.append(_Pair(slot, pair_term, shape, min(steps_using), max(steps_using)))
+        for step_index, t, p, q, result in uses:
+            edits[(step_index, t)] = (slot, p, q, result)
+    rewritten: dict[int, Step] = {}
+    for step_index in sorted({s for s, _ in edits}):
+        step = plan.steps[step_index]
+        terms = list(step.data)
+        for t, term in enumerate(terms):
+            edit = edits.get((step_index, t))
+            if edit is None:
+                continue
+            slot, p, q, result = edit
+            operands = [op for j, op in enumerate(term.operands) if j not in (p, q)] + [(slot, result)]
+            # the summed letters live in the pair now: a letter left in refs without an
+            # operand would count as summed over constants (a length factor)
+            summed = (set(term.operands[p][1]) | set(term.operands[q][1])) - set(result)
+            refs = tuple((letter, ref) for letter, ref in term.refs if letter not in summed)
+            terms[t] = replace(term, operands=tuple(operands), refs=refs)
+        rewritten[step_index] = replace(step, data=tuple(terms))
+    return pairs, rewritten
+
+
+def _pair_key(a, b, counts: dict[int, int], dense: list[tuple[int, ...]]):
+    """The canonical key of contracting operands ``a`` and ``b`` of a term (None when
+    the pair does not qualify), and its result letters in the term's naming."""
+    (sa, spec_a), (sb, spec_b) = a, b
+    if len(set(spec_a)) != len(spec_a) or len(set(spec_b)) != len(spec_b):
+        return None, ()
+    shared = set(spec_a) & set(spec_b)
+    private = {letter for letter in shared if counts[letter] == 2}
+    if not private:
+        return None, ()
+    result = tuple(dict.fromkeys(x for x in spec_a + spec_b if x not in private))
+    lengths = dict(zip(spec_a, dense[sa])) | dict(zip(spec_b, dense[sb]))
+    if math.prod(lengths[x] for x in result) > max(math.prod(dense[sa]), math.prod(dense[sb])):
+        return None, ()
+    if (sb, spec_b) < (sa, spec_a) and sb != sa:
+        (sa, spec_a), (sb, spec_b) = (sb, spec_b), (sa, spec_a)
+    names: dict[int, int] = {}
+    canon = [tuple(names.setdefault(x, len(names)) for x in spec) for spec in (spec_a, spec_b, result)]
+    return (sa, canon[0], sb, canon[1], canon[2]), result
 
 
 # ------------------------------------------------------------------ structured (diagonal) slots
