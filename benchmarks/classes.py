@@ -271,8 +271,12 @@ def deep_data(layers=DEPTH, m=256, h=64):
 def deep_build(tc, layers=DEPTH):
     src, orders = deep_source(layers)
     f = tc.parse(src, orders)
-    # one tc.gradient per layer until a multi-variable gradient lands (issue #13 item 4)
-    return [tc.gradient(f, f"W{k}") for k in range(1, layers + 1)]
+    names = [f"W{k}" for k in range(1, layers + 1)]
+    try:  # one reverse sweep for all variables (issue #13 item 4), where tenscalc has it
+        grads = tc.gradient(f, names)
+    except tc.SemanticError:  # a tenscalc without it: one derivative per layer
+        return [tc.gradient(f, name) for name in names]
+    return [grads[name] for name in names]
 
 
 def deep_numpy(d):
