@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import opt_einsum
@@ -217,7 +217,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             core_shape = _core_shape(pattern, shape)
             shapes[step.index] = core_shape
             if step.kind == "product":
-                step = replace(step, data=tuple(_core_term(term) for term in step.data))
+                step = replace(step, data=tuple(_core_term(term) for term in _terms_of(step)))
             fn, cost = _BINDERS[step.kind](step, core_shape, shapes, resolver, backend, False)
             if step.index in outputs:  # written once into a zeroed array when handed out
                 densify[step.index] = _densifier(backend, pattern, shape)
@@ -239,6 +239,16 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
 
 
 # ------------------------------------------------------------------ shared sub-products
+
+
+def _terms_of(step: Step) -> tuple[Term, ...]:
+    """A product step's terms (``Step.data`` is typed ``object``: it depends on the kind)."""
+    return cast("tuple[Term, ...]", step.data)
+
+
+def _items_of(step: Step) -> tuple[AddItem, ...]:
+    """An add step's summands."""
+    return cast("tuple[AddItem, ...]", step.data)
 
 
 @dataclass
@@ -268,7 +278,7 @@ def _shared_pairs(
     for step in plan.steps:
         if step.kind != "product" or step.index in structured:
             continue
-        for t, term in enumerate(step.data):
+        for t, term in enumerate(_terms_of(step)):
             ops = term.operands
             if any(slot in structured for slot, _ in ops):
                 continue
@@ -298,7 +308,7 @@ def _shared_pairs(
     for k, (_key, uses) in enumerate(chosen):
         slot = plan.n_slots + k
         step_index, t, p, q, result = uses[0]
-        term = plan.steps[step_index].data[t]
+        term = _terms_of(plan.steps[step_index])[t]
         (sp, spec_p), (sq, spec_q) = term.operands[p], term.operands[q]
         lengths = dict(zip(spec_p, dense[sp])) | dict(zip(spec_q, dense[sq]))
         shape = tuple(lengths[letter] for letter in result)
@@ -310,7 +320,7 @@ def _shared_pairs(
     rewritten: dict[int, Step] = {}
     for step_index in sorted({s for s, _ in edits}):
         step = plan.steps[step_index]
-        terms = list(step.data)
+        terms = list(_terms_of(step))
         for t, term in enumerate(terms):
             edit = edits.get((step_index, t))
             if edit is None:
@@ -392,7 +402,7 @@ def _forward_patterns(plan: Plan, banned: set[int]) -> dict[int, tuple[int, ...]
         if step.index in banned:
             continue
         if step.kind == "product":
-            terms = step.data
+            terms = list(_terms_of(step))
             if any(slot in pattern for term in terms for slot, _ in term.operands):
                 terms = [_join_term(term, pattern) for term in terms]
             outs = {_canonical(term.out) for term in terms}
@@ -401,17 +411,18 @@ def _forward_patterns(plan: Plan, banned: set[int]) -> dict[int, tuple[int, ...]
                 if len(set(p)) != len(p):
                     pattern[step.index] = p
         elif step.kind == "add":
-            found = {pattern.get(item.slot) if item.kind == "slot" else None for item in step.data}
-            if len(found) == 1 and None not in found:
-                pattern[step.index] = found.pop()
+            found = {pattern.get(item.slot) if item.kind == "slot" else None for item in _items_of(step)}
+            common = found.pop() if len(found) == 1 else None
+            if common is not None:
+                pattern[step.index] = common
     return pattern
 
 
 def _step_reads(step: Step) -> list[int]:
     if step.kind == "product":
-        return [slot for term in step.data for slot, _ in term.operands]
+        return [slot for term in _terms_of(step) for slot, _ in term.operands]
     if step.kind == "add":
-        return [item.slot for item in step.data if item.kind == "slot"]
+        return [item.slot for item in _items_of(step) if item.kind == "slot"]
     return list(step.args)
 
 
@@ -431,9 +442,9 @@ def _core_term(term: Term) -> Term:
 def _read_structure(step: Step, structured: dict[int, tuple[int, ...]]) -> Step:
     """A product reading structured slots reads their cores: the letters on the
     repeated positions of the pattern are joined (renamed to one)."""
-    if step.kind != "product" or not any(slot in structured for term in step.data for slot, _ in term.operands):
+    if step.kind != "product" or not any(slot in structured for term in _terms_of(step) for slot, _ in term.operands):
         return step
-    return replace(step, data=tuple(_join_term(term, structured) for term in step.data))
+    return replace(step, data=tuple(_join_term(term, structured) for term in _terms_of(step)))
 
 
 def _join_term(term: Term, structured: dict[int, tuple[int, ...]]) -> Term:
@@ -455,8 +466,10 @@ def _join_term(term: Term, structured: dict[int, tuple[int, ...]]) -> Term:
     for slot, spec in term.operands:
         p = structured.get(slot)
         if p is not None:
-            seen: set[int] = set()
-            spec = tuple(letter for letter, q in zip(spec, p) if not (q in seen or seen.add(q)))
+            first_of: dict[int, int] = {}  # the operand's letter at the first position of each core letter
+            for letter, q in zip(spec, p):
+                first_of.setdefault(q, letter)
+            spec = tuple(first_of.values())
         operands.append((slot, tuple(name(x) for x in spec)))
     refs: dict[int, LetterRef] = {}
     for letter, ref in term.refs:
