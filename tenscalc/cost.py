@@ -1,11 +1,11 @@
-"""Cost estimates of compiled evaluation: flops, operations, largest intermediate, peak memory.
+"""Cost estimates of compiled evaluation: flops, operations, largest intermediate.
 
-A compiled function's :meth:`~tenscalc.compiler.CompiledFunction.cost` binds the
+A compiled function's ``tenscalc.compiler.CompiledFunction.cost`` binds the
 plan to shapes (as a call would, without arrays) and adds up what every step
 costs: for fused products opt_einsum's ``opt_cost`` and the sizes of the
 pairwise intermediates along the chosen path; for elementwise work, sums,
 diagonal writes and constants the number of entries written; ``n^3`` for
-``inv`` and ``det``.  The peak memory follows the plan's liveness: the
+``inv`` and ``det``.  Also the peak memory, which follows the plan's liveness: the
 entries of every array still needed when a step runs, plus what that step
 allocates along its contraction path.  A step whose intermediate is out of
 proportion to its operands and its result is named in ``flagged``.  This is
@@ -70,9 +70,6 @@ class Cost:
         entry written for elementwise work, sums and array construction).
     operations : int
         Number of array operations (kernel calls) one evaluation performs.
-    largest_intermediate : int
-        Entries of the largest array allocated during evaluation, outputs
-        included, inputs excluded.
     peak_memory : int
         Entries allocated at the same time at the worst moment of a call, inputs
         excluded: the arrays the plan still needs (liveness-aware: released after
@@ -80,6 +77,17 @@ class Cost:
     flagged : tuple of str
         Steps whose intermediate is out of proportion to their operands and
         result (no contraction order avoids it), one line each.
+    largest_intermediate : int
+        Entries of the largest array allocated during evaluation, outputs
+        included, inputs excluded.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
+    >>> cost = tc.compile(f).cost({"A": (3, 4), "x": (4,)})
+    >>> cost.operations, cost.largest_intermediate
+    (1, 3)
     """
 
     flops: float
