@@ -93,8 +93,9 @@ class Cost:
     flops: float
     operations: int
     largest_intermediate: int
-    peak_memory: int = 0
-    flagged: tuple[str, ...] = ()
+    # no defaults: a class attribute would show on the API page as a member
+    peak_memory: int
+    flagged: tuple[str, ...]
 
     @staticmethod
     def total(costs: Iterable[OpCost], peak_memory: int = 0) -> Cost:
