@@ -5,14 +5,18 @@ plan to shapes (as a call would, without arrays) and adds up what every step
 costs: for fused products opt_einsum's ``opt_cost`` and the sizes of the
 pairwise intermediates along the chosen path; for elementwise work, sums,
 diagonal writes and constants the number of entries written; ``n^3`` for
-``inv`` and ``det``.  This is what the cheap-gradient tests check: the gradient
-of an O(N) function must be O(N), with no N×N array anywhere.
+``inv`` and ``det``.  Also the peak memory, which follows the plan's liveness: the
+entries of every array still needed when a step runs, plus what that step
+allocates along its contraction path.  A step whose intermediate is out of
+proportion to its operands and its result is named in ``flagged``.  This is
+what the cheap-gradient tests check: the gradient of an O(N) function must be
+O(N), with no N×N array anywhere.
 
 >>> import tenscalc as tc
 >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
 >>> c = tc.compile(f).cost({"x": (100,), "A": (100, 100)})
->>> c.largest_intermediate
-100
+>>> c.largest_intermediate, c.peak_memory
+(100, 101)
 """
 
 from __future__ import annotations
@@ -28,12 +32,23 @@ class OpCost:
     flops: float
     operations: int
     largest_intermediate: int
+    #: entries allocated at once while the step runs, its result included (0: the
+    #: largest intermediate)
+    peak: int = 0
+    #: why the step is out of proportion (see :data:`tenscalc.compiler.program.PROPORTION`)
+    flags: tuple[str, ...] = ()
+
+    @property
+    def step_peak(self) -> int:
+        return max(self.peak, self.largest_intermediate)
 
     def __add__(self, other: OpCost) -> OpCost:
         return OpCost(
             self.flops + other.flops,
             self.operations + other.operations,
             max(self.largest_intermediate, other.largest_intermediate),
+            max(self.step_peak, other.step_peak),
+            self.flags + other.flags,
         )
 
     @staticmethod
@@ -55,6 +70,13 @@ class Cost:
         entry written for elementwise work, sums and array construction).
     operations : int
         Number of array operations (kernel calls) one evaluation performs.
+    peak_memory : int
+        Entries allocated at the same time at the worst moment of a call, inputs
+        excluded: the arrays the plan still needs (liveness-aware: released after
+        their last use) plus what the running step allocates along its path.
+    flagged : tuple of str
+        Steps whose intermediate is out of proportion to their operands and
+        result (no contraction order avoids it), one line each.
     largest_intermediate : int
         Entries of the largest array allocated during evaluation, outputs
         included, inputs excluded.
@@ -71,14 +93,24 @@ class Cost:
     flops: float
     operations: int
     largest_intermediate: int
+    # no defaults: a class attribute would show on the API page as a member
+    peak_memory: int
+    flagged: tuple[str, ...]
 
     @staticmethod
-    def total(costs: Iterable[OpCost]) -> Cost:
+    def total(costs: Iterable[OpCost], peak_memory: int = 0) -> Cost:
         combined = OpCost.combine(costs)
-        return Cost(float(combined.flops), int(combined.operations), int(combined.largest_intermediate))
+        return Cost(
+            float(combined.flops),
+            int(combined.operations),
+            int(combined.largest_intermediate),
+            int(max(peak_memory, combined.largest_intermediate)),
+            combined.flags,
+        )
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{self.flops:.3g} flops in {self.operations} operations; "
-            f"largest intermediate {self.largest_intermediate} entries"
+            f"largest intermediate {self.largest_intermediate} entries; peak memory {self.peak_memory} entries"
         )
+        return text + "".join(f"\n  out of proportion: {flag}" for flag in self.flagged)

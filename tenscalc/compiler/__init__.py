@@ -28,7 +28,7 @@ from ..backends import Backend, get_backend
 from ..cost import Cost
 from ..errors import EvaluationError
 from ..nodes import Expr
-from .plan import Plan, build_plan
+from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind
 
 __all__ = ["compile", "CompiledFunction"]
@@ -81,8 +81,9 @@ class CompiledFunction:
         self._single = single
         self._keys = None if keys is None else tuple(keys)
         self._backend = backend
-        self.plan: Plan = build_plan(self.exprs)
-        self._graphs = [axis_graph(root) for root in self.exprs]
+        with paused_gc():  # linear time on huge DAGs (see paused_gc)
+            self.plan: Plan = build_plan(self.exprs)
+            self._graphs = [axis_graph(root) for root in self.exprs]
         orders: dict[str, int] = {}
         for graph in self._graphs:
             for name, order, _axis, _slot in graph.var_slots:

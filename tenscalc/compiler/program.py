@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 import opt_einsum
@@ -23,11 +23,77 @@ from ..backends import Backend, letters
 from ..cost import Cost, OpCost
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
+from ..letters import LetterClasses
 from ..nodes import Expr
 from .kernels import gram_contraction, gram_pattern
-from .plan import AddItem, Plan, Step, Term
+from .plan import AddItem, LetterRef, Plan, Step, Term
 
 StepFn = Callable[[list], Any]
+
+#: A contraction whose intermediate exceeds this many times the largest of its
+#: operands and its result is "out of proportion": the path search avoids it when
+#: another order exists, and ``cost()`` flags it when none does.
+PROPORTION = 16
+#: Intermediates below this many entries are never flagged (small problems).
+FLAG_FLOOR = 1 << 16
+#: Products of at most this many operands get opt_einsum's dynamic-programming
+#: search (size-aware ``combo`` objective); larger ones its greedy search.
+DP_MAX_OPERANDS = 12
+
+
+def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
+    """A contraction path for ``eq`` that bounds memory, with opt_einsum's info.
+
+    opt_einsum's ``auto`` choice (``branch-2`` from 7 operands on) can build an
+    intermediate far larger than every operand and the result: on the issue's
+    3-layer network HVP (X 512×256) a 512×256×256 array, 2.4e8 flops, where
+    ``dp``/``greedy`` need a 512×256 one and 1.4e8 flops.  ``memory_limit``
+    is no cure: past the limit opt_einsum contracts everything left in one
+    einsum (3.4e10 flops there).  So from 4 operands on we also run ``dp``
+    (``combo``: flops plus 64× the intermediate sizes) or ``greedy`` and keep,
+    among the paths whose largest intermediate stays within :data:`PROPORTION`
+    times the operands and result, the one with the fewest flops.
+
+    >>> shapes = [(512, 256), (256, 256), (512, 256), (512, 256), (256, 256), (10, 256), (10, 256)]
+    >>> path, info = choose_path("ab,bc,ad,ac,cd,ef,eb->af", shapes, 512 * 256)
+    >>> int(info.largest_intermediate)  # 512 x 256; `auto` alone builds 512 x 256 x 256
+    131072
+    """
+    auto = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
+    if len(op_shapes) < 4:
+        return auto
+    if len(op_shapes) <= DP_MAX_OPERANDS:
+        other = opt_einsum.DynamicProgramming(minimize="combo")
+    else:
+        other = "greedy"
+    candidates = [auto, opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize=other)]
+    bound = PROPORTION * max([out_size, *(math.prod(s) for s in op_shapes)])
+
+    def key(candidate):
+        info = candidate[1]
+        return (info.largest_intermediate > bound, float(info.opt_cost), info.largest_intermediate)
+
+    return min(candidates, key=key)
+
+
+def path_peak(info, op_sizes: Sequence[int]) -> int:
+    """Entries allocated at once along a contraction path: the intermediates still
+    waiting to be used plus the one being built (operands themselves excluded)."""
+    sizes = [(size, False) for size in op_sizes]  # (entries, is an intermediate)
+    alive = 0
+    peak = 0
+    for contraction in info.contraction_list:
+        positions = contraction[0]
+        result = contraction[2].split("->")[1]
+        size = math.prod(info.size_dict[c] for c in result)
+        peak = max(peak, alive + size)
+        for position in sorted(positions, reverse=True):
+            entries, temporary = sizes.pop(position)
+            if temporary:
+                alive -= entries
+        sizes.append((size, True))
+        alive += size
+    return peak
 
 
 @dataclass
@@ -85,6 +151,8 @@ class Program:
     n_slots: int
     backend: Backend
     cost: Cost
+    #: output slot -> function making the dense array from a diagonal core
+    densify: dict[int, Callable[[Any], Any]] = field(default_factory=dict)
 
     def run(self, arrays: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
         env: list[Any] = [None] * (self.n_slots + 1)
@@ -96,26 +164,330 @@ class Program:
             for dead in release:
                 env[dead] = None
         finish = self.backend.finish
-        return tuple(finish(env[slot]) for slot in self.outputs)
+        densify = self.densify
+        return tuple(finish(densify[slot](env[slot]) if slot in densify else env[slot]) for slot in self.outputs)
 
 
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
-    shapes: list[tuple[int, ...]] = []
+    dense = [_step_shape(step, resolver) for step in plan.steps]
+    structured = _structured_slots(plan)
+    hoisted, rewritten = _shared_pairs(plan, dense, structured)
+    n_slots = plan.n_slots + len(hoisted)
+    # per slot: the array it holds (a diagonal core for structured slots)
+    shapes: list[tuple[int, ...]] = [()] * n_slots
     ops: list[tuple[StepFn, int, tuple[int, ...]]] = []
     costs: list[OpCost] = []
     outputs = set(plan.outputs)
-    for step in plan.steps:
-        shape = _step_shape(step, resolver)
-        shapes.append(shape)
-        if step.kind == "input":
-            continue
-        fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
-        ops.append((fn, step.index, plan.release[step.index]))
+    densify: dict[int, Callable[[Any], Any]] = {}
+    live: dict[int, int] = {}  # slot -> entries, for arrays the program allocated
+    peak = 0
+    first_use: dict[int, list[_Pair]] = {}
+    release: dict[int, list[int]] = {}
+    for pair in hoisted:
+        first_use.setdefault(pair.first, []).append(pair)
+        release.setdefault(pair.last, []).append(pair.slot)
+
+    def account(fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...]) -> None:
+        nonlocal peak
+        ops.append((fn, slot, dead))
         costs.append(cost)
+        # liveness-aware peak: everything still needed, plus what this step allocates
+        peak = max(peak, sum(live.values()) + cost.step_peak)
+        live[slot] = math.prod(shape)
+        for slot_dead in dead:
+            live.pop(slot_dead, None)
+
+    for step in plan.steps:
+        shape = dense[step.index]
+        if step.kind == "input":
+            shapes[step.index] = shape
+            continue
+        for pair in first_use.get(step.index, ()):  # shared sub-products, computed once
+            shapes[pair.slot] = pair.shape
+            fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
+            account(fn, pair.slot, (), cost, pair.shape)
+        if step.index in rewritten:
+            step = rewritten[step.index]
+        if structured:
+            step = _read_structure(step, structured)
+        pattern = structured.get(step.index)
+        if pattern is not None:
+            # computed as its diagonal core only: sums of such steps add cores
+            core_shape = _core_shape(pattern, shape)
+            shapes[step.index] = core_shape
+            if step.kind == "product":
+                step = replace(step, data=tuple(_core_term(term) for term in _terms_of(step)))
+            fn, cost = _BINDERS[step.kind](step, core_shape, shapes, resolver, backend, False)
+            if step.index in outputs:  # written once into a zeroed array when handed out
+                densify[step.index] = _densifier(backend, pattern, shape)
+                size = math.prod(shape)
+                cost = cost + OpCost(size, 1, size, size + math.prod(core_shape))
+            shape = core_shape
+        else:
+            shapes[step.index] = shape
+            fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
+        if cost.flags:
+            cost = OpCost(
+                cost.flops, cost.operations, cost.largest_intermediate, cost.peak,
+                tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags),
+            )  # fmt: skip
+        account(fn, step.index, plan.release[step.index] + tuple(release.get(step.index, ())), cost, shape)
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
-    return Program(ops, input_slots, plan.outputs, plan.n_slots, backend, Cost.total(costs))
+    return Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
+
+
+# ------------------------------------------------------------------ shared sub-products
+
+
+def _terms_of(step: Step) -> tuple[Term, ...]:
+    """A product step's terms (``Step.data`` is typed ``object``: it depends on the kind)."""
+    return cast("tuple[Term, ...]", step.data)
+
+
+def _items_of(step: Step) -> tuple[AddItem, ...]:
+    """An add step's summands."""
+    return cast("tuple[AddItem, ...]", step.data)
+
+
+@dataclass
+class _Pair:
+    """A pairwise contraction several fused terms share, computed once into ``slot``."""
+
+    slot: int
+    term: Term  # the pair as a two-operand term
+    shape: tuple[int, ...]
+    first: int  # the first step using it (computed just before)
+    last: int  # the last step using it (released after)
+
+
+def _shared_pairs(
+    plan: Plan, dense: list[tuple[int, ...]], structured: dict[int, tuple[int, ...]]
+) -> tuple[list[_Pair], dict[int, Step]]:
+    """Pairs of operands that several fused terms of the plan contract the same way.
+
+    A pair qualifies when it sums letters no other operand of the term (nor its
+    output) carries, so every contraction order may start with it, and its result
+    is no larger than the larger of the two operands.  The logistic-loss HVP and the
+    3-layer network HVP form such products (``X vᵀ``) inside two or three fused
+    einsums; they are computed once and read by every term.  Returns the pairs and
+    the product steps rewritten to read them.
+    """
+    found: dict[tuple, list[tuple[int, int, int, int, tuple[int, ...]]]] = {}
+    for step in plan.steps:
+        if step.kind != "product" or step.index in structured:
+            continue
+        for t, term in enumerate(_terms_of(step)):
+            ops = term.operands
+            if any(slot in structured for slot, _ in ops):
+                continue
+            counts: dict[int, int] = {}
+            for spec in [*(spec for _, spec in ops), *(spec for _, spec in term.constants), term.out]:
+                for letter in spec:
+                    counts[letter] = counts.get(letter, 0) + 1
+            for p in range(len(ops)):
+                for q in range(p + 1, len(ops)):
+                    key, result = _pair_key(ops[p], ops[q], counts, dense)
+                    if key is not None:
+                        found.setdefault(key, []).append((step.index, t, p, q, result))
+    # one pair per term: the most shared first
+    taken: set[tuple[int, int]] = set()
+    chosen: list[tuple[tuple, list]] = []
+    for key, uses in sorted(found.items(), key=lambda kv: -len(kv[1])):
+        free = [u for u in uses if (u[0], u[1]) not in taken]
+        if len({(u[0], u[1]) for u in free}) < 2:
+            continue
+        per_term: dict[tuple[int, int], tuple] = {}
+        for use in free:
+            per_term.setdefault((use[0], use[1]), use)
+        taken.update(per_term)
+        chosen.append((key, list(per_term.values())))
+    pairs: list[_Pair] = []
+    edits: dict[tuple[int, int], tuple[int, int, int, tuple[int, ...]]] = {}
+    for k, (_key, uses) in enumerate(chosen):
+        slot = plan.n_slots + k
+        step_index, t, p, q, result = uses[0]
+        term = _terms_of(plan.steps[step_index])[t]
+        (sp, spec_p), (sq, spec_q) = term.operands[p], term.operands[q]
+        lengths = dict(zip(spec_p, dense[sp])) | dict(zip(spec_q, dense[sq]))
+        shape = tuple(lengths[letter] for letter in result)
+        pair_term = Term(1, ((sp, spec_p), (sq, spec_q)), result)
+        steps_using = [u[0] for u in uses]
+        pairs.append(_Pair(slot, pair_term, shape, min(steps_using), max(steps_using)))
+        for step_index, t, p, q, result in uses:
+            edits[(step_index, t)] = (slot, p, q, result)
+    rewritten: dict[int, Step] = {}
+    for step_index in sorted({s for s, _ in edits}):
+        step = plan.steps[step_index]
+        terms = list(_terms_of(step))
+        for t, term in enumerate(terms):
+            edit = edits.get((step_index, t))
+            if edit is None:
+                continue
+            slot, p, q, result = edit
+            operands = [op for j, op in enumerate(term.operands) if j not in (p, q)] + [(slot, result)]
+            # the summed letters live in the pair now: a letter left in refs without an
+            # operand would count as summed over constants (a length factor)
+            summed = (set(term.operands[p][1]) | set(term.operands[q][1])) - set(result)
+            refs = tuple((letter, ref) for letter, ref in term.refs if letter not in summed)
+            terms[t] = replace(term, operands=tuple(operands), refs=refs)
+        rewritten[step_index] = replace(step, data=tuple(terms))
+    return pairs, rewritten
+
+
+def _pair_key(a, b, counts: dict[int, int], dense: list[tuple[int, ...]]):
+    """The canonical key of contracting operands ``a`` and ``b`` of a term (None when
+    the pair does not qualify), and its result letters in the term's naming."""
+    (sa, spec_a), (sb, spec_b) = a, b
+    if len(set(spec_a)) != len(spec_a) or len(set(spec_b)) != len(spec_b):
+        return None, ()
+    shared = set(spec_a) & set(spec_b)
+    private = {letter for letter in shared if counts[letter] == 2}
+    if not private:
+        return None, ()
+    result = tuple(dict.fromkeys(x for x in spec_a + spec_b if x not in private))
+    lengths = dict(zip(spec_a, dense[sa])) | dict(zip(spec_b, dense[sb]))
+    if math.prod(lengths[x] for x in result) > max(math.prod(dense[sa]), math.prod(dense[sb])):
+        return None, ()
+    if (sb, spec_b) < (sa, spec_a) and sb != sa:
+        (sa, spec_a), (sb, spec_b) = (sb, spec_b), (sa, spec_a)
+    names: dict[int, int] = {}
+    canon = [tuple(names.setdefault(x, len(names)) for x in spec) for spec in (spec_a, spec_b, result)]
+    return (sa, canon[0], sb, canon[1], canon[2]), result
+
+
+# ------------------------------------------------------------------ structured (diagonal) slots
+
+
+def _canonical(out: tuple[int, ...]) -> tuple[int, ...]:
+    """``out`` with its letters renamed in order of first appearance: (5, 2, 5) -> (0, 1, 0)."""
+    names: dict[int, int] = {}
+    return tuple(names.setdefault(letter, len(names)) for letter in out)
+
+
+def _structured_slots(plan: Plan) -> dict[int, tuple[int, ...]]:
+    """Slots that can hold only the diagonal core of their value, with its pattern.
+
+    A product whose terms all write the same diagonal (``out`` repeats letters
+    the same way), and a sum of such slots with the same pattern (no scalar or
+    delta summand), are kept as the core: a block-diagonal Hessian's terms are
+    then added as cores and written into one zeroed array at the end, instead of
+    several dense arrays summed.  Every reader must be a product (it reads the
+    core by joining the repeated letters) or such a sum; outputs are densified.
+    """
+    readers: dict[int, list[Step]] = {}
+    for step in plan.steps:
+        for slot in _step_reads(step):
+            readers.setdefault(slot, []).append(step)
+    banned: set[int] = set()
+    while True:
+        pattern = _forward_patterns(plan, banned)
+        bad = {
+            slot
+            for slot in pattern
+            for reader in readers.get(slot, ())
+            if not (reader.kind == "product" or (reader.kind == "add" and reader.index in pattern))
+        }
+        if not bad:
+            return pattern
+        banned |= bad
+
+
+def _forward_patterns(plan: Plan, banned: set[int]) -> dict[int, tuple[int, ...]]:
+    """Diagonal patterns of the steps, in plan order, reading earlier structured
+    slots as cores (so a product of a diagonal operand can be diagonal itself)."""
+    pattern: dict[int, tuple[int, ...]] = {}
+    for step in plan.steps:
+        if step.index in banned:
+            continue
+        if step.kind == "product":
+            terms = list(_terms_of(step))
+            if any(slot in pattern for term in terms for slot, _ in term.operands):
+                terms = [_join_term(term, pattern) for term in terms]
+            outs = {_canonical(term.out) for term in terms}
+            if len(outs) == 1:
+                (p,) = outs
+                if len(set(p)) != len(p):
+                    pattern[step.index] = p
+        elif step.kind == "add":
+            found = {pattern.get(item.slot) if item.kind == "slot" else None for item in _items_of(step)}
+            common = found.pop() if len(found) == 1 else None
+            if common is not None:
+                pattern[step.index] = common
+    return pattern
+
+
+def _step_reads(step: Step) -> list[int]:
+    if step.kind == "product":
+        return [slot for term in _terms_of(step) for slot, _ in term.operands]
+    if step.kind == "add":
+        return [item.slot for item in _items_of(step) if item.kind in ("slot", "embed")]  # an embedded part is read too
+    return list(step.args)
+
+
+def _core_shape(pattern: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    lengths: dict[int, int] = {}
+    for letter, length in zip(pattern, shape):
+        lengths.setdefault(letter, length)
+    return tuple(lengths[letter] for letter in dict.fromkeys(pattern))
+
+
+def _core_term(term: Term) -> Term:
+    """The term writing only the core of its diagonal output: its distinct letters in
+    order of first appearance, as the canonical pattern orders them."""
+    return replace(term, out=tuple(dict.fromkeys(term.out)))
+
+
+def _read_structure(step: Step, structured: dict[int, tuple[int, ...]]) -> Step:
+    """A product reading structured slots reads their cores: the letters on the
+    repeated positions of the pattern are joined (renamed to one)."""
+    if step.kind != "product" or not any(slot in structured for term in _terms_of(step) for slot, _ in term.operands):
+        return step
+    return replace(step, data=tuple(_join_term(term, structured) for term in _terms_of(step)))
+
+
+def _join_term(term: Term, structured: dict[int, tuple[int, ...]]) -> Term:
+    classes = LetterClasses()
+    for slot, spec in term.operands:
+        p = structured.get(slot)
+        if p is not None:
+            first: dict[int, int] = {}
+            for letter, position_letter in zip(spec, p):
+                if position_letter in first:
+                    classes.union(first[position_letter], letter)
+                else:
+                    first[position_letter] = letter
+
+    def name(letter: int) -> int:
+        return classes.find(letter)
+
+    operands = []
+    for slot, spec in term.operands:
+        p = structured.get(slot)
+        if p is not None:
+            first_of: dict[int, int] = {}  # the operand's letter at the first position of each core letter
+            for letter, q in zip(spec, p):
+                first_of.setdefault(q, letter)
+            spec = tuple(first_of.values())
+        operands.append((slot, tuple(name(x) for x in spec)))
+    refs: dict[int, LetterRef] = {}
+    for letter, ref in term.refs:
+        refs.setdefault(name(letter), ref)
+    return Term(
+        term.factor,
+        tuple(operands),
+        tuple(name(x) for x in term.out),
+        tuple(sorted(refs.items())),
+        tuple((node, tuple(name(x) for x in spec)) for node, spec in term.constants),
+    )
+
+
+def _densifier(backend: Backend, pattern: tuple[int, ...], shape: tuple[int, ...]) -> Callable[[Any], Any]:
+    def densify(core: Any) -> Any:
+        return backend.write_diagonal(core, pattern, shape)
+
+    return densify
 
 
 # ------------------------------------------------------------------ step binders
@@ -263,7 +635,8 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     if len(bound) == 1:
         return bound[0][0], cost
     fns = [fn for fn, _ in bound]
-    cost = cost + OpCost(size * (len(fns) - 1), len(fns) - 1, size)
+    # the running sum stays allocated while each later term is computed
+    cost = cost + OpCost(size * (len(fns) - 1), len(fns) - 1, size, size + cost.step_peak)
 
     def run(env):
         total = fns[0](env)
@@ -332,16 +705,25 @@ def _bind_term(
     target = tuple(letter for letter in unique if letter in present)
     eq = ",".join(letters(spec) for _, spec, _, _ in operands) + "->" + letters(target)
     op_shapes = [tuple(sizes[letter] for letter in spec) for _, spec, _, _ in operands]
-    path, info = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
+    core_size = math.prod(sizes[letter] for letter in target)
+    path, info = choose_path(eq, op_shapes, core_size)
     specs = [spec for _, spec, _, _ in operands]
     gram = None
     if backend.name == "numpy" and all(d is None for _, _, d, _ in operands):
         gram = gram_pattern(specs, [slot for slot, _, _, _ in operands], target)
     if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = backend.contraction(eq, op_shapes, path)
-    core_size = math.prod(sizes[letter] for letter in target)
     flops = float(info.opt_cost)
     largest = max([core_size, *info.size_list]) if info.size_list else core_size
+    op_sizes = [math.prod(s) for s in op_shapes]
+    peak = max(path_peak(info, op_sizes), core_size)
+    flags: tuple[str, ...] = ()
+    proportion = max([core_size, *op_sizes])
+    if largest > PROPORTION * proportion and largest >= FLAG_FLOOR:
+        flags = (
+            f"`{eq}` builds an intermediate of {largest} entries, {largest / proportion:.0f}x its largest "
+            f"operand or result ({proportion} entries); no contraction order of this product avoids it",
+        )
     n_ops = len(path) + sum(d is not None for _, _, d, _ in operands)
 
     # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself)
@@ -389,10 +771,10 @@ def _bind_term(
         def embedded(env):
             return backend.write_diagonal(produce(env), out, shape)
 
-        return embedded, OpCost(flops + out_size, n_ops + 1, max(largest, out_size))
+        return embedded, OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags)
     if broadcast and is_output:  # handed to the user as a fresh array
-        return produce, OpCost(flops + out_size, n_ops + 1, max(largest, out_size))
-    return produce, OpCost(flops, n_ops, largest)
+        return produce, OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags)
+    return produce, OpCost(flops, n_ops, largest, peak, flags)
 
 
 def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):

@@ -1,0 +1,129 @@
+"""Memory-safe contraction paths and the liveness-aware peak memory of ``cost()``.
+
+Issue #13, item 1: opt_einsum's ``auto`` path built a 512×256×256 intermediate
+(33.5 M entries) inside the Hessian-vector product of a 3-layer tanh network.
+Checked from the cost model (entries and flops), never from timings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc.compiler.program import FLAG_FLOOR, PROPORTION, choose_path
+
+NETWORK = (
+    "(tanh(tanh(X *(mj,hj->mh) W1) *(mh,gh->mg) W2) *(mg,og->mo) W3 - Y) *(mo,mo->) "
+    "(tanh(tanh(X *(mj,hj->mh) W1) *(mh,gh->mg) W2) *(mg,og->mo) W3 - Y)"
+)
+ORDERS = {"X": 2, "W1": 2, "W2": 2, "W3": 2, "Y": 2}
+
+
+def network_hvp():
+    return tc.hvp(tc.parse(NETWORK, ORDERS), "W1", direction="v")
+
+
+def test_network_hvp_builds_no_cube():
+    shapes = {"X": (512, 256), "W1": (256, 256), "W2": (256, 256), "W3": (10, 256), "Y": (512, 10)}
+    cost = tc.compile(network_hvp()).cost({**shapes, "v": (256, 256)})
+    # opt_einsum's `auto` path built 512*256*256 entries here (7.8e8 flops in all)
+    assert cost.largest_intermediate == 512 * 256
+    # 6.87e8 with X vᵀ formed in three fused einsums; 5.52e8 with it computed once
+    assert cost.flops < 5.6e8
+    assert cost.flagged == ()
+    # a handful of 512x256 arrays alive at once, never one of 512*256*256
+    assert cost.peak_memory <= 10 * 512 * 256
+
+
+def test_network_hvp_values_agree_with_the_interpreter_and_finite_differences():
+    rng = np.random.default_rng(3)
+    m, n, h, g, o = 7, 5, 4, 3, 2  # distinct lengths
+    data = {
+        "X": rng.standard_normal((m, n)),
+        "W1": rng.standard_normal((h, n)) / 2,
+        "W2": rng.standard_normal((g, h)) / 2,
+        "W3": rng.standard_normal((o, g)),
+        "Y": rng.standard_normal((m, o)),
+        "v": rng.standard_normal((h, n)),
+    }
+    hv = network_hvp()
+    compiled = tc.compile(hv)(data)
+    np.testing.assert_allclose(compiled, tc.evaluate(hv, data), rtol=1e-12, atol=1e-12)
+    grad = tc.compile(tc.gradient(tc.parse(NETWORK, ORDERS), "W1"))
+    eps = 1e-6
+    plus = grad({**data, "W1": data["W1"] + eps * data["v"]})
+    minus = grad({**data, "W1": data["W1"] - eps * data["v"]})
+    np.testing.assert_allclose(compiled, (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-6)
+
+
+def test_choose_path_keeps_auto_when_it_is_fine():
+    path, info = choose_path("ij,jk->ik", [(3, 4), (4, 5)], 15)
+    assert path == [(0, 1)] and info.largest_intermediate == 15
+
+
+def test_choose_path_avoids_the_cube():
+    shapes = [(512, 256), (256, 256), (512, 256), (512, 256), (256, 256), (10, 256), (10, 256)]
+    _, info = choose_path("ab,bc,ad,ac,cd,ef,eb->af", shapes, 512 * 256)
+    assert info.largest_intermediate <= 512 * 256
+    assert float(info.opt_cost) <= 1.5e8
+
+
+def test_peak_memory_follows_liveness():
+    # ten nested sines: each intermediate dies when the next is made, so at most
+    # two vectors are alive at once, although ten are allocated in turn
+    src = "x"
+    for _ in range(10):
+        src = f"sin({src})"
+    cost = tc.compile(tc.parse(src, {"x": 1})).cost({"x": (1000,)})
+    assert cost.largest_intermediate == 1000
+    assert cost.peak_memory == 2000
+
+
+def test_peak_memory_counts_the_path_intermediates():
+    f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    cost = tc.compile(f).cost({"x": (100,), "A": (100, 100)})
+    assert cost.peak_memory == 100 + 1  # x A (100 entries) alive while the scalar is made
+
+
+def test_unavoidable_blowup_is_flagged():
+    # each letter is carried by three of the six matrices: any pairwise contraction
+    # makes an n^3 (or n^4) intermediate out of n^2 operands and a scalar result
+    src = "A *(ij,kl->ijkl) B *(ijkl,ik->ijkl) C *(ijkl,jl->ijkl) D *(ijkl,il->ijkl) E *(ijkl,jk->) F"
+    f = tc.parse(src, {name: 2 for name in "ABCDEF"})
+    n = 64
+    cost = tc.compile(f).cost({name: (n, n) for name in "ABCDEF"})
+    assert cost.largest_intermediate >= n**3 >= FLAG_FLOOR
+    assert n**3 > PROPORTION * n * n
+    assert len(cost.flagged) == 1 and "out of proportion" not in cost.flagged[0]
+    assert "no contraction order" in cost.flagged[0]
+    assert "out of proportion" in str(cost)
+    # small sizes are not flagged
+    assert tc.compile(f).cost({name: (4, 4) for name in "ABCDEF"}).flagged == ()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_flagged_product_still_computes_the_right_value(n):
+    src = "A *(ij,kl->ijkl) B *(ijkl,ik->ijkl) C *(ijkl,jl->ijkl) D *(ijkl,il->ijkl) E *(ijkl,jk->) F"
+    f = tc.parse(src, {name: 2 for name in "ABCDEF"})
+    rng = np.random.default_rng(n)
+    data = {name: rng.standard_normal((n, n)) for name in "ABCDEF"}
+    d = data
+    expected = np.einsum("ij,kl,ik,jl,il,jk->", d["A"], d["B"], d["C"], d["D"], d["E"], d["F"])
+    assert tc.compile(f)(data) == pytest.approx(expected, rel=1e-12)
+
+
+def test_logistic_hvp_passes_over_x_three_times():
+    # sigma(1 - sigma) distributed into two products contracted X with v twice: four
+    # passes over X (3.2e7 flops at m = 4000, n = 1000); the shared X v is formed once
+    src = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
+    f = tc.parse(src, {"X": 2, "y": 1, "w": 1})
+    hv = tc.hvp(f, "w", direction="v")
+    m, n = 4000, 1000
+    cost = tc.compile(hv).cost({"X": (m, n), "y": (m,), "w": (n,), "v": (n,)})
+    one_pass = 2 * m * n
+    assert cost.flops <= 3 * one_pass + 20 * m
+    rng = np.random.default_rng(5)
+    data = {"X": rng.standard_normal((6, 4)), "y": rng.standard_normal(6), "w": rng.standard_normal(4)}
+    data["v"] = rng.standard_normal(4)
+    np.testing.assert_allclose(tc.compile(hv)(data), tc.evaluate(hv, data), rtol=1e-12, atol=1e-12)
