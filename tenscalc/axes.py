@@ -14,7 +14,8 @@ axes of a delta, the two axes of ``inv``) are carried to the use.
 
 from __future__ import annotations
 
-import weakref
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .letters import LetterClasses
@@ -67,15 +68,29 @@ class AxisGraph:
         return None
 
 
-_graphs: weakref.WeakKeyDictionary[Expr, AxisGraph] = weakref.WeakKeyDictionary()
+# A graph holds its root (``nodes[-1]``), so a weak-key cache would never drop an
+# entry: every expression ever evaluated stayed alive.  A small LRU bounds what is
+# kept instead (compiled functions hold their own graphs).  The lock makes it safe
+# to share between threads; a graph is built outside it (two threads may both
+# build one, the first stored wins).
+GRAPH_CACHE_SIZE = 32
+_graphs: OrderedDict[Expr, AxisGraph] = OrderedDict()
+_graphs_lock = threading.Lock()
 
 
 def axis_graph(root: Expr) -> AxisGraph:
     """The (cached) axis union-find of the DAG under ``root``."""
-    graph = _graphs.get(root)
-    if graph is None:
-        graph = _build(root)
-        _graphs[root] = graph
+    with _graphs_lock:
+        graph = _graphs.get(root)
+        if graph is not None:
+            _graphs.move_to_end(root)
+            return graph
+    graph = _build(root)
+    with _graphs_lock:
+        graph = _graphs.setdefault(root, graph)
+        _graphs.move_to_end(root)
+        while len(_graphs) > GRAPH_CACHE_SIZE:
+            _graphs.popitem(last=False)
     return graph
 
 
