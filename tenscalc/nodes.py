@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -49,6 +50,9 @@ NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det"
 
 _cache: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()
 _serials = itertools.count()
+# look-up and insertion must be one step, or two threads building the same new node
+# get two different objects and `is`-equality breaks
+_cache_lock = threading.Lock()
 
 
 class Expr:
@@ -246,11 +250,11 @@ def make(op: str, children: Sequence[Expr], arg: Any = None) -> Expr:
         return result
     children, arg, order = result
     key = (op, _arg_key(op, arg), children)
-    node = _cache.get(key)
-    if node is None:
-        digest = _digest(op, arg, children)
-        node = Expr(op, children, arg, order, digest)
-        _cache[key] = node
+    with _cache_lock:
+        node = _cache.get(key)
+        if node is None:
+            node = Expr(op, children, arg, order, _digest(op, arg, children))
+            _cache[key] = node
     return node
 
 

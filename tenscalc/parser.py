@@ -4,6 +4,12 @@ The syntax tree is untyped: a number does not know its order yet, because that
 comes from its context (LANGUAGE.md, "Constants and broadcasting").  The typing
 pass in :mod:`tenscalc.typing_pass` turns it into interned DAG nodes.
 
+The four rules that nest (``expr``, ``term``, ``factor``, ``atom``) are
+generators: where they would call another rule they ``yield`` its generator and
+receive its result, and :meth:`Parser.run` drives them with an explicit stack.
+So nesting depth is bounded by memory, not by Python's recursion limit, and no
+process-wide setting is touched (threads parse safely side by side).
+
 Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
 ``^``, a bare ``delta`` meaning ``delta(0)``, ``- >`` split by spaces)::
 
@@ -16,7 +22,7 @@ Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from .errors import ParseError
@@ -61,6 +67,9 @@ class ParsedProblem:
 
 
 # ------------------------------------------------------------------------- parser
+
+# a grammar rule: yields the rules it needs (receiving their results), returns a Syn
+Rule = Generator["Rule", Syn, Syn]
 
 
 class Parser:
@@ -112,7 +121,7 @@ class Parser:
             self.expect_keyword("expression", "'expression' after the declarations")
         elif self.at("keyword", "expression"):
             self.advance()
-        tree = self.expr()
+        tree = self.run(self.expr())
         wrt, wrt_pos = None, None
         if self.at("keyword", "derivative"):
             self.advance()
@@ -201,31 +210,48 @@ class Parser:
         raise AssertionError  # unreachable: fail raises
 
     # expressions -----------------------------------------------------------------
-    def expr(self) -> Syn:
+    @staticmethod
+    def run(rule: Rule) -> Syn:
+        """Drive a rule and the rules it yields with an explicit stack (no recursion)."""
+        stack = [rule]
+        value: Syn | None = None
+        while stack:
+            try:
+                inner = stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                value = done.value
+                continue
+            stack.append(inner)
+            value = None
+        assert value is not None
+        return value
+
+    def expr(self) -> Rule:
         start = self.tok.pos
-        terms = [self.term()]
+        terms = [(yield self.term())]
         signs = [1]
         while self.at("+") or self.at("-"):
             signs.append(1 if self.advance().kind == "+" else -1)
-            terms.append(self.term())
+            terms.append((yield self.term()))
         if len(terms) == 1:
             return terms[0]
         return Syn("sum", start, self.prev_end(), tuple(terms), tuple(signs))
 
-    def term(self) -> Syn:
+    def term(self) -> Rule:
         start = self.tok.pos
-        left = self.factor()
+        left = yield self.factor()
         while self.at("*") or self.at("/"):
             op = self.advance()
             if op.kind == "/":
-                right = self.factor()
+                right = yield self.factor()
                 left = Syn("div", start, self.prev_end(), (left, right), op.pos)
                 continue
             if not self.at("("):
                 self.fail("'(' and an index spec after '*' (as in *(ij,j->i))")
             self.advance()
             specs = self.index_specs()
-            right = self.factor()
+            right = yield self.factor()
             left = Syn("prod", start, self.prev_end(), (left, right), (specs, op.pos))
         return left
 
@@ -261,21 +287,21 @@ class Parser:
             letters += word
         return letters
 
-    def factor(self) -> Syn:
+    def factor(self) -> Rule:
         start = self.tok.pos
         minus = 0
         while self.at("-"):
             self.advance()
             minus += 1
-        node = self.atom()
+        node = yield self.atom()
         while self.at("^"):
             self.advance()
             if self.at("("):
                 self.advance()
-                exponent = self.expr()
+                exponent = yield self.expr()
                 self.expect(")", "')' closing the exponent")
             else:
-                exponent = self.atom()
+                exponent = yield self.atom()
             node = Syn("pow", node.pos, self.prev_end(), (node, exponent))
         if minus % 2:
             if node.kind == "num":  # -2 is the constant -2, not a negation node
@@ -283,7 +309,7 @@ class Parser:
             return Syn("neg", start, node.end, (node,))
         return node
 
-    def atom(self) -> Syn:
+    def atom(self) -> Rule:
         tok = self.tok
         if tok.kind == "number":
             self.advance()
@@ -310,14 +336,14 @@ class Parser:
             self.advance()
             if self.at(")"):
                 self.fail(f"an argument for '{tok.text}'")
-            argument = self.expr()
+            argument = yield self.expr()
             self.expect(")", f"')' closing {tok.text}(")
             return Syn("call", tok.pos, self.prev_end(), (argument,), tok.text)
         if tok.kind == "(":
             self.advance()
             if self.at(")"):
                 self.fail("an expression inside the parentheses")
-            inner = self.expr()
+            inner = yield self.expr()
             self.expect(")", "')'")
             return inner
         if tok.kind == "keyword":
@@ -329,21 +355,9 @@ class Parser:
 def parse_text(text: str) -> ParsedProblem:
     """Parse a problem or a bare expression into a syntax tree.
 
-    Recursive descent recurses once per nesting level; deeply nested input (the
-    tests use 2,000 levels) needs more than Python's default recursion limit, so it
-    is raised for the duration of the parse.  Since Python 3.11 pure-Python calls
-    do not use the C stack, so this is safe.
+    The parser keeps its own stack (see :meth:`Parser.run`), so any nesting depth
+    that fits in memory parses, without touching the recursion limit.
     """
     if not isinstance(text, str):
         raise ParseError(f"expected the expression as a string, got {type(text).__name__}")
-    parser = Parser(text)
-    old_limit = sys.getrecursionlimit()
-    needed = 20 * len(parser.tokens) + 1000
-    try:
-        if needed > old_limit:
-            sys.setrecursionlimit(min(needed, 1_000_000))
-        return parser.problem()
-    except RecursionError:
-        raise ParseError("the expression is nested too deeply to parse", text, parser.tok.pos) from None
-    finally:
-        sys.setrecursionlimit(old_limit)
+    return Parser(text).problem()

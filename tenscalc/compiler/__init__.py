@@ -19,6 +19,7 @@ the NumPy kernels (:mod:`.kernels`) turn each pairwise contraction into
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -75,6 +76,7 @@ class CompiledFunction:
         self.orders = {name: orders[name] for name in names}
         self._slot_count = len(self.plan.inputs)
         self._programs: OrderedDict[tuple, Program] = OrderedDict()
+        self._lock = threading.Lock()  # one function may be called from many threads
 
     @property
     def backend(self) -> str:
@@ -95,11 +97,9 @@ class CompiledFunction:
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
         key = tuple(a.shape for a in arrays)
-        program = self._programs.get(key)
+        program = self._cached(key)
         if program is None:
             program = self._bind(dict(zip(self.inputs, key)))
-        else:
-            self._programs.move_to_end(key)
         results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
         return results[0] if self._single else results
 
@@ -113,10 +113,20 @@ class CompiledFunction:
                 )
         program = bind(self.plan, ShapeResolver(self._graphs, shapes), self._backend)
         key = tuple(tuple(shapes[name]) for name in self.inputs)
-        self._programs[key] = program
-        while len(self._programs) > CACHE_SIZE:
-            self._programs.popitem(last=False)
+        with self._lock:
+            self._programs[key] = program
+            self._programs.move_to_end(key)
+            while len(self._programs) > CACHE_SIZE:
+                self._programs.popitem(last=False)
         return program
+
+    def _cached(self, key: tuple) -> Program | None:
+        """The program bound to ``key`` if cached, marked most recently used."""
+        with self._lock:
+            program = self._programs.get(key)
+            if program is not None:
+                self._programs.move_to_end(key)
+            return program
 
     # ---------------------------------------------------------------- cost
     def cost(self, shapes: Mapping[str, Any]) -> Cost:
@@ -136,7 +146,7 @@ class CompiledFunction:
             value = shapes[name]
             resolved[name] = tuple(value.shape) if hasattr(value, "shape") else tuple(value)
         key = tuple(resolved[name] for name in self.inputs)
-        program = self._programs.get(key) or self._bind(resolved)
+        program = self._cached(key) or self._bind(resolved)
         return program.cost
 
     def __repr__(self) -> str:
