@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import opt_einsum
 
 from .axes import axis_graph
+from .checks import require_exprs
 from .errors import TensCalcError
 from .nodes import Expr, topological
 from .printing import text_length, to_text
@@ -425,7 +426,7 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
     if name in RESERVED:
         raise TensCalcError(f"function name {name!r} is reserved in generated code")
     single = isinstance(exprs, Expr)
-    roots = [exprs] if single else list(exprs)
+    roots = require_exprs(exprs, "to_python")
     if not roots:
         raise TensCalcError("to_python needs at least one expression")
     for root in roots:

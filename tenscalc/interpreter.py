@@ -191,17 +191,23 @@ def _use_shape(graph: AxisGraph, lengths: Mapping[int, int], parent: Expr, k: in
 
 
 def _shaped_value(graph: AxisGraph, node: Expr, shape: tuple[int, ...], arrays, rules, cache) -> Any:
-    """Value of a variable-free node at ``shape`` (its children's shapes follow from it)."""
-    key = (id(node), shape)
-    if key in cache:
-        return cache[key]
-    kids = [
-        _shaped_value(graph, c, _child_shape(graph, node, k, shape), arrays, rules, cache)
-        for k, c in enumerate(node.children)
-    ]
-    value = rules[node.op](node, kids, shape, arrays)
-    cache[key] = value
-    return value
+    """Value of a variable-free node at ``shape`` (its children's shapes follow from it).
+
+    Iterative: a constant-only subexpression can be thousands of levels deep.
+    """
+    stack: list[tuple[Expr, tuple[int, ...], list | None]] = [(node, shape, None)]
+    while stack:
+        current, current_shape, child_shapes = stack.pop()
+        if (id(current), current_shape) in cache:
+            continue
+        if child_shapes is None:  # first visit: children first
+            child_shapes = [_child_shape(graph, current, k, current_shape) for k in range(len(current.children))]
+            stack.append((current, current_shape, child_shapes))
+            stack.extend((c, s, None) for c, s in zip(current.children, child_shapes))
+            continue
+        kids = [cache[(id(c), s)] for c, s in zip(current.children, child_shapes)]
+        cache[(id(current), current_shape)] = rules[current.op](current, kids, current_shape, arrays)
+    return cache[(id(node), shape)]
 
 
 def _child_shape(graph: AxisGraph, node: Expr, k: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -302,6 +308,12 @@ def _eval_det(node, kids, shape, arrays):
 
 def _eval_mul(node, kids, shape, arrays):
     ins, out = node.arg
+    letters = len(set().union(*ins, out))  # specs are canonical: letters are 0 .. letters-1
+    if letters > 52:
+        raise EvaluationError(
+            f"a product with {letters} distinct indices: NumPy's einsum, which evaluate uses, takes at most 52 "
+            "(tc.compile evaluates it)"
+        )
     return contract_spec(ins, out, node.children, kids, shape)
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -47,6 +48,8 @@ ELEMENTWISE_FUNCTIONS = (
 )
 MATRIX_FUNCTIONS = ("inv", "det", "adj")
 NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det")
+#: the most axes a node may have (NumPy's limit on array dimensions)
+MAX_ORDER = 64
 
 _cache: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()
 _serials = itertools.count()
@@ -249,6 +252,8 @@ def make(op: str, children: Sequence[Expr], arg: Any = None) -> Expr:
     if isinstance(result, Expr):  # the canonical form is an existing node
         return result
     children, arg, order = result
+    if order > MAX_ORDER:
+        raise SemanticError(f"this {op} node would have {order} axes; tenscalc allows at most {MAX_ORDER}")
     key = (op, _arg_key(op, arg), children)
     with _cache_lock:
         node = _cache.get(key)
@@ -276,12 +281,19 @@ def _digest(op: str, arg: Any, children: tuple[Expr, ...]) -> bytes:
     return h.digest()
 
 
+def _natural(value: Any, what: str) -> int:
+    """``value`` as a Python int in 0 .. MAX_ORDER (bools are refused: ``True`` would
+    be interned as a key equal to 1 and print as ``True`` wherever 1 is used later)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ORDER:
+        raise SemanticError(f"{what} must be a natural number of at most {MAX_ORDER}, not {value!r}")
+    return int(value)
+
+
 def _canon_var(children, arg):
     name, order = arg
     if not isinstance(name, str) or not name.isidentifier():
         raise SemanticError(f"invalid variable name {name!r}")
-    if not isinstance(order, int) or order < 0:
-        raise SemanticError(f"the order of variable {name!r} must be a natural number, not {order!r}")
+    order = _natural(order, f"the order of variable {name!r}")
     return (), (name, order), order
 
 
@@ -290,6 +302,13 @@ def normalize_number(value: Any) -> int | float:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
+        # beyond float64's range an integer could not be evaluated; it is the
+        # infinity float arithmetic would give (2^1024 is the first such power)
+        if value.bit_length() > 1000:
+            try:
+                float(value)
+            except OverflowError:
+                return math.inf if value > 0 else -math.inf
         return value
     try:
         as_float = float(value)
@@ -305,14 +324,12 @@ def normalize_number(value: Any) -> int | float:
 def _canon_const(children, arg):
     value, order = arg
     value = normalize_number(value)
-    if not isinstance(order, int) or order < 0:
-        raise SemanticError(f"constant order must be a natural number, not {order!r}")
+    order = _natural(order, "the order of a constant")
     return (), (value, order), order
 
 
 def _canon_delta(children, arg):
-    if not isinstance(arg, int) or arg < 0:
-        raise SemanticError(f"delta(n) needs a natural number n, not {arg!r}")
+    arg = _natural(arg, "n in delta(n)")
     return (), arg, 2 * arg
 
 
@@ -384,9 +401,9 @@ def chain_specs(ins: Sequence[Sequence[Any]], out: Sequence[Any]) -> list[tuple[
 
 def _letter(letter: Any) -> str:
     if isinstance(letter, int):
-        from .printing import LETTERS
+        from .printing import letter_for
 
-        return repr(LETTERS[letter % len(LETTERS)])
+        return repr(letter_for(letter))
     return repr(letter)
 
 
@@ -584,7 +601,9 @@ def count_nodes(roots: Expr | Sequence[Expr]) -> int:
     >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4
     """
-    return len(topological(roots))
+    from .checks import require_exprs
+
+    return len(topological(require_exprs(roots, "count_nodes")))
 
 
 def count_edges(roots: Expr | Sequence[Expr]) -> int:
@@ -594,4 +613,6 @@ def count_edges(roots: Expr | Sequence[Expr]) -> int:
     >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4
     """
-    return sum(len(n.children) for n in topological(roots))
+    from .checks import require_exprs
+
+    return sum(len(n.children) for n in topological(require_exprs(roots, "count_edges")))

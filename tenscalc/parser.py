@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from .errors import ParseError
+from .errors import ParseError, SemanticError
 from .lexer import Token, tokenize
 
 ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
@@ -255,7 +255,7 @@ class Parser:
             left = Syn("prod", start, self.prev_end(), (left, right), (specs, op.pos))
         return left
 
-    def index_specs(self) -> tuple[str, str, str]:
+    def index_specs(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         first = self.index_letters()
         self.expect(",", "',' between the two input index strings")
         second = self.index_letters()
@@ -269,23 +269,29 @@ class Parser:
         self.expect(")", "')' closing the index spec")
         return first, second, out
 
-    def index_letters(self) -> str:
-        letters = ""
+    def index_letters(self) -> tuple[str, ...]:
+        """One index string: lowercase letters, each optionally followed by digits
+        (``ij``, ``i1j1``: the printer numbers letters past the 26th this way)."""
+        letters: list[str] = []
         while self.at("name") or self.at("function") or self.at("keyword"):
             token = self.advance()
             # keywords and function names are lower-cased by the lexer; index letters
             # are read from the source, so `*(abs,s->ab)` is the letters a, b, s and
             # `*(ABS,...)` is an error like any other uppercase letter
             word = self.spelling(token)
-            bad = next((k for k, ch in enumerate(word) if not ("a" <= ch <= "z")), None)
+            bad = next((k for k, ch in enumerate(word) if not ("a" <= ch <= "z" or "0" <= ch <= "9")), None)
             if bad is not None:  # the caret goes under the offending character
                 raise ParseError(
                     f"index strings are lowercase letters, found '{word[bad]}' in '{word}'",
                     self.text,
                     token.pos + bad,
                 )
-            letters += word
-        return letters
+            for ch in word:
+                if ch.isalpha():
+                    letters.append(ch)
+                else:  # the lexer starts names with a letter, so a digit follows one
+                    letters[-1] += ch
+        return tuple(letters)
 
     def factor(self) -> Rule:
         start = self.tok.pos
@@ -316,6 +322,8 @@ class Parser:
             text = tok.text
             is_int = all(c.isdigit() for c in text)
             value = int(text) if is_int else float(text)
+            if value == float("inf"):
+                raise SemanticError(f"the number {text} is too large for a float64", self.text, tok.pos)
             return Syn("num", tok.pos, tok.pos + len(text), (), value)
         if tok.kind == "name":
             self.advance()

@@ -445,6 +445,8 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
     if e == 0 and not base.variables:
         return N.const(1, node.order)
     if base.op == "const":
+        if not _power_fits(base.arg[0], e):
+            return None  # 2^2824331246 would take seconds to compute and fit no float
         try:
             value = base.arg[0] ** e
         except (ZeroDivisionError, OverflowError):
@@ -453,6 +455,16 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
             return None
         return N.const(value, node.order)
     return None
+
+
+def _power_fits(base: float, exponent: float) -> bool:
+    """Whether ``base ** exponent`` is within float64's range (checked before computing it)."""
+    if base in (0, 1, -1) or exponent <= 0:
+        return base != 0 or exponent >= 0
+    try:
+        return exponent * math.log2(abs(base)) < 1020
+    except (OverflowError, ValueError):
+        return False
 
 
 FUNC_RULES: list[Rule] = [func_constant]
@@ -482,6 +494,9 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     >>> str(tc.simplify(x + x - 0))
     '2 *(,i->i) x'
     """
+    from .checks import require_expr
+
+    require_expr(root, "simplify")
     table = RULES if rules is None else rules
     sources = axis_sources(root)  # rules may drop what fixed a length: bind it again
     for _ in range(MAX_PASSES):

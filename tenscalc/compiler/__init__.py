@@ -26,6 +26,7 @@ from typing import Any
 
 from ..axes import axis_graph
 from ..backends import Backend, get_backend
+from ..checks import require_exprs
 from ..cost import Cost
 from ..errors import EvaluationError
 from ..nodes import Expr
@@ -86,6 +87,10 @@ class CompiledFunction:
     def __call__(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
         if values is None:
             values = kwargs
+        elif not isinstance(values, Mapping):
+            raise EvaluationError(
+                f"call a compiled function with a mapping {{name: array}} or keywords, not a {type(values).__name__}"
+            )
         elif kwargs:
             values = {**values, **kwargs}
         convert = self._backend.convert
@@ -144,7 +149,17 @@ class CompiledFunction:
             if name not in shapes:
                 raise EvaluationError(f"no shape given for variable '{name}' (order {self.orders[name]})")
             value = shapes[name]
-            resolved[name] = tuple(value.shape) if hasattr(value, "shape") else tuple(value)
+            if hasattr(value, "shape"):
+                resolved[name] = tuple(value.shape)
+            elif isinstance(value, (int, float, complex)):  # a number is a 0-axis value
+                resolved[name] = ()
+            else:
+                try:
+                    resolved[name] = tuple(int(n) for n in value)
+                except (TypeError, ValueError):
+                    raise EvaluationError(
+                        f"the shape of '{name}' must be a tuple of lengths or an array, not {value!r}"
+                    ) from None
         key = tuple(resolved[name] for name in self.inputs)
         program = self._cached(key) or self._bind(resolved)
         return program.cost
@@ -186,7 +201,7 @@ def compile(exprs: Expr | Sequence[Expr], backend: str = "numpy") -> CompiledFun
     array([1., 2.])
     """
     single = isinstance(exprs, Expr)
-    roots = [exprs] if single else list(exprs)
+    roots = require_exprs(exprs, "compile")
     if not roots:
         raise EvaluationError("compile needs at least one expression")
     for root in roots:

@@ -198,8 +198,9 @@ def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     items: tuple[AddItem, ...] = step.data
     arrays = [(it.slot, it.coef) for it in items if it.kind == "slot"]
-    scalar = sum(it.coef for it in items if it.kind == "scalar")
-    deltas = [(it.n, it.coef) for it in items if it.kind == "delta"]
+    # delta(0) is the scalar 1: added as a number (its "diagonal" is no array view)
+    scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
+    deltas = [(it.n, it.coef) for it in items if it.kind == "delta" and it.n > 0]
     size = math.prod(shape)
     cost = OpCost(size * max(len(arrays) - 1 + (scalar != 0), 0) + len(deltas) * size, len(items) - 1, size)
     mutable = backend.mutable and backend.name == "numpy"
