@@ -378,7 +378,10 @@ def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
     if any(k is None for k in keyed):
         return None
     common = set(keyed[0]).intersection(*keyed[1:])
-    for key in sorted(common, key=lambda key: (-len(key[1]), key[1])):
+    # ties broken by the factor's digest, never by id(): the result must not depend
+    # on what the process built before
+    digests = {id(c): c.digest for c in terms[0].children}
+    for key in sorted(common, key=lambda key: (-len(key[1]), key[1], digests[key[0]])):
         rests, rest_positions = [], None
         for term, keys in zip(terms, keyed):
             ins, out = term.arg
