@@ -118,8 +118,16 @@ class Expr:
     def __delattr__(self, name: str) -> None:
         raise AttributeError("tenscalc expressions are immutable")
 
-    def __reduce__(self):  # pickling rebuilds through the factory, keeping interning intact
-        return (make, (self.op, self.children, self.arg))
+    def __reduce__(self):
+        # pickling rebuilds through the factory, keeping interning intact; the DAG goes
+        # as one flat table (children before parents), so depth costs no recursion
+        return (_from_table, (_to_table(self),))
+
+    def __copy__(self) -> Expr:  # immutable and interned: a copy is the node itself
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Expr:
+        return self
 
     # -- introspection -------------------------------------------------------------------
     @property
@@ -235,6 +243,22 @@ class Expr:
 # --------------------------------------------------------------------------------------
 # the factory
 # --------------------------------------------------------------------------------------
+
+
+def _to_table(root: Expr) -> list[tuple[str, Any, tuple[int, ...]]]:
+    """The DAG under ``root`` as rows ``(op, arg, child row numbers)``, children first."""
+    nodes = topological(root)
+    row = {id(node): k for k, node in enumerate(nodes)}
+    return [(n.op, n.arg, tuple(row[id(c)] for c in n.children)) for n in nodes]
+
+
+def _from_table(table: Sequence[tuple[str, Any, tuple[int, ...]]]) -> Expr:
+    """Rebuild a pickled table through :func:`make` (its last row is the root)."""
+    built: list[Expr] = []
+    for op, arg, children in table:
+        built.append(make(op, [built[k] for k in children], arg))
+    return built[-1]
+
 
 
 def make(op: str, children: Sequence[Expr], arg: Any = None) -> Expr:

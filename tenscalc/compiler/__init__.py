@@ -79,6 +79,14 @@ class CompiledFunction:
         self._programs: OrderedDict[tuple, Program] = OrderedDict()
         self._lock = threading.Lock()  # one function may be called from many threads
 
+    # pickling (multiprocessing) sends the expressions and rebuilds the plan: the
+    # bound programs are closures, and cheap to bind again
+    def __getstate__(self) -> dict[str, Any]:
+        return {"exprs": self.exprs, "single": self._single, "backend": self._backend.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["exprs"], state["single"], get_backend(state["backend"]))
+
     @property
     def backend(self) -> str:
         return self._backend.name
