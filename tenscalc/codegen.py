@@ -28,7 +28,7 @@ from .nodes import Expr, topological
 from .printing import text_length, to_text
 
 # names the generated module defines itself; user names may not start with "_"
-RESERVED = frozenset({"_np", "_contract"})
+RESERVED = frozenset({"_np", "_contract", "_ValueError"})
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
 
 NUMPY_FUNCTIONS = {
@@ -284,25 +284,33 @@ class _Writer:
     # -- the module --------------------------------------------------------------------
     def source(self, params: list[str], results: list[_Value], single: bool, header: str) -> str:
         body: list[str] = []
+        # only names starting with '_' are used below: a variable may be called `float`
+        # or `ValueError`.  Complex input stays complex, as in evaluate; ints become floats.
         for name in params:
-            body.append(f"{name} = _np.asarray({name}, dtype=float)")
+            body.append(f"{name} = _np.asarray({name})")
+            body.append(f'if {name}.dtype.kind not in "fc":')
+            body.append(f"    {name} = {name}.astype(_np.float64)")
         for name in params:
             order = self.orders[name]
             body.append(f"if {name}.ndim != {order}:")
-            body.append(f'    raise ValueError(f"{name} must have {order} axes, got shape {{{name}.shape}}")')
+            body.append(f'    raise _ValueError(f"{name} must have {order} axes, got shape {{{name}.shape}}")')
         for a, b in self.checks:
             body.append(f"if {a} != {b}:")
-            body.append(f'    raise ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
+            body.append(f'    raise _ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
         body.extend(self.lines)
         texts = []
         for root, value in zip(self.roots, results):
             if value.scalar and root.order == 0:
                 texts.append(f"_np.float64({value.text})")
             else:
-                texts.append(self.full(root, value))
+                text = self.full(root, value)
+                # a result is never an input: writing into it must not change the caller's array
+                texts.append(f"_np.array({text})" if text in params else text)
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         signature = f"def {self.name}(*, {', '.join(params)}):" if params else f"def {self.name}():"
-        lines = [header, "import numpy as _np", "from opt_einsum import contract as _contract", "", "", signature]
+        imports = ["import numpy as _np", "from opt_einsum import contract as _contract"]
+        imports += ["", "_ValueError = ValueError"]  # a variable may be named ValueError
+        lines = [header, *imports, "", "", signature]
         lines.extend("    " + line for line in body)
         return "\n".join(lines) + "\n"
 

@@ -114,6 +114,7 @@ class CompiledFunction:
         if program is None:
             program = self._bind(dict(zip(self.inputs, key)))
         results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
+        results = self._backend.unalias(results, arrays)
         return results[0] if self._single else results
 
     def _bind(self, shapes: Mapping[str, tuple[int, ...]]) -> Program:
