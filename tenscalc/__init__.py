@@ -38,6 +38,7 @@ from .directional import hvp
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .interpreter import evaluate
 from .latex_printer import latex
+from .limits import memory_limit, set_memory_limit
 from .nodes import Expr, count_edges, count_nodes
 from .orders import Problem, build_problem
 from .simplifier import simplify
@@ -85,6 +86,7 @@ __all__ = [
     "compile", "CompiledFunction", "hvp",
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
+    "memory_limit", "set_memory_limit",
 ]
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above

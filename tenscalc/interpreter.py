@@ -16,6 +16,7 @@ import opt_einsum
 
 from .axes import AxisGraph, axis_graph
 from .errors import EvaluationError
+from .limits import check_entries, check_shape, memory_limit
 from .nodes import Expr
 from .printing import text_length, to_text
 
@@ -162,6 +163,8 @@ def run_interpreter(
         if id(node) in graph.variable_free and node is not root:
             continue
         shape = node_shape(graph, lengths, node)
+        if node.op != "var":  # before allocating it (a variable is the caller's array)
+            check_shape(shape, what=f"the value of a {node.op} node")
         if id(node) in graph.variable_free:  # the root itself is made of constants
             return _shaped_value(graph, node, shape, arrays, rules, polymorphic)
         kids = []
@@ -206,6 +209,7 @@ def _shaped_value(graph: AxisGraph, node: Expr, shape: tuple[int, ...], arrays, 
             stack.extend((c, s, None) for c, s in zip(current.children, child_shapes))
             continue
         kids = [cache[(id(c), s)] for c, s in zip(current.children, child_shapes)]
+        check_shape(current_shape, what=f"a constant {current.op} node")
         cache[(id(current), current_shape)] = rules[current.op](current, kids, current_shape, arrays)
     return cache[(id(node), shape)]
 
@@ -355,7 +359,9 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
         factor = 1.0
     else:
         spec_text = ",".join(_letters(s) for s in specs) + "->" + _letters(unique_out)
-        expression = _contraction(spec_text, tuple(op.shape for op in operands))
+        shapes = tuple(op.shape for op in operands)
+        _check_intermediates(spec_text, specs, shapes)
+        expression = _contraction(spec_text, shapes)
         result = expression(*operands)
     if factor != 1.0:
         result = factor * result
@@ -364,6 +370,22 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
         np.einsum(_letters(out) + "->" + _letters(unique_out), full)[...] = result
         return full
     return result
+
+
+def _check_intermediates(spec_text: str, specs, shapes) -> None:
+    """Refuse a contraction whose path needs an intermediate over the memory limit."""
+    length = {letter: n for spec, shape in zip(specs, shapes) for letter, n in zip(spec, shape)}
+    bound = 1
+    for n in length.values():
+        bound *= n
+    if bound * 8 > memory_limit():  # only then can an intermediate be too large: ask for the path
+        check_entries(_largest_intermediate(spec_text, shapes), what="an intermediate of a product")
+
+
+@functools.lru_cache(maxsize=256)
+def _largest_intermediate(spec: str, shapes: tuple[tuple[int, ...], ...]) -> int:
+    _, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize="auto")
+    return int(info.largest_intermediate)
 
 
 @functools.lru_cache(maxsize=2048)

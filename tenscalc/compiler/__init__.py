@@ -170,8 +170,17 @@ class CompiledFunction:
                         f"the shape of '{name}' must be a tuple of lengths or an array, not {value!r}"
                     ) from None
         key = tuple(resolved[name] for name in self.inputs)
-        program = self._cached(key) or self._bind(resolved)
-        return program.cost
+        program = self._cached(key)
+        if program is not None:
+            return program.cost
+        for name, shape in resolved.items():
+            if len(shape) != self.orders[name]:
+                raise EvaluationError(
+                    f"variable '{name}' is declared with order {self.orders[name]} but the shape given has "
+                    f"{len(shape)} axes ({shape})"
+                )
+        # an estimate allocates nothing (constants are stand-ins) and is not cached for calls
+        return bind(self.plan, ShapeResolver(self._graphs, resolved, estimate=True), self._backend).cost
 
     def __repr__(self) -> str:
         roots = len(self.exprs)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import opt_einsum
 
 from ..axes import AxisGraph
@@ -22,6 +23,7 @@ from ..backends import Backend, letters
 from ..cost import Cost, OpCost
 from ..errors import EvaluationError
 from ..interpreter import EVALUATORS, _shaped_value, bind_lengths, node_shape
+from ..limits import check_entries, check_shape
 from ..nodes import Expr
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, Plan, Step, Term
@@ -37,8 +39,11 @@ class _Shape:
 class ShapeResolver:
     """Axis lengths of every node, from the variables' shapes (one axis graph per root)."""
 
-    def __init__(self, graphs: Sequence[AxisGraph], shapes: Mapping[str, tuple[int, ...]]):
+    def __init__(self, graphs: Sequence[AxisGraph], shapes: Mapping[str, tuple[int, ...]], estimate: bool = False):
         self.graphs = list(graphs)
+        # estimate: binding for a cost estimate only, which must allocate nothing and
+        # may describe shapes over the memory limit (constants are zero-size stand-ins)
+        self.estimate = estimate
         shims = {name: _Shape(tuple(shape)) for name, shape in shapes.items()}
         self.lengths = [bind_lengths(graph, shims) for graph in self.graphs]
 
@@ -66,6 +71,9 @@ class ShapeResolver:
 
     def constant(self, node: Expr, shape: tuple[int, ...]) -> Any:
         """A node made of constants only, as a NumPy array of ``shape``."""
+        if self.estimate:
+            return np.broadcast_to(np.float64(1.0), shape)
+        check_shape(shape, what=f"a constant {node.op} node")
         for graph in self.graphs:
             if id(node) in graph.variable_free:
                 return _shaped_value(graph, node, shape, {}, EVALUATORS, {})
@@ -107,7 +115,11 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         shapes.append(shape)
         if step.kind == "input":
             continue
+        if not resolver.estimate:  # before a binder bakes a constant, and before any call
+            check_shape(shape, what=f"the result of a {step.kind} step")
         fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
+        if not resolver.estimate:
+            check_entries(cost.largest_intermediate, what=f"an intermediate of a {step.kind} step")
         ops.append((fn, step.index, plan.release[step.index]))
         costs.append(cost)
     input_slots = tuple(plan.inputs.values())
