@@ -15,7 +15,7 @@ The default is half of the physical memory.  Change it with
 >>> try:
 ...     tc.evaluate(tc.parse("x *(i,j->ij) x", {"x": 1}), x=np.ones(1000))
 ... except tc.EvaluationError as error:
-...     print(str(error).split(" (")[0])
+...     print(str(error).split(" (tc.")[0])
 the value of a mul node of shape (1000, 1000) needs 7.63 MiB, more than the memory limit of 1 MiB
 >>> _ = tc.set_memory_limit(old)
 """
