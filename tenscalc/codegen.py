@@ -65,6 +65,12 @@ def _literal(value: int | float) -> str:
     return repr(value)
 
 
+def _operand(text: str) -> str:
+    """``text`` safe as an operand of ``*`` or unary ``-``: a constant's text can be a
+    sum (``_np.exp(2) + _np.sin(1)``), which a bare ``factor * x`` would split."""
+    return f"({text})" if " " in text or text.startswith("-") else text
+
+
 def _letters(spec: Sequence[int]) -> str:
     return "".join(opt_einsum.get_symbol(k) for k in spec)
 
@@ -183,6 +189,11 @@ class _Writer:
     def build(self, node: Expr, kids: list[_Value], shape: tuple[str | None, ...]) -> _Value:
         return getattr(self, "_write_" + node.op)(node, kids, shape)
 
+    def scalar_text(self, text: str) -> str:
+        """A constant's text, bound to a temporary once it nests deeply (Python's parser
+        refuses about 200 nested parentheses: `sin(sin(...(1)...))` is a valid input)."""
+        return self.bind(text) if text.count("(") > 50 else text
+
     def full(self, node: Expr, value: _Value) -> str:
         """``value`` with its full shape (a broadcast scalar materialised)."""
         if value.scalar and node.order > 0:
@@ -207,30 +218,33 @@ class _Writer:
     def _write_add(self, node, kids, shape):
         parts = []
         for i, (kid, coef) in enumerate(zip(kids, node.arg)):
-            term = kid.text if abs(coef) == 1 else f"{_literal(abs(coef))} * {kid.text}"
+            term = kid.text if abs(coef) == 1 else f"{_literal(abs(coef))} * {_operand(kid.text)}"
             if i == 0:
-                parts.append(term if coef > 0 else f"-{term}")
+                parts.append(term if coef > 0 else f"-{_operand(term)}")
             else:
-                parts.append(f" {'+' if coef > 0 else '-'} {term}")
+                parts.append(f" + {term}" if coef > 0 else f" - {_operand(term)}")
         text = "".join(parts)
         scalar = all(kid.scalar for kid in kids)
-        return _Value(text if scalar else self.bind(text), scalar, shape)
+        return _Value(self.scalar_text(text) if scalar else self.bind(text), scalar, shape)
 
     def _write_func(self, node, kids, shape):
         (kid,) = kids
         text = f"_np.maximum({kid.text}, 0.0)" if node.arg == "relu" else f"{NUMPY_FUNCTIONS[node.arg]}({kid.text})"
-        return _Value(text if kid.scalar else self.bind(text), kid.scalar, shape)
+        return _Value(self.scalar_text(text) if kid.scalar else self.bind(text), kid.scalar, shape)
 
     def _write_pow(self, node, kids, shape):
         base, exponent = kids
         e = node.children[1].arg[0] if node.children[1].op == "const" else None
+        # a constant base is a Python number: as a NumPy float, 1 / 0 is inf and 2^-1
+        # is 0.5 as in evaluate (Python raises ZeroDivisionError, NumPy's integer power a ValueError)
+        b = f"_np.float64({base.text})" if base.scalar else base.text
         if e == 2:
-            text = f"{base.text} * {base.text}"
+            text = f"{b} * {b}"
         elif e == -1:
-            text = f"1.0 / {base.text}"
+            text = f"1.0 / {b}"
         else:
-            text = f"_np.power({base.text}, {exponent.text})"
-        return _Value(text if base.scalar else self.bind(text), base.scalar, shape)
+            text = f"_np.power({b}, {exponent.text})"
+        return _Value(self.scalar_text(text) if base.scalar else self.bind(text), base.scalar, shape)
 
     def _write_inv(self, node, kids, shape):
         return _Value(self.bind(f"_np.linalg.inv({self.full(node.children[0], kids[0])})"), False, shape)
@@ -268,7 +282,7 @@ class _Writer:
         else:
             text = "1.0"
         if factors:
-            text = " * ".join(f"({f})" if f.startswith("-") else f for f in factors) + " * " + text
+            text = " * ".join(_operand(f) for f in factors) + " * " + text
         if len(unique_out) == len(out):
             if not operands:
                 return _Value(text, True, shape)

@@ -14,9 +14,10 @@ from .nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
 
 KEYWORDS = ("declare", "expression", "derivative", "wrt")
 RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",))
-#: the longest number literal (digits, point and exponent included) read as a number;
-#: a 300-digit integer still fits a float64, and Python's int() refuses 4,300 digits
+#: the longest number literal (digits, point and exponent included), and the most
+#: digits of an integer: every such integer fits a float64 (Python's int() refuses 4,300)
 MAX_NUMBER_LENGTH = 330
+MAX_INTEGER_DIGITS = 300
 _SYMBOLS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">"}
 
 
@@ -65,6 +66,8 @@ def tokenize(text: str) -> list[Token]:
             j = _scan_number(text, i)
             if j - i > MAX_NUMBER_LENGTH:
                 raise ParseError(f"a number of {j - i} characters is too long (at most {MAX_NUMBER_LENGTH})", text, i)
+            if j - i > MAX_INTEGER_DIGITS and text[i:j].isdigit():
+                raise ParseError(f"an integer of {j - i} digits is too long (at most {MAX_INTEGER_DIGITS})", text, i)
             tokens.append(Token("number", text[i:j], i))
             i = j
         elif ch.isascii() and ch.isalpha():

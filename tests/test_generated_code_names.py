@@ -36,3 +36,25 @@ def test_complex_input_like_evaluate_and_compile():
     np.testing.assert_allclose(_function(e)(x=x, A=A), expected)
     # integers and bools still become floats
     assert _function(e)(x=[1, 2], A=np.eye(2, dtype=int)).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A *(ij,ij->) (sin(1) + exp(2)) + c",  # was exp(2) + sin(1) * sum(A): a wrong number
+        "A - (sin(1) - 3) *(,ij->ij) A",
+        "-(sin(1) - 3) *(,ij->ij) A",
+        "A - 2 *(,ij->ij) (sin(1) - 3) - (1 - cos(2))",
+        "A / 0 + (c / (0 - 0)) *(,ij->ij) A",  # NumPy's inf, not Python's ZeroDivisionError
+        "A *(ij,->) 1 *(,->) 2^(-1) + c^(-2)",  # NumPy's 0.5, not an integer-power ValueError
+        "A *(ij,ij->) (1 + " + "sin(" * 400 + "1" + ")" * 400 + ")",  # deeper than Python's parser nests
+    ],
+)
+def test_constant_subexpressions_mean_the_same_in_generated_code(text):
+    e = tc.parse(text, {"A": 2, "c": 0})
+    values = {"A": np.arange(6.0).reshape(2, 3) - 2.5, "c": 0.75}
+    values = {name: values[name] for name in e.variables}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = tc.evaluate(e, values)
+        got = _function(e)(**values)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

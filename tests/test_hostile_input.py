@@ -73,6 +73,7 @@ def test_a_product_with_60_letters_round_trips(rng):
         ("c^٣", "unexpected character '٣'"),
         ("1" * 5000, "a number of 5000 characters is too long"),
         ("x + " + "9" * 400, "a number of 400 characters is too long"),
+        ("x + " + "9" * 301, "an integer of 301 digits is too long"),  # 10^301 > float64's largest
         ("x + 1e400", "the number 1e400 is too large for a float64"),
         ("delta(1000000000000000000000)", "n in delta\\(n\\) must be a natural number of at most 64"),
         ("delta(33)", "at most 64"),
