@@ -24,6 +24,7 @@ import opt_einsum
 from .axes import axis_graph
 from .checks import require_exprs
 from .errors import TensCalcError
+from .limits import MAX_AXES
 from .nodes import Expr, topological
 from .printing import text_length, to_text
 
@@ -454,6 +455,9 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f") -> str:
     for root in roots:
         if not isinstance(root, Expr):
             raise TensCalcError(f"to_python needs tenscalc expressions, got {type(root).__name__}")
+    widest = max(node.order for node in topological(roots))
+    if widest > MAX_AXES:
+        raise TensCalcError(f"a node of the expression has {widest} axes; NumPy arrays have at most {MAX_AXES}")
     writer = _Writer(roots, name)
     params = writer.bind_sizes()
     results = writer.write()

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from .errors import EvaluationError, TensCalcError
 
+MAX_AXES = 64  # NumPy's limit on array dimensions
 _SUFFIXES = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _limit: int | None = None  # None: the default (environment variable or half the memory)
 
@@ -91,6 +92,8 @@ def _human(size: float) -> str:
 
 def check_shape(shape: Sequence[int], itemsize: int = 8, what: str = "an array") -> None:
     """Raise :class:`EvaluationError` if an array of ``shape`` would exceed the limit."""
+    if len(shape) > MAX_AXES:
+        raise EvaluationError(f"{what} would have {len(shape)} axes; NumPy arrays have at most {MAX_AXES}")
     needed = math.prod(shape) * itemsize
     limit = memory_limit()
     if needed > limit:

@@ -48,7 +48,9 @@ ELEMENTWISE_FUNCTIONS = (
 )
 MATRIX_FUNCTIONS = ("inv", "det", "adj")
 NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det")
-#: the most axes a node may have (NumPy's limit on array dimensions)
+#: the most axes a variable, constant or delta may have (NumPy's limit on array
+#: dimensions; evaluation checks every other node, which internal helpers may build
+#: larger, e.g. an outer product of many terms for one axis graph)
 MAX_ORDER = 64
 
 _cache: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()
@@ -276,8 +278,6 @@ def make(op: str, children: Sequence[Expr], arg: Any = None) -> Expr:
     if isinstance(result, Expr):  # the canonical form is an existing node
         return result
     children, arg, order = result
-    if order > MAX_ORDER:
-        raise SemanticError(f"this {op} node would have {order} axes; tenscalc allows at most {MAX_ORDER}")
     key = (op, _arg_key(op, arg), children)
     with _cache_lock:
         node = _cache.get(key)
@@ -354,6 +354,8 @@ def _canon_const(children, arg):
 
 def _canon_delta(children, arg):
     arg = _natural(arg, "n in delta(n)")
+    if 2 * arg > MAX_ORDER:
+        raise SemanticError(f"delta({arg}) would have {2 * arg} axes; tenscalc allows at most {MAX_ORDER}")
     return (), arg, 2 * arg
 
 

@@ -88,9 +88,19 @@ def test_unicode_digits_and_out_of_range_numbers_are_refused(text, what):
 def test_orders_are_bounded_by_64():
     with pytest.raises(tc.SemanticError, match="at most 64"):
         tc.var("x", 10**12)
-    with pytest.raises(tc.SemanticError, match="66 axes; tenscalc allows at most 64"):
+    with pytest.raises(tc.SemanticError, match=r"delta\(33\) would have 66 axes; tenscalc allows at most 64"):
         tc.derivative(tc.var("x", 33), "x")
     assert tc.derivative(tc.var("x", 32), "x").order == 64
+    # a product of more than 64 axes exists (helpers build such outer products for
+    # one axis graph), but no evaluator makes an array of it
+    x = tc.var("x", 33)
+    outer = N.mul([x, x], [tuple(range(33)), tuple(range(33, 66))], tuple(range(66)))
+    ones = np.ones((1,) * 33)
+    for run in (lambda: tc.evaluate(outer, x=ones), lambda: tc.compile(outer)(x=ones)):
+        with pytest.raises(tc.EvaluationError, match="66 axes; NumPy arrays have at most 64"):
+            run()
+    with pytest.raises(tc.TensCalcError, match="66 axes; NumPy arrays have at most 64"):
+        tc.to_python(outer)
 
 
 def test_a_300_digit_integer_is_a_number():
