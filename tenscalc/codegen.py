@@ -56,7 +56,9 @@ def _check_identifier(name: object, what: str) -> str:
 def _literal(value: int | float) -> str:
     """Python source for a number (only ints and floats reach here)."""
     if type(value) is int:
-        return repr(value)
+        # NumPy takes an int beyond 64 bits as an object (np.sin(10**300) fails): as a float it
+        # is the value evaluate uses
+        return repr(value) if abs(value) < 2**53 else repr(float(value))
     if type(value) is not float:
         raise TensCalcError(f"unexpected constant {value!r}")
     if math.isnan(value):
@@ -255,6 +257,9 @@ class _Writer:
 
     def _write_mul(self, node, kids, shape):
         ins, out = node.arg
+        if any(c.op == "const" and c.arg[0] == 0 for c in node.children):
+            # a zero factor is zero even against inf or nan, as in evaluate and compile
+            return _Value(f"_np.zeros({_shape_text(node, shape)})" if shape else "0.0", not shape, shape)
         children, kids, ins, out = _absorb_deltas(node.children, kids, ins, out)
         kept: set[int] = set()
         for kid, spec in zip(kids, ins):

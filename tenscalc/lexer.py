@@ -15,9 +15,10 @@ from .nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
 KEYWORDS = ("declare", "expression", "derivative", "wrt")
 RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",))
 #: the longest number literal (digits, point and exponent included), and the most
-#: digits of an integer: every such integer fits a float64 (Python's int() refuses 4,300)
+#: digits of an integer: float64's largest has 309 (the parser refuses larger values;
+#: Python's int() refuses 4,300 digits)
 MAX_NUMBER_LENGTH = 330
-MAX_INTEGER_DIGITS = 300
+MAX_INTEGER_DIGITS = 309
 _SYMBOLS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">"}
 
 

@@ -375,20 +375,29 @@ def _canon_add(children, coefficients):
     # A scaled node (one child with a coefficient) is folded into the enclosing sum:
     # this makes a - b, a + -b and -b + a one node and removes double negations.
     terms: list[tuple[Expr, int | float]] = []
+    # (unless the product overflows: inf has no spelling, the text would not re-parse)
     for child, c in zip(children, coefficients):
-        if child.op == "add" and len(child.children) == 1:
+        if child.op == "add" and len(child.children) == 1 and _finite_product(c, child.arg[0]):
             terms.append((child.children[0], c * child.arg[0]))
         else:
             terms.append((child, c))
     if len(terms) == 1 and terms[0][1] == 1:
         return terms[0][0]
-    if len(terms) == 1 and terms[0][0].op == "const":  # -2 is the constant -2, as the parser reads it
+    if len(terms) == 1 and terms[0][0].op == "const" and _finite_product(terms[0][1], terms[0][0].arg[0]):
+        # -2 is the constant -2, as the parser reads it
         value, const_order = terms[0][0].arg
         return make("const", (), (terms[0][1] * value, const_order))
     # canonical order: positive terms first and constants last (for readable
     # printing), then by structural digest (deterministic across processes)
     terms.sort(key=lambda t: (t[1] < 0, t[0].op == "const", t[0].digest, type(t[1]).__name__, t[1]))
     return tuple(t[0] for t in terms), tuple(t[1] for t in terms), order
+
+
+def _finite_product(a: int | float, b: int | float) -> bool:
+    try:
+        return math.isfinite(a * b) or not (math.isfinite(a) and math.isfinite(b))
+    except OverflowError:  # two large integers
+        return False
 
 
 def canonical_specs(ins: Sequence[Sequence[int]], out: Sequence[int]) -> tuple[tuple[Spec, ...], Spec]:

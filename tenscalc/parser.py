@@ -322,7 +322,7 @@ class Parser:
             text = tok.text
             is_int = all(c.isdigit() for c in text)
             value = int(text) if is_int else float(text)
-            if value == float("inf"):
+            if value > 1.7976931348623157e308:  # float64's largest (compared exactly for integers)
                 raise SemanticError(f"the number {text} is too large for a float64", self.text, tok.pos)
             return Syn("num", tok.pos, tok.pos + len(text), (), value)
         if tok.kind == "name":

@@ -533,11 +533,22 @@ def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
     return mapped[id(root)]
 
 
+def _overflowed(node: Expr) -> bool:
+    """Whether ``node`` or a direct child is a constant (or coefficient) that is not finite."""
+    if node.op == "const":
+        return not math.isfinite(node.arg[0])
+    if node.op == "add" and not all(math.isfinite(c) for c in node.arg):
+        return True
+    return any(c.op == "const" and not math.isfinite(c.arg[0]) for c in node.children)
+
+
 def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> Expr:
     for _ in range(MAX_LOCAL_REWRITES):
         for rule in table.get(node.op, ()):
             replacement = rule(node, ctx)
             if replacement is not None and replacement is not node:
+                if _overflowed(replacement) and not _overflowed(node):
+                    continue  # folding overflowed to inf, which has no spelling: keep the unfolded form
                 if replacement.order != node.order:
                     raise AssertionError(f"rule {rule.__name__} changed the order of a node")
                 node = replacement
