@@ -217,6 +217,10 @@ def _check_derivatives(case: _Case, expr, x, values: Mapping, orders: dict, deri
     for order in derivative_orders:
         stage = f"finite differences d{order}/d{name}{order}"
         report = case.stage(stage, functools.partial(check_derivative, expr, x, order, values, tolerance=1e-4))
+        if not report.ok:  # a sharply curved function: the truncation error shrinks with the step
+            report = case.stage(
+                stage, functools.partial(check_derivative, expr, x, order, values, h=1e-7, tolerance=1e-4)
+            )
         if not report.ok:
             case.find("mismatch", stage, report.message)
 
