@@ -216,13 +216,38 @@ def _check_derivatives(case: _Case, expr, x, values: Mapping, orders: dict, deri
     case.agree(f"re-parse d/d{name}", back_value, d_value)
     for order in derivative_orders:
         stage = f"finite differences d{order}/d{name}{order}"
-        report = case.stage(stage, functools.partial(check_derivative, expr, x, order, values, tolerance=1e-4))
-        if not report.ok:  # a sharply curved function: the truncation error shrinks with the step
-            report = case.stage(
-                stage, functools.partial(check_derivative, expr, x, order, values, h=1e-7, tolerance=1e-4)
-            )
-        if not report.ok:
+        # a sharply curved function (cos of a large argument) has a truncation error that
+        # shrinks with the step; a wrong derivative is wrong at every step
+        for h in (1e-6, 1e-7, 1e-8, 1e-9):
+            check = functools.partial(check_derivative, expr, x, order, values, h=h, tolerance=1e-4)
+            report = case.stage(stage, check)
+            if report.ok:
+                break
+        if not report.ok and not _complex_step_agrees(expr, x, order, values):
             case.find("mismatch", stage, report.message)
+
+
+def _complex_step_agrees(expr, x, order: int, values: Mapping) -> bool:
+    """The derivative against the complex-step Jacobian (Im f(x + ih e_k) / h: no
+    cancellation, exact to rounding for analytic functions; evaluate keeps complex
+    input).  Decides the cases where finite differences cannot resolve the curvature."""
+    name = x.arg[0]
+    target = expr
+    for _ in range(order - 1):
+        target = tc.derivative(target, x)
+    try:
+        symbolic = np.asarray(tc.evaluate(tc.derivative(target, x), values))
+        point = np.asarray(values[name], dtype=complex)
+        columns = []
+        for index in np.ndindex(*point.shape):
+            shifted = point.copy()
+            shifted[index] += 1e-30j
+            columns.append(np.asarray(tc.evaluate(target, {**values, name: shifted})).imag / 1e-30)
+    except tc.TensCalcError:
+        return False
+    numeric = np.stack(columns, axis=-1).reshape(symbolic.shape)
+    scale = max(1.0, float(np.max(np.abs(numeric), initial=0.0)))
+    return bool(np.max(np.abs(symbolic - numeric), initial=0.0) / scale < 1e-8)
 
 
 def run_generated(seed: int, summary: Summary) -> None:
