@@ -39,6 +39,7 @@ from .directional import hvp
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .interpreter import evaluate
 from .latex_printer import latex
+from .limits import memory_limit, set_memory_limit
 from .matrix_notation import to_matrix_notation
 from .nodes import Dim, Expr, count_edges, count_nodes
 from .numpy_api import diag, dot, logdet, logsumexp, norm, outer, sigmoid, softplus, sqrt, sum, trace
@@ -91,6 +92,7 @@ __all__ = [
     "compile", "CompiledFunction", "hvp",
     "latex", "to_dot", "dot_source", "to_python",
     "TensCalcError", "ParseError", "SemanticError", "EvaluationError",
+    "memory_limit", "set_memory_limit",
 ]
 __all__ += ["grad", "scipy_objective", "ScipyObjective"]
 # NumPy-style building and matrix notation (issue 11)

@@ -83,7 +83,8 @@ def axis_graph(root: Expr) -> AxisGraph:
             return graph
     graph = _build(root)
     with _graphs_lock:
-        _graphs[root] = graph
+        graph = _graphs.setdefault(root, graph)
+        _graphs.move_to_end(root)
         while len(_graphs) > GRAPH_CACHE_SIZE:
             _graphs.popitem(last=False)
     return graph

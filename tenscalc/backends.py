@@ -215,6 +215,13 @@ class Backend:
         """A root's value as handed to the user."""
         return value
 
+    def unalias(self, results: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
+        """The results, copied where one shares memory with an input (a compiled ``x``
+        or transpose is a view; writing into it must not change the caller's array).
+        The same root listed twice stays one array, computed once.  Immutable arrays
+        (JAX, Dask) need nothing."""
+        return results
+
 
 def _numeric(name: str, value: Any) -> np.ndarray:
     try:
@@ -306,6 +313,11 @@ class NumpyBackend(Backend):
         if type(value) is not np.ndarray:
             return np.asarray(value)
         return value if value.flags.writeable else np.array(value)
+
+    def unalias(self, results, inputs):
+        return tuple(
+            value.copy() if any(np.may_share_memory(value, array) for array in inputs) else value for value in results
+        )
 
 
 class TorchBackend(Backend):

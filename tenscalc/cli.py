@@ -169,7 +169,7 @@ def parse_orders(text: str) -> dict[str, int]:
         name, sep, value = (part.strip() for part in item.partition("="))
         if not item.strip():
             continue
-        if not sep or not name or not value.isdigit():
+        if not sep or not name or not (value.isascii() and value.isdigit()):
             raise argparse.ArgumentTypeError(f"expected NAME=ORDER pairs such as x=1,A=2, got {item.strip()!r}")
         orders[name] = int(value)
     return orders

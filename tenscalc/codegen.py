@@ -22,12 +22,14 @@ from dataclasses import dataclass
 import opt_einsum
 
 from .axes import axis_graph
+from .checks import require_exprs
 from .errors import TensCalcError
+from .limits import MAX_AXES
 from .nodes import Expr, topological
 from .printing import text_length, to_text
 
 # names the generated module defines itself; user names may not start with "_"
-RESERVED = frozenset({"_np", "_contract"})
+RESERVED = frozenset({"_np", "_contract", "_ValueError"})
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
 
 NUMPY_FUNCTIONS = {
@@ -61,7 +63,9 @@ def _check_identifier(name: object, what: str) -> str:
 def _literal(value: int | float) -> str:
     """Python source for a number (only ints and floats reach here)."""
     if type(value) is int:
-        return repr(value)
+        # NumPy takes an int beyond 64 bits as an object (np.sin(10**300) fails): as a float it
+        # is the value evaluate uses
+        return repr(value) if abs(value) < 2**53 else repr(float(value))
     if type(value) is not float:
         raise TensCalcError(f"unexpected constant {value!r}")
     if math.isnan(value):
@@ -69,6 +73,12 @@ def _literal(value: int | float) -> str:
     if math.isinf(value):
         return "_np.inf" if value > 0 else "(-_np.inf)"
     return repr(value)
+
+
+def _operand(text: str) -> str:
+    """``text`` safe as an operand of ``*`` or unary ``-``: a constant's text can be a
+    sum (``_np.exp(2) + _np.sin(1)``), which a bare ``factor * x`` would split."""
+    return f"({text})" if " " in text or text.startswith("-") else text
 
 
 def _letters(spec: Sequence[int]) -> str:
@@ -168,6 +178,11 @@ class _Writer:
     def build(self, node: Expr, kids: list[_Value], shape: tuple[str | None, ...]) -> _Value:
         return getattr(self, "_write_" + node.op)(node, kids, shape)
 
+    def scalar_text(self, text: str) -> str:
+        """A constant's text, bound to a temporary once it nests deeply (Python's parser
+        refuses about 200 nested parentheses: `sin(sin(...(1)...))` is a valid input)."""
+        return self.bind(text) if text.count("(") > 50 else text
+
     def full(self, node: Expr, value: _Value) -> str:
         """``value`` with its full shape (a broadcast scalar materialised)."""
         if value.scalar and node.order > 0:
@@ -192,30 +207,33 @@ class _Writer:
     def _write_add(self, node, kids, shape):
         parts = []
         for i, (kid, coef) in enumerate(zip(kids, node.arg)):
-            term = kid.text if abs(coef) == 1 else f"{_literal(abs(coef))} * {kid.text}"
+            term = kid.text if abs(coef) == 1 else f"{_literal(abs(coef))} * {_operand(kid.text)}"
             if i == 0:
-                parts.append(term if coef > 0 else f"-{term}")
+                parts.append(term if coef > 0 else f"-{_operand(term)}")
             else:
-                parts.append(f" {'+' if coef > 0 else '-'} {term}")
+                parts.append(f" + {term}" if coef > 0 else f" - {_operand(term)}")
         text = "".join(parts)
         scalar = all(kid.scalar for kid in kids)
-        return _Value(text if scalar else self.bind(text), scalar, shape)
+        return _Value(self.scalar_text(text) if scalar else self.bind(text), scalar, shape)
 
     def _write_func(self, node, kids, shape):
         (kid,) = kids
         text = f"_np.maximum({kid.text}, 0.0)" if node.arg == "relu" else f"{NUMPY_FUNCTIONS[node.arg]}({kid.text})"
-        return _Value(text if kid.scalar else self.bind(text), kid.scalar, shape)
+        return _Value(self.scalar_text(text) if kid.scalar else self.bind(text), kid.scalar, shape)
 
     def _write_pow(self, node, kids, shape):
         base, exponent = kids
         e = node.children[1].arg[0] if node.children[1].op == "const" else None
+        # a constant base is a Python number: as a NumPy float, 1 / 0 is inf and 2^-1
+        # is 0.5 as in evaluate (Python raises ZeroDivisionError, NumPy's integer power a ValueError)
+        b = f"_np.float64({base.text})" if base.scalar else base.text
         if e == 2:
-            text = f"{base.text} * {base.text}"
+            text = f"{b} * {b}"
         elif e == -1:
-            text = f"1.0 / {base.text}"
+            text = f"1.0 / {b}"
         else:
-            text = f"_np.power({base.text}, {exponent.text})"
-        return _Value(text if base.scalar else self.bind(text), base.scalar, shape)
+            text = f"_np.power({b}, {exponent.text})"
+        return _Value(self.scalar_text(text) if base.scalar else self.bind(text), base.scalar, shape)
 
     def _write_inv(self, node, kids, shape):
         return _Value(self.bind(f"_np.linalg.inv({self.full(node.children[0], kids[0])})"), False, shape)
@@ -225,6 +243,9 @@ class _Writer:
 
     def _write_mul(self, node, kids, shape):
         ins, out = node.arg
+        if any(c.op == "const" and c.arg[0] == 0 for c in node.children):
+            # a zero factor is zero even against inf or nan, as in evaluate and compile
+            return _Value(f"_np.zeros({_shape_text(node, shape)})" if shape else "0.0", not shape, shape)
         children, kids, ins, out = _absorb_deltas(node.children, kids, ins, out)
         kept: set[int] = set()
         for kid, spec in zip(kids, ins):
@@ -253,7 +274,7 @@ class _Writer:
         else:
             text = "1.0"
         if factors:
-            text = " * ".join(f"({f})" if f.startswith("-") else f for f in factors) + " * " + text
+            text = " * ".join(_operand(f) for f in factors) + " * " + text
         if len(unique_out) == len(out):
             if not operands:
                 return _Value(text, True, shape)
@@ -281,25 +302,33 @@ class _Writer:
     # -- the module --------------------------------------------------------------------
     def source(self, params: list[str], results: list[_Value], single: bool, header: str) -> str:
         body: list[str] = []
+        # only names starting with '_' are used below: a variable may be called `float`
+        # or `ValueError`.  Complex input stays complex, as in evaluate; ints become floats.
         for name in params:
-            body.append(f"{name} = _np.asarray({name}, dtype=float)")
+            body.append(f"{name} = _np.asarray({name})")
+            body.append(f'if {name}.dtype.kind not in "fc":')
+            body.append(f"    {name} = {name}.astype(_np.float64)")
         for name in params:
             order = self.orders[name]
             body.append(f"if {name}.ndim != {order}:")
-            body.append(f'    raise ValueError(f"{name} must have {order} axes, got shape {{{name}.shape}}")')
+            body.append(f'    raise _ValueError(f"{name} must have {order} axes, got shape {{{name}.shape}}")')
         for a, b in self.checks:
             body.append(f"if {a} != {b}:")
-            body.append(f'    raise ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
+            body.append(f'    raise _ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
         body.extend(self.lines)
         texts = []
         for root, value in zip(self.roots, results):
             if value.scalar and root.order == 0:
                 texts.append(f"_np.float64({value.text})")
             else:
-                texts.append(self.full(root, value))
+                text = self.full(root, value)
+                # a result is never an input: writing into it must not change the caller's array
+                texts.append(f"_np.array({text})" if text in params else text)
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         signature = f"def {self.name}(*, {', '.join(params)}):" if params else f"def {self.name}():"
-        lines = [header, "import numpy as _np", "from opt_einsum import contract as _contract", "", "", signature]
+        imports = ["import numpy as _np", "from opt_einsum import contract as _contract"]
+        imports += ["", "_ValueError = ValueError"]  # a variable may be named ValueError
+        lines = [header, *imports, "", "", signature]
         lines.extend("    " + line for line in body)
         return "\n".join(lines) + "\n"
 
@@ -420,12 +449,15 @@ def to_python(
     if name in RESERVED:
         raise TensCalcError(f"function name {name!r} is reserved in generated code")
     single = isinstance(exprs, Expr)
-    roots = [exprs] if single else list(exprs)
+    roots = require_exprs(exprs, "to_python")
     if not roots:
         raise TensCalcError("to_python needs at least one expression")
     for root in roots:
         if not isinstance(root, Expr):
             raise TensCalcError(f"to_python needs tenscalc expressions, got {type(root).__name__}")
+    widest = max(node.order for node in topological(roots))
+    if widest > MAX_AXES:
+        raise TensCalcError(f"a node of the expression has {widest} axes; NumPy arrays have at most {MAX_AXES}")
     if shapes is not None:
         from .compiler.source import program_source
 

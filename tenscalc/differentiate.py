@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import overload
 
 from . import nodes as N
+from .checks import require_expr
 from .errors import SemanticError
 from .nodes import Expr, topological
 from .simplifier import simplify as run_simplifier
@@ -273,6 +274,7 @@ def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
     """
     if not isinstance(n, int) or n < 0:
         raise SemanticError(f"the derivative order must be a natural number, got {n!r}")
+    require_expr(expr, "nth_derivative")
     x = _resolve_wrt(expr, wrt)
     result = expr
     for _ in range(n):

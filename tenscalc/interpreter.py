@@ -16,6 +16,7 @@ import opt_einsum
 
 from .axes import AxisGraph, axis_graph, derive_lengths
 from .errors import EvaluationError
+from .limits import check_entries, check_shape, memory_limit
 from .nodes import Expr, topological
 from .printing import text_length, to_text
 
@@ -174,6 +175,8 @@ def run_interpreter(
     values: dict[int, Any] = {}
     for node in nodes:
         shape = node_shape(graph, lengths, node)
+        if node.op != "var":  # before allocating it (a variable is the caller's array)
+            check_shape(shape, what=f"the value of a {node.op} node")
         kids = [values[id(child)] for child in node.children]
         values[id(node)] = rules[node.op](node, kids, shape, arrays)
         for child in node.children:  # release intermediates after their last use
@@ -255,6 +258,12 @@ def _eval_det(node, kids, shape, arrays):
 
 def _eval_mul(node, kids, shape, arrays):
     ins, out = node.arg
+    letters = len(set().union(*ins, out))  # specs are canonical: letters are 0 .. letters-1
+    if letters > 52:
+        raise EvaluationError(
+            f"a product with {letters} distinct indices: NumPy's einsum, which evaluate uses, takes at most 52 "
+            "(tc.compile evaluates it)"
+        )
     return contract_spec(ins, out, node.children, kids, shape)
 
 
@@ -296,7 +305,9 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
         factor = 1.0
     else:
         spec_text = ",".join(_letters(s) for s in specs) + "->" + _letters(unique_out)
-        expression = _contraction(spec_text, tuple(op.shape for op in operands))
+        shapes = tuple(op.shape for op in operands)
+        _check_intermediates(spec_text, specs, shapes)
+        expression = _contraction(spec_text, shapes)
         result = expression(*operands)
     if factor != 1.0:
         result = factor * result
@@ -305,6 +316,22 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
         np.einsum(_letters(out) + "->" + _letters(unique_out), full)[...] = result
         return full
     return result
+
+
+def _check_intermediates(spec_text: str, specs, shapes) -> None:
+    """Refuse a contraction whose path needs an intermediate over the memory limit."""
+    length = {letter: n for spec, shape in zip(specs, shapes) for letter, n in zip(spec, shape)}
+    bound = 1
+    for n in length.values():
+        bound *= n
+    if bound * 8 > memory_limit():  # only then can an intermediate be too large: ask for the path
+        check_entries(_largest_intermediate(spec_text, shapes), what="an intermediate of a product")
+
+
+@functools.lru_cache(maxsize=256)
+def _largest_intermediate(spec: str, shapes: tuple[tuple[int, ...], ...]) -> int:
+    _, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize="auto")
+    return int(info.largest_intermediate)
 
 
 @functools.lru_cache(maxsize=2048)

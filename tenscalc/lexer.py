@@ -21,6 +21,11 @@ from .nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
 
 KEYWORDS = ("declare", "expression", "derivative", "wrt")
 RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",))
+#: the longest number literal (digits, point and exponent included), and the most
+#: digits of an integer: float64's largest has 309 (the parser refuses larger values;
+#: Python's int() refuses 4,300 digits)
+MAX_NUMBER_LENGTH = 330
+MAX_INTEGER_DIGITS = 309
 _SYMBOLS = {
     "+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">",
     "{": "{", "}": "}",  # the dimensions of a constant or delta: 1{X.0}
@@ -91,8 +96,12 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token("end", "", end))
             return tokens
         ch = text[i]
-        if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):
+        if _digit(ch) or (ch == "." and i + 1 < n and _digit(text[i + 1])):
             j = _scan_number(text, i)
+            if j - i > MAX_NUMBER_LENGTH:
+                raise ParseError(f"a number of {j - i} characters is too long (at most {MAX_NUMBER_LENGTH})", text, i)
+            if j - i > MAX_INTEGER_DIGITS and text[i:j].isdigit():
+                raise ParseError(f"an integer of {j - i} digits is too long (at most {MAX_INTEGER_DIGITS})", text, i)
             tokens.append(Token("number", text[i:j], i))
             i = j
         elif ch.isascii() and (ch.isalpha() or ch == "_"):
@@ -126,22 +135,27 @@ def tokenize(text: str) -> list[Token]:
             raise ParseError(f"unexpected character {ch!r}", text, i)
 
 
+def _digit(ch: str) -> bool:
+    """An ASCII digit (``str.isdigit`` also accepts ``²`` and ``٣``, which ``int`` misreads or refuses)."""
+    return "0" <= ch <= "9"
+
+
 def _scan_number(text: str, i: int) -> int:
     """End offset of the number starting at ``i`` (``12``, ``1.5``, ``.5``, ``2.``, ``1e-3``)."""
     n = len(text)
     j = i
-    while j < n and text[j].isdigit():
+    while j < n and _digit(text[j]):
         j += 1
     if j < n and text[j] == ".":
         j += 1
-        while j < n and text[j].isdigit():
+        while j < n and _digit(text[j]):
             j += 1
     if j < n and text[j] in "eE":
         k = j + 1
         if k < n and text[k] in "+-":
             k += 1
-        if k < n and text[k].isdigit():
-            while k < n and text[k].isdigit():
+        if k < n and _digit(text[k]):
+            while k < n and _digit(text[k]):
                 k += 1
             j = k
         else:

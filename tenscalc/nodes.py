@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -151,9 +152,16 @@ ELEMENTWISE_FUNCTIONS = (
 MATRIX_FUNCTIONS = ("inv", "det", "adj")
 NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det", "slice", "embed")
 FULL_AXIS = (0, None, 1)  # a slice item that keeps the whole axis (`:`)
+#: the most axes a variable, constant or delta may have (NumPy's limit on array
+#: dimensions; evaluation checks every other node, which internal helpers may build
+#: larger, e.g. an outer product of many terms for one axis graph)
+MAX_ORDER = 64
 
 _cache: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()
 _serials = itertools.count()
+# look-up and insertion must be one step, or two threads building the same new node
+# get two different objects and `is`-equality breaks (re-entrant: specialising a
+# child builds nodes from inside the factory)
 _lock = threading.RLock()
 
 
@@ -224,10 +232,16 @@ class Expr:
     def __delattr__(self, name: str) -> None:
         raise AttributeError("tenscalc expressions are immutable")
 
-    def __reduce__(self):  # pickling rebuilds through the factory, keeping interning intact
-        if self.op in DIMENSIONED_LEAVES:
-            return (make, (self.op, self.children, self.arg, self.dims))
-        return (make, (self.op, self.children, self.arg))
+    def __reduce__(self):
+        # pickling rebuilds through the factory, keeping interning intact; the DAG goes
+        # as one flat table (children before parents), so depth costs no recursion
+        return (_from_table, (_to_table(self),))
+
+    def __copy__(self) -> Expr:  # immutable and interned: a copy is the node itself
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Expr:
+        return self
 
     # -- introspection -------------------------------------------------------------------
     @property
@@ -420,6 +434,25 @@ class Expr:
 
 
 DIMENSIONED_LEAVES = ("const", "delta")  # leaves whose dimensions come from their context
+
+
+def _to_table(root: Expr) -> list[tuple[str, Any, tuple[int, ...], Dims | None]]:
+    """The DAG under ``root`` as rows ``(op, arg, child row numbers, leaf dimensions)``,
+    children first."""
+    nodes = topological(root)
+    row = {id(node): k for k, node in enumerate(nodes)}
+    return [
+        (n.op, n.arg, tuple(row[id(c)] for c in n.children), n.dims if n.op in DIMENSIONED_LEAVES else None)
+        for n in nodes
+    ]
+
+
+def _from_table(table: Sequence[tuple]) -> Expr:
+    """Rebuild a pickled table through ``make`` (its last row is the root)."""
+    built: list[Expr] = []
+    for op, arg, children, dims in table:
+        built.append(make(op, [built[k] for k in children], arg, dims))
+    return built[-1]
 
 
 def make(op: str, children: Sequence[Expr], arg: Any = None, dims: Sequence[DimSlot] | None = None) -> Expr:
@@ -689,14 +722,19 @@ _DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
     "slice": _dims_slice,
     "embed": _dims_embed,
 }
+def _natural(value: Any, what: str) -> int:
+    """``value`` as a Python int in 0 .. MAX_ORDER (bools are refused: ``True`` would
+    be interned as a key equal to 1 and print as ``True`` wherever 1 is used later)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ORDER:
+        raise SemanticError(f"{what} must be a natural number of at most {MAX_ORDER}, not {value!r}")
+    return int(value)
 
 
 def _canon_var(children, arg):
     name, order = arg
     if not isinstance(name, str) or not name.isidentifier():
         raise SemanticError(f"invalid variable name {name!r}")
-    if not isinstance(order, int) or order < 0:
-        raise SemanticError(f"the order of variable {name!r} must be a natural number, not {order!r}")
+    order = _natural(order, f"the order of variable {name!r}")
     return (), (name, order), order
 
 
@@ -705,6 +743,13 @@ def normalize_number(value: Any) -> int | float:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
+        # beyond float64's range an integer could not be evaluated; it is the
+        # infinity float arithmetic would give (2^1024 is the first such power)
+        if value.bit_length() > 1000:
+            try:
+                float(value)
+            except OverflowError:
+                return math.inf if value > 0 else -math.inf
         return value
     try:
         as_float = float(value)
@@ -720,14 +765,14 @@ def normalize_number(value: Any) -> int | float:
 def _canon_const(children, arg):
     value, order = arg
     value = normalize_number(value)
-    if not isinstance(order, int) or order < 0:
-        raise SemanticError(f"constant order must be a natural number, not {order!r}")
+    order = _natural(order, "the order of a constant")
     return (), (value, order), order
 
 
 def _canon_delta(children, arg):
-    if not isinstance(arg, int) or arg < 0:
-        raise SemanticError(f"delta(n) needs a natural number n, not {arg!r}")
+    arg = _natural(arg, "n in delta(n)")
+    if 2 * arg > MAX_ORDER:
+        raise SemanticError(f"delta({arg}) would have {2 * arg} axes; tenscalc allows at most {MAX_ORDER}")
     return (), arg, 2 * arg
 
 
@@ -747,20 +792,29 @@ def _canon_add(children, coefficients):
     # A scaled node (one child with a coefficient) is folded into the enclosing sum:
     # this makes a - b, a + -b and -b + a one node and removes double negations.
     terms: list[tuple[Expr, int | float]] = []
+    # (unless the product overflows: inf has no spelling, the text would not re-parse)
     for child, c in zip(children, coefficients):
-        if child.op == "add" and len(child.children) == 1:
+        if child.op == "add" and len(child.children) == 1 and _finite_product(c, child.arg[0]):
             terms.append((child.children[0], c * child.arg[0]))
         else:
             terms.append((child, c))
     if len(terms) == 1 and terms[0][1] == 1:
         return terms[0][0]
-    if len(terms) == 1 and terms[0][0].op == "const":  # -2 is the constant -2, as the parser reads it
+    if len(terms) == 1 and terms[0][0].op == "const" and _finite_product(terms[0][1], terms[0][0].arg[0]):
+        # -2 is the constant -2, as the parser reads it
         value, const_order = terms[0][0].arg
         return make("const", (), (terms[0][1] * value, const_order), terms[0][0].dims)
     # canonical order: positive terms first and constants last (for readable
     # printing), then by structural digest (deterministic across processes)
     terms.sort(key=lambda t: (t[1] < 0, t[0].op == "const", t[0].digest, type(t[1]).__name__, t[1]))
     return tuple(t[0] for t in terms), tuple(t[1] for t in terms), order
+
+
+def _finite_product(a: int | float, b: int | float) -> bool:
+    try:
+        return math.isfinite(a * b) or not (math.isfinite(a) and math.isfinite(b))
+    except OverflowError:  # two large integers
+        return False
 
 
 def canonical_specs(ins: Sequence[Sequence[int]], out: Sequence[int]) -> tuple[tuple[Spec, ...], Spec]:
@@ -801,9 +855,9 @@ def chain_specs(ins: Sequence[Sequence[Any]], out: Sequence[Any]) -> list[tuple[
 
 def _letter(letter: Any) -> str:
     if isinstance(letter, int):
-        from .printing import LETTERS
+        from .printing import letter_for
 
-        return repr(LETTERS[letter % len(LETTERS)])
+        return repr(letter_for(letter))
     return repr(letter)
 
 
@@ -1064,7 +1118,9 @@ def count_nodes(roots: Expr | Sequence[Expr]) -> int:
     >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4
     """
-    return len(topological(roots))
+    from .checks import require_exprs
+
+    return len(topological(require_exprs(roots, "count_nodes")))
 
 
 def count_edges(roots: Expr | Sequence[Expr]) -> int:
@@ -1076,4 +1132,6 @@ def count_edges(roots: Expr | Sequence[Expr]) -> int:
     >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
     4
     """
-    return sum(len(n.children) for n in topological(roots))
+    from .checks import require_exprs
+
+    return sum(len(n.children) for n in topological(require_exprs(roots, "count_edges")))

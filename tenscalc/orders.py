@@ -15,6 +15,7 @@ Both sweeps are iterative, so a 2,000-deep nesting is no problem.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import matrix_notation as M
@@ -70,6 +71,8 @@ def build_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
 
 def _merge_orders(parsed: ParsedProblem, orders: dict[str, int] | None) -> dict[str, int]:
     declared: dict[str, int] = {}
+    if orders is not None and not isinstance(orders, Mapping):
+        raise SemanticError(f"orders must be a mapping such as {{'x': 1}}, not a {type(orders).__name__}")
     for name, order in (orders or {}).items():
         if not isinstance(name, str) or not name.isidentifier():
             raise SemanticError(f"invalid variable name {name!r} in orders")
@@ -282,7 +285,7 @@ class _TypeChecker:
             for spec, operand, o in ((s1, syn.children[0], nat[0]), (s2, syn.children[1], nat[1])):
                 if o is not None and len(spec) != o:
                     raise SemanticError(
-                        f"index string '{spec}' has {len(spec)} letter{'' if len(spec) == 1 else 's'} but "
+                        f"index string '{''.join(spec)}' has {len(spec)} letter{'' if len(spec) == 1 else 's'} but "
                         f"{self.snippet(operand)} has order {o}",
                         self.text,
                         star,
@@ -290,7 +293,10 @@ class _TypeChecker:
             for letter in s3:
                 if letter not in s1 and letter not in s2:
                     raise SemanticError(
-                        f"output index '{letter}' of *({s1},{s2}->{s3}) occurs in neither input", self.text, star
+                        f"output index '{letter}' of *({''.join(s1)},{''.join(s2)}->{''.join(s3)}) "
+                        "occurs in neither input",
+                        self.text,
+                        star,
                     )
             return len(s3)
         raise AssertionError(kind)

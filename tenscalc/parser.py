@@ -4,6 +4,12 @@ The syntax tree is untyped: a number does not know its order yet, because that
 comes from its context (LANGUAGE.md, "Constants and broadcasting").  The typing
 pass in :mod:`tenscalc.typing_pass` turns it into interned DAG nodes.
 
+The four rules that nest (``expr``, ``term``, ``factor``, ``atom``) are
+generators: where they would call another rule they ``yield`` its generator and
+receive its result, and :meth:`Parser.run` drives them with an explicit stack.
+So nesting depth is bounded by memory, not by Python's recursion limit, and no
+process-wide setting is touched (threads parse safely side by side).
+
 Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
 ``^``, a bare ``delta`` meaning ``delta(0)``, ``- >`` split by spaces)::
 
@@ -25,10 +31,10 @@ zeros of the dimensions ``dims`` with ``part`` at ``items``.
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from .errors import ParseError
+from .errors import ParseError, SemanticError
 from .lexer import KEYWORDS, Token, tokenize
 from .matrix_notation import NOTATION_FUNCTIONS, unknown_function_message
 
@@ -75,6 +81,9 @@ class ParsedProblem:
 
 
 # ------------------------------------------------------------------------- parser
+
+# a grammar rule: yields the rules it needs (receiving their results), returns a Syn
+Rule = Generator["Rule", Syn, Syn]
 
 
 class Parser:
@@ -140,7 +149,7 @@ class Parser:
             self.expect_keyword("expression", "'expression' after the declarations")
         elif self.at("keyword", "expression"):
             self.advance()
-        tree = self.expr()
+        tree = self.run(self.expr())
         wrt, wrt_pos = None, None
         if self.at("keyword", "derivative"):
             self.advance()
@@ -229,34 +238,51 @@ class Parser:
         raise AssertionError  # unreachable: fail raises
 
     # expressions -----------------------------------------------------------------
-    def expr(self) -> Syn:
+    @staticmethod
+    def run(rule: Rule) -> Syn:
+        """Drive a rule and the rules it yields with an explicit stack (no recursion)."""
+        stack = [rule]
+        value: Syn | None = None
+        while stack:
+            try:
+                inner = stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                value = done.value
+                continue
+            stack.append(inner)
+            value = None
+        assert value is not None
+        return value
+
+    def expr(self) -> Rule:
         start = self.tok.pos
-        terms = [self.term()]
+        terms = [(yield self.term())]
         signs = [1]
         while self.at("+") or self.at("-"):
             signs.append(1 if self.advance().kind == "+" else -1)
-            terms.append(self.term())
+            terms.append((yield self.term()))
         if len(terms) == 1:
             return terms[0]
         return Syn("sum", start, self.prev_end(), tuple(terms), tuple(signs))
 
-    def term(self) -> Syn:
+    def term(self) -> Rule:
         start = self.tok.pos
-        left = self.factor()
+        left = (yield self.factor())
         while self.tok.kind in ("*", "/", ".*", "./"):
             op = self.advance()
             if op.kind in ("/", ".*", "./"):
-                right = self.factor()
+                right = (yield self.factor())
                 kind = {"/": "div", ".*": "ewmul", "./": "ewdiv"}[op.kind]
                 left = Syn(kind, start, self.prev_end(), (left, right), op.pos)
                 continue
             if not self.at_index_spec():  # matrix notation: `A*x`, `A*(x - z)`
-                right = self.factor()
+                right = (yield self.factor())
                 left = Syn("mprod", start, self.prev_end(), (left, right), op.pos)
                 continue
             self.advance()
             specs = self.index_specs()
-            right = self.factor()
+            right = yield self.factor()
             left = Syn("prod", start, self.prev_end(), (left, right), (specs, op.pos))
         return left
 
@@ -273,7 +299,7 @@ class Parser:
             k += 1
         return seen or (k == self.i + 1 and self.tokens[k].kind == ")")  # `*()`: an empty, malformed spec
 
-    def index_specs(self) -> tuple[str, str, str]:
+    def index_specs(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         first = self.index_letters()
         self.expect(",", "',' between the two input index strings")
         second = self.index_letters()
@@ -287,23 +313,29 @@ class Parser:
         self.expect(")", "')' closing the index spec")
         return first, second, out
 
-    def index_letters(self) -> str:
-        letters = ""
+    def index_letters(self) -> tuple[str, ...]:
+        """One index string: lowercase letters, each optionally followed by digits
+        (``ij``, ``i1j1``: the printer numbers letters past the 26th this way)."""
+        letters: list[str] = []
         while self.at("name") or self.at("function") or self.at("keyword"):
             token = self.advance()
             # keywords and function names are lower-cased by the lexer; index letters
             # are read from the source, so `*(abs,s->ab)` is the letters a, b, s and
             # `*(ABS,...)` is an error like any other uppercase letter
             word = self.spelling(token)
-            bad = next((k for k, ch in enumerate(word) if not ("a" <= ch <= "z")), None)
+            bad = next((k for k, ch in enumerate(word) if not ("a" <= ch <= "z" or "0" <= ch <= "9")), None)
             if bad is not None:  # the caret goes under the offending character
                 raise ParseError(
                     f"index strings are lowercase letters, found '{word[bad]}' in '{word}'",
                     self.text,
                     token.pos + bad,
                 )
-            letters += word
-        return letters
+            for ch in word:
+                if ch.isalpha():
+                    letters.append(ch)
+                else:  # the lexer starts names with a letter, so a digit follows one
+                    letters[-1] += ch
+        return tuple(letters)
 
     def dimensions(self) -> tuple[tuple | None, ...] | None:
         """``{X.0, y.0}`` after a number or delta: the lengths of its axes, each the
@@ -334,13 +366,13 @@ class Parser:
                 return tuple(dims)
             self.expect(",", "',' or '}' in the dimensions {...}")
 
-    def factor(self) -> Syn:
+    def factor(self) -> Rule:
         start = self.tok.pos
         minus = 0
         while self.at("-"):
             self.advance()
             minus += 1
-        node = self.atom()
+        node = (yield self.atom())
         while self.tok.kind in ("^", ".^", "'", "["):
             if self.at("["):
                 items = self.slice_items()
@@ -351,10 +383,10 @@ class Parser:
                 continue
             if self.at("("):
                 self.advance()
-                exponent = self.expr()
+                exponent = yield self.expr()
                 self.expect(")", "')' closing the exponent")
             else:
-                exponent = self.atom()
+                exponent = yield self.atom()
             node = Syn("pow", node.pos, self.prev_end(), (node, exponent))
         if minus % 2:
             if node.kind == "num":  # -2 is the constant -2, not a negation node
@@ -401,20 +433,22 @@ class Parser:
         value = int(self.advance().text)
         return -value if negative else value
 
-    def atom(self) -> Syn:
+    def atom(self) -> Rule:
         tok = self.tok
         if tok.kind == "number":
             self.advance()
             text = tok.text
             is_int = all(c.isdigit() for c in text)
             value = int(text) if is_int else float(text)
+            if value > 1.7976931348623157e308:  # float64's largest (compared exactly for integers)
+                raise SemanticError(f"the number {text} is too large for a float64", self.text, tok.pos)
             dims = self.dimensions()
             return Syn("num", tok.pos, self.prev_end(), (), value, dims)
         if tok.kind == "name":
             self.advance()
             if self.at("(") and tok.text.lower() == "embed":  # embed(part)[items]{dims}
                 self.advance()
-                part = self.expr()
+                part = (yield self.expr())
                 self.expect(")", "')' closing embed(")
                 if not self.at("["):
                     self.fail("'[' and the items where embed( ) places its part, as in embed(p)[1:]{x.0}")
@@ -430,7 +464,7 @@ class Parser:
                 self.advance()
                 if self.at(")"):
                     self.fail(f"an argument for '{name}'")
-                argument = self.expr()
+                argument = (yield self.expr())
                 self.expect(")", f"')' closing {name}(")
                 return Syn("call", tok.pos, self.prev_end(), (argument,), name)
             return Syn("name", tok.pos, tok.pos + len(tok.text), (), tok.text)
@@ -451,14 +485,14 @@ class Parser:
             self.advance()
             if self.at(")"):
                 self.fail(f"an argument for '{tok.text}'")
-            argument = self.expr()
+            argument = yield self.expr()
             self.expect(")", f"')' closing {tok.text}(")
             return Syn("call", tok.pos, self.prev_end(), (argument,), tok.text)
         if tok.kind == "(":
             self.advance()
             if self.at(")"):
                 self.fail("an expression inside the parentheses")
-            inner = self.expr()
+            inner = yield self.expr()
             self.expect(")", "')'")
             return inner
         if tok.kind == "keyword":
@@ -470,21 +504,9 @@ class Parser:
 def parse_text(text: str) -> ParsedProblem:
     """Parse a problem or a bare expression into a syntax tree.
 
-    Recursive descent recurses once per nesting level; deeply nested input (the
-    tests use 2,000 levels) needs more than Python's default recursion limit, so it
-    is raised for the duration of the parse.  Since Python 3.11 pure-Python calls
-    do not use the C stack, so this is safe.
+    The parser keeps its own stack (see :meth:`Parser.run`), so any nesting depth
+    that fits in memory parses, without touching the recursion limit.
     """
     if not isinstance(text, str):
         raise ParseError(f"expected the expression as a string, got {type(text).__name__}")
-    parser = Parser(text)
-    old_limit = sys.getrecursionlimit()
-    needed = 20 * len(parser.tokens) + 1000
-    try:
-        if needed > old_limit:
-            sys.setrecursionlimit(min(needed, 1_000_000))
-        return parser.problem()
-    except RecursionError:
-        raise ParseError("the expression is nested too deeply to parse", text, parser.tok.pos) from None
-    finally:
-        sys.setrecursionlimit(old_limit)
+    return Parser(text).problem()

@@ -19,12 +19,25 @@ SUM, TERM, FACTOR, POWER, ATOM = 0, 1, 2, 3, 4
 LETTERS = "ijklmnopqrstuvwxyzabcdefgh"
 
 
+def letter_for(k: int) -> str:
+    """The index letter for int ``k``: ``i`` .. ``h``, then the same letters with a
+    number (``i1`` .. ``h1``, ``i2`` ...), which the parser reads back as one index.
+
+    >>> letter_for(0), letter_for(25), letter_for(26), letter_for(53)
+    ('i', 'h', 'i1', 'j2')
+    """
+    if k < len(LETTERS):
+        return LETTERS[k]
+    return f"{LETTERS[k % len(LETTERS)]}{k // len(LETTERS)}"
+
+
 def letters_for(spec: tuple[int, ...]) -> str:
-    """Index letters for an int spec (0 -> i, 1 -> j, ...)."""
-    try:
-        return "".join(LETTERS[k] for k in spec)
-    except IndexError:
-        raise ValueError("a product with more than 26 distinct indices cannot be written in the language") from None
+    """Index letters for an int spec (0 -> i, 1 -> j, ...).
+
+    >>> letters_for((0, 1, 27))
+    'ijj1'
+    """
+    return "".join(letter_for(k) for k in spec)
 
 
 def format_number(value: int | float) -> str:

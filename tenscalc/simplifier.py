@@ -438,7 +438,10 @@ def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
     if any(k is None for k in keyed):
         return None
     common = set(keyed[0]).intersection(*keyed[1:])
-    for key in sorted(common, key=lambda key: (-len(key[1]), key[1])):
+    # ties broken by the factor's digest, never by id(): the result must not depend
+    # on what the process built before
+    digests = {id(c): c.digest for c in terms[0].children}
+    for key in sorted(common, key=lambda key: (-len(key[1]), key[1], digests[key[0]])):
         rests, rest_positions = [], None
         for term, keys in zip(terms, keyed):
             ins, out = term.arg
@@ -577,6 +580,8 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
     if e == 0:  # the node keeps base's dimensions, so nothing about its shape is lost
         return N.const_like(1, node)
     if base.op == "const":
+        if not _power_fits(base.arg[0], e):
+            return None  # 2^2824331246 would take seconds to compute and fit no float
         try:
             value = base.arg[0] ** e
         except (ZeroDivisionError, OverflowError):
@@ -585,6 +590,16 @@ def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
             return None
         return N.const_like(value, node)
     return None
+
+
+def _power_fits(base: float, exponent: float) -> bool:
+    """Whether ``base ** exponent`` is within float64's range (checked before computing it)."""
+    if base in (0, 1, -1) or exponent <= 0:
+        return base != 0 or exponent >= 0
+    try:
+        return exponent * math.log2(abs(base)) < 1020
+    except (OverflowError, ValueError):
+        return False
 
 
 FUNC_RULES: list[Rule] = [func_constant]
@@ -751,6 +766,9 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     >>> str(tc.simplify(x + x - 0))
     '2 *(,i->i) x'
     """
+    from .checks import require_expr
+
+    require_expr(root, "simplify")
     return simplify_many([root], rules)[0]
 
 
@@ -799,11 +817,22 @@ def _one_pass_many(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr
     return [mapped[id(root)] for root in roots]
 
 
+def _overflowed(node: Expr) -> bool:
+    """Whether ``node`` or a direct child is a constant (or coefficient) that is not finite."""
+    if node.op == "const":
+        return not math.isfinite(node.arg[0])
+    if node.op == "add" and not all(math.isfinite(c) for c in node.arg):
+        return True
+    return any(c.op == "const" and not math.isfinite(c.arg[0]) for c in node.children)
+
+
 def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> Expr:
     for _ in range(MAX_LOCAL_REWRITES):
         for rule in table.get(node.op, ()):
             replacement = rule(node, ctx)
             if replacement is not None and replacement is not node:
+                if _overflowed(replacement) and not _overflowed(node):
+                    continue  # folding overflowed to inf, which has no spelling: keep the unfolded form
                 if replacement.order != node.order:
                     raise AssertionError(f"rule {rule.__name__} changed the order of a node")
                 node = replacement

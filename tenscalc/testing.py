@@ -18,6 +18,7 @@ from . import nodes as N
 from .axes import axis_graph
 from .differentiate import _resolve_wrt, derivative
 from .interpreter import evaluate
+from .limits import check_shape
 from .nodes import Expr, topological
 
 FIRST_LENGTH = 2
@@ -117,6 +118,7 @@ def random_values(
         low, high = (0.1, 0.9) if _needs_positive(exprs) else (-1.5, 1.5)
     values: dict[str, np.ndarray | float] = {}
     for name, shape in axis_lengths(exprs, first_length).items():
+        check_shape(shape, what=f"random values for '{name}'")  # order 33: lengths 2 .. 34
         array = rng.uniform(low, high, size=shape)
         if len(shape) == 2 and shape[0] == shape[1]:
             array = array + shape[0] * np.eye(shape[0])

@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .checks import require_exprs
 from .errors import TensCalcError
 from .nodes import Expr, topological
 from .printing import letters_for
@@ -309,7 +310,7 @@ def dot_source(
     >>> tc.dot_source(tc.parse("x + 1", {"x": 1})).splitlines()[0]
     'digraph tenscalc {'
     """
-    roots = [expr_or_exprs] if isinstance(expr_or_exprs, Expr) else list(expr_or_exprs)
+    roots = require_exprs(expr_or_exprs, "to_dot")
     if not roots or not all(isinstance(r, Expr) for r in roots):
         raise TensCalcError("to_dot needs a tenscalc expression or a sequence of them")
     if rankdir not in ("TB", "BT", "LR", "RL"):

@@ -51,7 +51,9 @@ CASES = [
     ("A *(ij,j->i x", tc.ParseError, "expected ')' closing the index spec but found the end of the input", 13),
     ("A *(iJ,j->i) x", tc.ParseError, "index strings are lowercase letters, found 'J' in 'iJ'", 5),
     ("A *(ij,j->I) x", tc.ParseError, "index strings are lowercase letters, found 'I' in 'I'", 10),
-    ("A *(i2,j->i) x", tc.ParseError, "index strings are lowercase letters, found '2' in 'i2'", 5),
+    ("A *(i_,j->i) x", tc.ParseError, "index strings are lowercase letters, found '_' in 'i_'", 5),  # names may hold _
+    # a letter with digits is one index (`i2`), as the printer writes letters past the 26th
+    ("A *(i2,j->i) x", tc.SemanticError, "index string 'i2' has 1 letter but `A` has order 2", 2),
     ("A *(i,j->i) x", tc.SemanticError, "index string 'i' has 1 letter but `A` has order 2", 2),
     ("A *(ij,jk->i) x", tc.SemanticError, "index string 'jk' has 2 letters but `x` has order 1", 2),
     ("x + A *(ijk,j->i) x", tc.SemanticError, "index string 'ijk' has 3 letters but `A` has order 2", 6),

@@ -19,12 +19,14 @@ the NumPy kernels (``.kernels``) turn each pairwise contraction into
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..axes import axis_graph
 from ..backends import Backend, get_backend
+from ..checks import require_exprs
 from ..cost import Cost
 from ..errors import EvaluationError
 from ..nodes import Expr
@@ -97,6 +99,17 @@ class CompiledFunction:
         self.orders = {name: orders[name] for name in names}
         self._slot_count = len(self.plan.inputs)
         self._programs: OrderedDict[tuple, Program] = OrderedDict()
+        self._lock = threading.Lock()  # one function may be called from many threads
+
+    # pickling (multiprocessing) sends the expressions and rebuilds the plan: the
+    # bound programs are closures, and cheap to bind again
+    def __getstate__(self) -> dict[str, Any]:
+        return {"exprs": self.exprs, "single": self._single, "backend": self._backend.name, "keys": self._keys}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        CompiledFunction.__init__(
+            self, state["exprs"], state["single"], get_backend(state["backend"]), state.get("keys")
+        )
 
     @property
     def backend(self) -> str:
@@ -108,6 +121,10 @@ class CompiledFunction:
             values = self._positional((values, *args), kwargs)
         if values is None:
             values = kwargs
+        elif not isinstance(values, Mapping):
+            raise EvaluationError(
+                f"call a compiled function with a mapping {{name: array}} or keywords, not a {type(values).__name__}"
+            )
         elif kwargs:
             values = {**values, **kwargs}
         convert = self._backend.convert
@@ -119,12 +136,11 @@ class CompiledFunction:
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
         key = tuple(a.shape for a in arrays)
-        program = self._programs.get(key)
+        program = self._cached(key)
         if program is None:
             program = self._bind(dict(zip(self.inputs, key)))
-        else:
-            self._programs.move_to_end(key)
         results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
+        results = self._backend.unalias(results, arrays)
         if self._keys is not None:
             return dict(zip(self._keys, results))
         return results[0] if self._single else results
@@ -152,10 +168,20 @@ class CompiledFunction:
                 )
         program = bind(self.plan, ShapeResolver(self._graphs, shapes), self._backend)
         key = tuple(tuple(shapes[name]) for name in self.inputs)
-        self._programs[key] = program
-        while len(self._programs) > CACHE_SIZE:
-            self._programs.popitem(last=False)
+        with self._lock:
+            self._programs[key] = program
+            self._programs.move_to_end(key)
+            while len(self._programs) > CACHE_SIZE:
+                self._programs.popitem(last=False)
         return program
+
+    def _cached(self, key: tuple) -> Program | None:
+        """The program bound to ``key`` if cached, marked most recently used."""
+        with self._lock:
+            program = self._programs.get(key)
+            if program is not None:
+                self._programs.move_to_end(key)
+            return program
 
     # ---------------------------------------------------------------- cost
     def cost(self, shapes: Mapping[str, Any]) -> Cost:
@@ -175,10 +201,29 @@ class CompiledFunction:
             if name not in shapes:
                 raise EvaluationError(f"no shape given for variable '{name}' (order {self.orders[name]})")
             value = shapes[name]
-            resolved[name] = tuple(value.shape) if hasattr(value, "shape") else tuple(value)
+            if hasattr(value, "shape"):
+                resolved[name] = tuple(value.shape)
+            elif isinstance(value, (int, float, complex)):  # a number is a 0-axis value
+                resolved[name] = ()
+            else:
+                try:
+                    resolved[name] = tuple(int(n) for n in value)
+                except (TypeError, ValueError):
+                    raise EvaluationError(
+                        f"the shape of '{name}' must be a tuple of lengths or an array, not {value!r}"
+                    ) from None
         key = tuple(resolved[name] for name in self.inputs)
-        program = self._programs.get(key) or self._bind(resolved)
-        return program.cost
+        program = self._cached(key)
+        if program is not None:
+            return program.cost
+        for name, shape in resolved.items():
+            if len(shape) != self.orders[name]:
+                raise EvaluationError(
+                    f"variable '{name}' is declared with order {self.orders[name]} but the shape given has "
+                    f"{len(shape)} axes ({shape})"
+                )
+        # an estimate allocates nothing (constants are stand-ins) and is not cached for calls
+        return bind(self.plan, ShapeResolver(self._graphs, resolved, estimate=True), self._backend).cost
 
     def __repr__(self) -> str:
         roots = len(self.exprs)
@@ -229,12 +274,7 @@ def compile(  # noqa: A001
         for key in keys:
             if not isinstance(key, str):
                 raise EvaluationError(f"the keys of a dict to compile must be str, got {key!r}")
-        roots = [exprs[key] for key in keys]
+        roots = require_exprs([exprs[key] for key in keys], "compile")
     else:
-        roots = [exprs] if isinstance(exprs, Expr) else list(exprs)
-    if not roots:
-        raise EvaluationError("compile needs at least one expression")
-    for root in roots:
-        if not isinstance(root, Expr):
-            raise EvaluationError(f"compile needs tenscalc expressions, got {type(root).__name__}")
+        roots = require_exprs(exprs, "compile")
     return CompiledFunction(roots, single, get_backend(backend), keys)

@@ -24,6 +24,7 @@ from ..cost import Cost, OpCost
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..letters import LetterClasses
+from ..limits import check_entries, check_shape
 from ..nodes import Expr
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, LetterRef, Plan, Step, Term
@@ -104,8 +105,11 @@ class _Shape:
 class ShapeResolver:
     """Axis lengths of every node, from the variables' shapes (one axis graph per root)."""
 
-    def __init__(self, graphs: Sequence[AxisGraph], shapes: Mapping[str, tuple[int, ...]]):
+    def __init__(self, graphs: Sequence[AxisGraph], shapes: Mapping[str, tuple[int, ...]], estimate: bool = False):
         self.graphs = list(graphs)
+        # estimate: binding for a cost estimate only, which must allocate nothing and
+        # may describe shapes over the memory limit (constants are zero-size stand-ins)
+        self.estimate = estimate
         shims = {name: _Shape(tuple(shape)) for name, shape in shapes.items()}
         self.lengths = [bind_lengths(graph, shims) for graph in self.graphs]
 
@@ -134,6 +138,9 @@ class ShapeResolver:
     def constant(self, node: Expr, shape: tuple[int, ...]) -> Any:
         """A node made of constants only, as a NumPy array of ``shape`` (its own shape,
         or one it broadcasts to where a product reads it with repeated letters)."""
+        if self.estimate:  # a cost estimate allocates nothing
+            return np.broadcast_to(np.float64(1.0), shape)
+        check_shape(shape, what=f"a constant {node.op} node")
         for graph, lengths in zip(self.graphs, self.lengths):
             if id(node) in graph.first_slot:
                 value = np.asarray(run_interpreter(graph, {}, lengths, root=node))
@@ -190,6 +197,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
 
     def account(fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...]) -> None:
         nonlocal peak
+        if not resolver.estimate:  # the size guard: refuse before any call allocates
+            check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
         ops.append((fn, slot, dead))
         costs.append(cost)
         # liveness-aware peak: everything still needed, plus what this step allocates
@@ -203,6 +212,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         if step.kind == "input":
             shapes[step.index] = shape
             continue
+        if not resolver.estimate:  # before a binder bakes a constant, and before any call
+            check_shape(shape, what=f"the result of a {step.kind} step")
         for pair in first_use.get(step.index, ()):  # shared sub-products, computed once
             shapes[pair.slot] = pair.shape
             fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
@@ -566,8 +577,9 @@ def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     items: tuple[AddItem, ...] = step.data
     arrays = [(it.slot, it.coef) for it in items if it.kind == "slot"]
-    scalar = sum(it.coef for it in items if it.kind == "scalar")
-    deltas = [(it.n, it.coef) for it in items if it.kind == "delta"]
+    # delta(0) is the scalar 1: added as a number (its "diagonal" is no array view)
+    scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
+    deltas = [(it.n, it.coef) for it in items if it.kind == "delta" and it.n > 0]
     from ..interpreter import slice_key
 
     embeds = [(it.slot, it.coef, slice_key(it.items)) for it in items if it.kind == "embed"]
