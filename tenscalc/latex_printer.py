@@ -365,7 +365,8 @@ class _IndexPrinter:
         names: dict[object, str] = {letter: letter for letter in task.letters}
         summed: list[str] = []
         taken = set(task.scope)
-        for _, letters in factors:
+        # a letter only a written diagonal mentions (x *(i,->ii) 1 read as (ij)) is summed too
+        for letters in [letters for _, letters in factors] + [pair for pair in deltas]:
             for letter in letters:
                 if letter not in names:
                     (fresh,) = self._fresh_letters(1, taken)

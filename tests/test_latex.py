@@ -168,3 +168,9 @@ def test_deep_expression_does_not_hit_the_recursion_limit():
     text = tc.latex(e, notation="index")
     assert text.count(r"\tanh") == 3000
     assert tc.latex(e).count(r"\tanh") == 3000
+
+
+def test_a_letter_only_a_written_diagonal_mentions_is_named():
+    # found by the fuzz harness: the inner diagonal write pairs a letter no factor carries
+    e = tc.parse("x *(i,->ii) 1 *(ij,ik->ik) A", {"A": 2, "x": 1})
+    assert tc.latex(e, notation="index") == "\\sum_{k} x_{i} A_{ij} \\delta_{ik}"

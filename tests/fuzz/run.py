@@ -176,7 +176,8 @@ def _evaluators(case: _Case, exprs: list, values: Mapping, label: str) -> list:
         case.agree(f"compile {label}[{k}]", a, b)
     namespace: dict = {}
     case.must(f"to_python {label}", lambda: exec(tc.to_python(exprs), namespace))  # noqa: S102 - our own code
-    names = {n for e in exprs for n in e.variables}
+    # the generated function takes every variable whose values or shape it needs
+    names = {n for e in exprs for n in (*e.variables, *e.shape_variables)}
     generated = case.must(f"run to_python {label}", lambda: namespace["f"](**{n: values[n] for n in names}))
     for k, (a, b) in enumerate(zip(generated, results)):
         case.agree(f"to_python {label}[{k}]", a, b)
@@ -211,7 +212,7 @@ def _check_derivatives(case: _Case, expr, x, values: Mapping, orders: dict, deri
     d = case.stage(f"derivative by {name}", lambda: tc.derivative(expr, x))
     _texts(case, d, f"d/d{name}")
     _, d_value = _evaluators(case, [expr, d], values, f"d/d{name}")
-    back = case.must(f"re-parse d/d{name}", lambda: tc.parse(str(d), {**orders, name: x.order}))
+    back = case.must(f"re-parse d/d{name}", lambda: tc.parse(str(d), {**orders, **d.shape_variables, name: x.order}))
     back_value = case.must(f"evaluate re-parsed d/d{name}", lambda: tc.evaluate(back, values))
     case.agree(f"re-parse d/d{name}", back_value, d_value)
     for order in derivative_orders:
