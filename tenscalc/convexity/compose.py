@@ -59,7 +59,7 @@ def maximal_affine(f: Expr, wrt: set[str]) -> list[Expr]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        # x^0 only carries lengths (a ones tensor): not a use of x
+        # x^0 is a ones tensor: its value does not depend on x
         if not _depends_on_values(node, wrt):
             continue
         if node.op == "var" or _affine_in(node, wrt):

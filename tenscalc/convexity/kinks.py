@@ -111,8 +111,8 @@ def _affine_in(node: Expr, wrt: set[str]) -> bool:
 
 
 def _depends_on_values(node: Expr, names: set[str]) -> bool:
-    """Whether the value of ``node`` depends on ``names`` (``x^0``, which only carries
-    the length of ``x``'s axes in derivatives, does not count)."""
+    """Whether the value of ``node`` depends on ``names`` (``x^0``, a ones tensor of
+    ``x``'s shape, does not)."""
     stack, seen = [node], set()
     while stack:
         n = stack.pop()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from .. import nodes as N
 from ..errors import TensCalcError
 from ..nodes import Expr
+from ..products import constant_value
 from .algebra import expand, mono_mul, mono_pow, opaque_bases, poly_rational_interval
 from .facts import (
     INF,
@@ -396,10 +397,12 @@ class _UnionFind:
 
 
 def _ones_value(node: Expr) -> float | None:
-    """Value of a tensor of equal entries (a constant, or ``x^0`` which only fixes lengths)."""
-    if node.op == "const":
-        return node.arg[0]
-    if node.op == "pow" and node.children[1].op == "const" and node.children[1].arg[0] == 0:
+    """Value of a tensor of equal entries: a constant, or ``x^0`` (a ones tensor of x's
+    shape, as a user may write it; the simplifier turns it into ``1{x.0}``)."""
+    value = constant_value(node)
+    if value is not None:
+        return value
+    if node.op == "pow" and constant_value(node.children[1]) == 0:
         return 1.0
     return None
 
@@ -451,7 +454,7 @@ def normalize_term(operands, out, k: int, perm: Perm, coef: float = 1.0) -> Norm
     left = tuple(uf.find(x) for x in left)
     right = tuple(uf.find(x) for x in right)
     out_letters = set(left) | set(right)
-    # constant tensors and x^0 only scale (and fix lengths)
+    # constant tensors and x^0 (a ones tensor) only scale
     factor = coef
     count = False
     real: list[tuple[Expr, tuple[int, ...]]] = []
