@@ -135,14 +135,19 @@ def flatten(
     return factors, equal, coefficient
 
 
+def unite_delta(delta: Expr, spec: Sequence[Letter], classes: LetterClasses) -> None:
+    """Absorb one ``delta(n)`` operand read with ``spec``: unite the letters it pairs."""
+    n = delta.arg
+    for t in range(n):
+        classes.union(spec[t], spec[n + t])
+
+
 def unite_delta_letters(pairs: Sequence[Operand], classes: LetterClasses) -> list[Operand]:
     """Drop the ``delta`` operands, uniting in ``classes`` the letters each pairs."""
     kept = []
     for child, spec in pairs:
         if child.op == "delta":
-            n = child.arg
-            for t in range(n):
-                classes.union(spec[t], spec[n + t])
+            unite_delta(child, spec, classes)
         else:
             kept.append((child, spec))
     return kept

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..letters import LetterClasses
 from ..nodes import Expr, topological
-from ..products import scale_parts
+from ..products import scale_parts, unite_delta, unite_delta_letters
 
 Spec = tuple[int, ...]
 LetterRef = tuple[Expr, int]  # a product node of the DAG and one of its own letters
@@ -118,11 +118,7 @@ def _is_free(node: Expr) -> bool:
         return True
     # deltas may rename letters: resolve them before asking whether data is summed
     classes = LetterClasses()
-    for child, spec in zip(node.children, ins):
-        if child.op == "delta":
-            n = child.arg
-            for t in range(n):
-                classes.union(spec[t], spec[n + t])
+    unite_delta_letters(list(zip(node.children, ins)), classes)
     kept = {classes.find(letter) for letter in out}
     return all(classes.find(letter) in kept for letter in data[0])
 
@@ -346,9 +342,7 @@ class PlanBuilder:
                 if child.op == "const":
                     factor *= child.arg[0]
                 elif child.op == "delta":
-                    n = child.arg
-                    for t in range(n):
-                        letters.union(spec[t], spec[n + t])
+                    unite_delta(child, spec, letters)
                 elif key in self.distributed:
                     for term, coef in zip(child.children, child.arg):
                         states.append(
