@@ -44,6 +44,7 @@ NUMPY_FUNCTIONS = {
     "log": "_np.log",
     "abs": "_np.abs",
     "sign": "_np.sign",
+    "sqrt": "_np.sqrt",
 }
 
 

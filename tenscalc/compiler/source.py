@@ -19,25 +19,11 @@ import numpy as np
 import opt_einsum
 
 from ..backends import letters
+from ..codegen import NUMPY_FUNCTIONS  # the generated code's spelling of each function
 from ..errors import TensCalcError
 from .kernels import _identity, gram_pattern
 from .plan import AddItem, Plan, Step, Term
 from .program import ShapeResolver, _step_shape
-
-NUMPY_FUNCTIONS = {
-    "sin": "_np.sin",
-    "cos": "_np.cos",
-    "tan": "_np.tan",
-    "arcsin": "_np.arcsin",
-    "arccos": "_np.arccos",
-    "arctan": "_np.arctan",
-    "tanh": "_np.tanh",
-    "exp": "_np.exp",
-    "log": "_np.log",
-    "abs": "_np.abs",
-    "sign": "_np.sign",
-    "sqrt": "_np.sqrt",
-}
 
 # helpers the generated module defines when it uses them (NumPy only)
 HELPERS = {
