@@ -76,8 +76,10 @@ def _merge_orders(parsed: ParsedProblem, orders: dict[str, int] | None) -> dict[
     for name, order in (orders or {}).items():
         if not isinstance(name, str) or not name.isidentifier():
             raise SemanticError(f"invalid variable name {name!r} in orders")
-        if isinstance(order, bool) or not isinstance(order, int) or order < 0:
-            raise SemanticError(f"the order of {name!r} must be a natural number, got {order!r}")
+        if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= N.MAX_ORDER:
+            raise SemanticError(
+                f"the order of {name!r} must be a natural number of at most {N.MAX_ORDER}, got {order!r}"
+            )
         declared[name] = order
     decl: Declarations | None = parsed.declarations
     if decl is not None:

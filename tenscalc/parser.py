@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from .errors import ParseError, SemanticError
 from .lexer import KEYWORDS, Token, tokenize
 from .matrix_notation import NOTATION_FUNCTIONS, unknown_function_message
+from .nodes import MAX_ORDER
 
 ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
 
@@ -184,6 +185,12 @@ class Parser:
             if not self.at("number") or not self.tok.text.isdigit():
                 self.fail(f"the order (a natural number) of '{token.text}'")
             order_token = self.advance()
+            if int(order_token.text) > MAX_ORDER:  # before anything is sized by it
+                raise ParseError(
+                    f"the order of variable '{token.text}' must be a natural number of at most {MAX_ORDER}",
+                    self.text,
+                    order_token.pos,
+                )
             if token.text in decl.orders:
                 raise ParseError(f"variable '{token.text}' is declared twice", self.text, token.pos)
             decl.orders[token.text] = int(order_token.text)

@@ -222,3 +222,12 @@ def test_integer_literals_up_to_float64s_largest():
     assert float(tc.evaluate(tc.parse("x + 1" + "0" * 308, {"x": 0}), x=0.0)) == 1e308
     with pytest.raises(tc.SemanticError, match="too large for a float64"):
         tc.parse("x + 2" + "0" * 308, {"x": 0})
+
+
+def test_a_huge_declared_order_is_refused_before_anything_is_sized():
+    # found by the fuzz harness on main: `declare x 4294967296` ran out of memory
+    with pytest.raises(tc.ParseError, match="natural number of at most 64") as info:
+        tc.parse_problem("declare x 4294967296 expression sum(x[1:]) derivative wrt x")
+    assert "^" in str(info.value)
+    with pytest.raises(tc.SemanticError, match="at most 64"):
+        tc.parse("x", {"x": 65})

@@ -201,7 +201,7 @@ def check_problem(case: _Case, expr, wrt_names: list[str], seed: int, derivative
     (value,) = _evaluators(case, [expr], values, "expression")
     simplified = case.must("simplify", lambda: tc.simplify(expr))
     case.agree("simplify", case.must("evaluate simplified", lambda: tc.evaluate(simplified, values)), value)
-    reparsed = case.must("re-parse the printed text", lambda: tc.parse(str(expr), orders))
+    reparsed = case.must("re-parse the printed text", lambda: tc.parse(str(expr), {**orders, **expr.shape_variables}))
     case.agree("re-parse", case.must("evaluate re-parsed", lambda: tc.evaluate(reparsed, values)), value)
     for name in wrt_names:
         _check_derivatives(case, expr, tc.var(name, case.orders_of(name)), values, orders, derivative_orders)
