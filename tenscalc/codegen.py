@@ -24,9 +24,11 @@ import opt_einsum
 from .axes import axis_graph
 from .checks import require_exprs
 from .errors import TensCalcError
+from .letters import LetterClasses
 from .limits import MAX_AXES
 from .nodes import Expr, topological
 from .printing import text_length, to_text
+from .products import unite_delta
 
 # names the generated module defines itself; user names may not start with "_"
 RESERVED = frozenset({"_np", "_contract", "_ValueError"})
@@ -337,13 +339,8 @@ class _Writer:
 def _absorb_deltas(children, kids, ins, out):
     """Drop delta operands by giving their paired letters one name (an einsum with a
     repeated output letter then writes the diagonal), so no identity is built."""
-    parent: dict[int, int] = {}
-
-    def find(a: int) -> int:
-        while parent.get(a, a) != a:
-            a = parent[a]
-        return a
-
+    classes = LetterClasses()
+    find = classes.find
     kept = []
     for k, (child, kid, spec) in enumerate(zip(children, kids, ins)):
         n = child.arg if child.op == "delta" else 0
@@ -353,9 +350,7 @@ def _absorb_deltas(children, kids, ins, out):
         others = {find(x) for j, s in enumerate(ins) if j != k and children[j].op != "delta" for x in s}
         usable = all(find(a) in others or find(b) in others for a, b in pairs)
         if n and usable and all(find(a) != find(b) for a, b in pairs) and len(set(spec)) == len(spec):
-            for a, b in pairs:
-                ra, rb = find(a), find(b)
-                parent[max(ra, rb)] = min(ra, rb)
+            unite_delta(child, spec, classes)
             continue
         kept.append((child, kid, spec))
     if len(kept) == len(children) or not kept:
