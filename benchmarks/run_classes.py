@@ -105,7 +105,7 @@ def run_child(threads: int, repeats: int, budget: float, only: list[str] | None,
 
 def symbolic_sweep(tc, classes) -> dict:
     """Symbolic time (derivative + compile) as the problem doubles."""
-    from tenscalc import builder as B
+    from tenscalc.frontend import builder as B
 
     out: dict = {"deep_gradients": [], "nesting": [], "sum_terms": []}
     for layers in (4, 8, 16, 32):

@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tenscalc as tc  # noqa: E402
-from tenscalc import viz  # noqa: E402
+from tenscalc.printing import drawing as viz  # noqa: E402
 
 IMG = ROOT / "docs" / "img"
 

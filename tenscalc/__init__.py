@@ -11,7 +11,13 @@
 from __future__ import annotations
 
 from .adapters import ScipyObjective, grad, scipy_objective
-from .builder import (
+from .calculus.differentiate import derivative, gradient, hessian, jacobian, nth_derivative
+from .calculus.directional import hvp
+from .compiler import CompiledFunction, compile
+from .compiler.codegen import to_python
+from .core.nodes import Dim, Expr, count_edges, count_nodes
+from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
+from .frontend.builder import (
     abs,
     adj,
     arccos,
@@ -32,21 +38,15 @@ from .builder import (
     tanh,
     var,
 )
-from .codegen import to_python
-from .compiler import CompiledFunction, compile
-from .differentiate import derivative, gradient, hessian, jacobian, nth_derivative
-from .directional import hvp
-from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
+from .frontend.matrix_notation import to_matrix_notation
+from .frontend.numpy_api import diag, dot, logdet, logsumexp, norm, outer, sigmoid, softplus, sqrt, sum, trace
+from .frontend.typecheck import Problem, build_problem
 from .interpreter import evaluate
-from .latex_printer import latex
 from .limits import memory_limit, set_memory_limit
-from .matrix_notation import to_matrix_notation
-from .nodes import Dim, Expr, count_edges, count_nodes
-from .numpy_api import diag, dot, logdet, logsumexp, norm, outer, sigmoid, softplus, sqrt, sum, trace
-from .orders import Problem, build_problem
-from .printing import to_text
-from .simplifier import simplify
-from .viz import dot_source, to_dot
+from .printing.drawing import dot_source, to_dot
+from .printing.latex import latex
+from .printing.text import to_text
+from .simplifier.driver import simplify
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,6 @@
 """``python -m tenscalc``: the same as the ``tenscalc`` command."""
 
-from tenscalc.cli import main
+from .cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -25,11 +25,11 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
+from .calculus.differentiate import WrtList, _resolve_wrt, gradient, hessian
+from .calculus.directional import direction_name, hvp
 from .compiler import CompiledFunction, compile
-from .differentiate import WrtList, _resolve_wrt, gradient, hessian
-from .directional import direction_name, hvp
+from .core.nodes import Expr
 from .errors import EvaluationError, SemanticError
-from .nodes import Expr
 
 __all__ = ["ScipyObjective", "grad", "scipy_objective"]
 

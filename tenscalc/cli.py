@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from . import __version__
-from . import nodes as N
+from .core import nodes as N
+from .core.nodes import Expr, count_nodes
 from .errors import SemanticError, TensCalcError
+from .frontend.typecheck import Problem, build_problem
 from .interpreter import evaluate
-from .nodes import Expr, count_nodes
-from .orders import Problem, build_problem
 
 EXAMPLE = "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x"
 """The built-in example of ``--example``: the quadratic form xᵀAx, by x."""
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for k, d in enumerate(found, start=1):
         show_derivative(k, problem.expr, str(name), d, out, show)
     if args.python:
-        from .codegen import to_python
+        from .compiler.codegen import to_python
 
         out.write("\ngenerated code (NumPy and opt_einsum only):\n\n")
         out.write(to_python([problem.expr, *found], name="f"))
@@ -302,13 +302,13 @@ class Shower:
         self.latex, self.notation = latex, notation
 
     def __call__(self, expr: Expr) -> str:
-        from .latex_printer import latex
+        from .printing.latex import latex
 
         if self.latex:
             chosen = {"matrix": "auto", "einsum": "index", None: "auto"}[self.notation]
             return latex(expr, notation=chosen, temporaries=True)
         if self.notation == "matrix":  # text that parses back (the einsum language where no matrix form exists)
-            from .matrix_notation import to_matrix_notation
+            from .frontend.matrix_notation import to_matrix_notation
 
             return to_matrix_notation(expr)
         return str(expr)

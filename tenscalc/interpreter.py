@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
-from .axes import AxisGraph, axis_graph, derive_lengths
+from .core.axes import AxisGraph, axis_graph, derive_lengths
+from .core.nodes import Expr, topological
 from .errors import EvaluationError
 from .limits import check_entries, check_shape, memory_limit
-from .nodes import Expr, topological
-from .printing import text_length, to_text
+from .printing.text import text_length, to_text
 
 
 def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, **kwargs: Any) -> np.ndarray:

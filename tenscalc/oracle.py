@@ -14,9 +14,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .core.nodes import Expr
 from .errors import TensCalcError
 from .interpreter import resolve_sizes, run_interpreter
-from .nodes import Expr
 
 try:  # sympy is a test dependency, not a runtime one (85 MB with mpmath)
     import sympy

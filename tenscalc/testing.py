@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import nodes as N
-from .axes import axis_graph
-from .differentiate import _resolve_wrt, derivative
+from .calculus.differentiate import _resolve_wrt, derivative
+from .core import nodes as N
+from .core.axes import axis_graph
+from .core.nodes import Expr, topological
 from .interpreter import evaluate
 from .limits import check_shape
-from .nodes import Expr, topological
 
 FIRST_LENGTH = 2
 
@@ -65,7 +65,7 @@ def axis_lengths(exprs: Expr | Sequence[Expr], first: int = FIRST_LENGTH) -> dic
                 length_of[twin] = first + len(length_of)
             length_of[cls] = length_of[twin]
     if graph.derived:  # ... then the axes a slice fixes ("n - 1")
-        from .axes import derive_lengths
+        from .core.axes import derive_lengths
         from .errors import EvaluationError
 
         derive_lengths(graph, length_of, EvaluationError)

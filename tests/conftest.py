@@ -32,7 +32,7 @@ MAX_TEXT = 4_000
 @pytest.fixture(autouse=True)
 def derivatives_print_and_parse_back(monkeypatch):
     import tenscalc as tc
-    from tenscalc import differentiate
+    from tenscalc.calculus import differentiate
 
     recorded: list = []
     original = differentiate.derivative
@@ -60,9 +60,9 @@ def parse_back_problem(d) -> str | None:
     import math
 
     import tenscalc as tc
+    from tenscalc.core.nodes import topological
     from tenscalc.errors import TensCalcError
-    from tenscalc.nodes import topological
-    from tenscalc.printing import text_length
+    from tenscalc.printing.text import text_length
     from tenscalc.testing import random_values
 
     if text_length(d) > MAX_TEXT:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc.backends import BACKENDS, available_backends, get_backend
+from tenscalc.compiler.backends import BACKENDS, available_backends, get_backend
 from tenscalc.testing import random_values
 
 ORDERS = {"a": 0, "x": 1, "y": 1, "e": 1, "v": 1, "A": 2, "B": 2, "X": 2, "U": 2, "V": 2, "W": 2, "T": 3}

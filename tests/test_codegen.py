@@ -66,7 +66,7 @@ def test_shared_subexpressions_are_computed_once():
     source = tc.to_python([f, g, h])
     # one statement per node that is not a variable or constant: exp(-y (X w)) once, etc.
     exp_calls = source.count("_np.exp(")
-    distinct_exps = {n for n in tc.nodes.topological([f, g, h]) if n.op == "func" and n.arg == "exp"}
+    distinct_exps = {n for n in tc.core.nodes.topological([f, g, h]) if n.op == "func" and n.arg == "exp"}
     assert exp_calls == len(distinct_exps)
 
 
@@ -137,7 +137,7 @@ def test_function_names_are_validated(name):
 
 
 def test_variable_names_are_validated():
-    from tenscalc import nodes as N
+    from tenscalc.core import nodes as N
 
     for bad in ("class", "_t0", "_np"):  # keywords and names reserved for the generated code
         expr = N.var(bad, 1)

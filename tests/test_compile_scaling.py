@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc import builder as B
-from tenscalc.letters import LetterClasses
+from tenscalc.core.letters import LetterClasses
+from tenscalc.frontend import builder as B
 
 GROWTH = 2.3
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc import nodes as N
 from tenscalc.convexity import VERDICTS, ConvexityResult
 from tenscalc.convexity.analysis import Analyzer
 from tenscalc.convexity.assumptions import implied_constraints, normalize_assumptions
@@ -19,6 +18,7 @@ from tenscalc.convexity.cli import main as convexity_main
 from tenscalc.convexity.facts import Interval, power
 from tenscalc.convexity.falsify import Falsifier
 from tenscalc.convexity.rules import CURVATURE_RULES, FUNCTION_RANGES, INTERVAL_RULES
+from tenscalc.core import nodes as N
 
 INF = math.inf
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import tenscalc as tc
-from tenscalc import viz
 from tenscalc.convexity.picture import COLOURS
+from tenscalc.printing import drawing as viz
 
 
 def _fill_of_root(dot: str) -> str:

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 import tenscalc as tc
-from tenscalc import nodes as N
-from tenscalc.nodes import topological
+from tenscalc.core import nodes as N
+from tenscalc.core.nodes import topological
 
 ORDERS = {"A": 2, "B": 2, "X": 2, "x": 1, "y": 1, "a": 1, "b": 1, "c": 0}
 
@@ -186,7 +186,7 @@ def test_invalid_nodes_are_refused_at_construction():
 
 def test_every_node_kind_has_a_printer_and_an_evaluator():
     from tenscalc.interpreter import EVALUATORS
-    from tenscalc.printing import _PRINTERS
+    from tenscalc.printing.text import _PRINTERS
 
     for kind in N.NODE_KINDS:
         assert kind in EVALUATORS, kind

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc import nodes as N
+from tenscalc.core import nodes as N
 
 DEPTH = 2_000
 WIDTH = 10_000

@@ -17,7 +17,7 @@ import pytest
 import sympy
 
 import tenscalc as tc
-from tenscalc import nodes as N
+from tenscalc.core import nodes as N
 from tenscalc.oracle import exact_mismatches, expand, symbol_arrays
 from tenscalc.testing import axis_lengths, check_derivative, random_values
 

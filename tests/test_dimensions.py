@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tenscalc as tc
-from tenscalc import nodes as N
+from tenscalc.core import nodes as N
 from tenscalc.errors import EvaluationError, ParseError, SemanticError
 from tenscalc.testing import check_derivative
 

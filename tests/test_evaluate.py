@@ -236,7 +236,7 @@ def test_row_sums_of_a_broadcast_sum(values):
 
 def test_fused_products_with_constants(values):
     # products with more than two operands (made by the simplifier) may hold several constants
-    from tenscalc import nodes as N
+    from tenscalc.core import nodes as N
 
     x, A = N.var("x", 1), N.var("A", 2)
     e = N.mul((x, N.const(2, 1), N.const(3, 1), A), ((0,), (1,), (1,), (1, 2)), (0,))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc import nodes as N
+from tenscalc.core import nodes as N
 
 # ------------------------------------------------------------------ delta(0) in compiled sums
 

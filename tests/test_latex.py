@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import tenscalc as tc
-from tenscalc.latex_printer import format_name, format_number
+from tenscalc.printing.latex import format_name, format_number
 
 
 def parse(text: str, **orders: int) -> tc.Expr:

@@ -15,7 +15,7 @@ import resource
 import numpy as np
 
 import tenscalc as tc
-from tenscalc.nodes import Expr
+from tenscalc.core.nodes import Expr
 
 
 def _rss_bytes() -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import tenscalc as tc
-from tenscalc import nodes as N
+from tenscalc.core import nodes as N
 
 ORDERS = {"A": 2, "B": 2, "X": 2, "W": 2, "x": 1, "y": 1, "w": 1, "v": 1, "c": 0, "d": 0, "T": 3, "Q": 4}
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import tenscalc as tc
-from tenscalc.nodes import topological
+from tenscalc.core.nodes import topological
 from tenscalc.oracle import exact_mismatches
 from tenscalc.testing import axis_lengths, check_derivative, random_values
 

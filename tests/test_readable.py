@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc import cli, simplifier
-from tenscalc.latex_printer import matrix_text
-from tenscalc.printing import to_text
+from tenscalc import cli
+from tenscalc.printing.latex import matrix_text
+from tenscalc.printing.text import to_text
+from tenscalc.simplifier import driver as simplifier
 from tenscalc.testing import check_derivative, random_values
 
 LOGISTIC = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"

@@ -7,10 +7,12 @@ inside a user's computation.
 
 import pytest
 
-from tenscalc import nodes as N
-from tenscalc import oracle, printing, simplifier
-from tenscalc.differentiate import FUNCTION_DERIVATIVES, PULLBACK_RULES
+from tenscalc import oracle
+from tenscalc.calculus.differentiate import FUNCTION_DERIVATIVES, PULLBACK_RULES
+from tenscalc.core import nodes as N
 from tenscalc.interpreter import ELEMENTWISE, EVALUATORS
+from tenscalc.printing import text as printing
+from tenscalc.simplifier import driver as simplifier
 
 KIND_TABLES = {
     "derivative rules": PULLBACK_RULES,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc import nodes as N
-from tenscalc.nodes import topological
+from tenscalc.core import nodes as N
+from tenscalc.core.nodes import topological
 from tenscalc.testing import random_values
 
 

@@ -179,7 +179,7 @@ def test_exact_oracle_agrees_on_slices():
 
 @pytest.mark.parametrize("backend", ["numpy", "jax", "dask", "torch"])
 def test_slices_on_every_backend(backend):
-    from tenscalc.backends import available_backends
+    from tenscalc.compiler.backends import available_backends
 
     if backend not in available_backends():
         pytest.skip(f"{backend} is not installed")

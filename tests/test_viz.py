@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc import viz
-from tenscalc.differentiate import reverse_sweep
-from tenscalc.nodes import topological
+from tenscalc.calculus.differentiate import reverse_sweep
+from tenscalc.core.nodes import topological
+from tenscalc.printing import drawing as viz
 
 LOGREG = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
 LOGREG_ORDERS = {"X": 2, "y": 1, "w": 1}

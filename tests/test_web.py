@@ -221,7 +221,7 @@ def test_a_formula_too_large_for_latex_leaves_a_note(monkeypatch):
 
 
 def test_drawings_are_svg_or_a_note(monkeypatch):
-    from tenscalc import viz
+    from tenscalc.printing import drawing as viz
 
     reply = analyse({"expression": "x *(i,i->) x", "wrt": "x"})
     if viz.graphviz_available():

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc.viz import graphviz_available
+from tenscalc.printing.drawing import graphviz_available
 from tenscalc.web.compute import analyse
 from tenscalc.web.server import make_server, serve_in_thread
 

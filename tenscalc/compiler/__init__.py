@@ -24,12 +24,12 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..axes import axis_graph
-from ..backends import Backend, get_backend
-from ..checks import require_exprs
-from ..cost import Cost
+from ..core.axes import axis_graph
+from ..core.checks import require_exprs
+from ..core.nodes import Expr
 from ..errors import EvaluationError
-from ..nodes import Expr
+from .backends import Backend, get_backend
+from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind
 

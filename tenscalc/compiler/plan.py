@@ -26,9 +26,9 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..letters import LetterClasses
-from ..nodes import Expr, topological
-from ..products import scale_parts, unite_delta, unite_delta_letters
+from ..core.letters import LetterClasses
+from ..core.nodes import Expr, topological
+from ..core.products import scale_parts, unite_delta, unite_delta_letters
 
 Spec = tuple[int, ...]
 LetterRef = tuple[Expr, int]  # a product node of the DAG and one of its own letters

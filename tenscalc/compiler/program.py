@@ -5,7 +5,7 @@
 searches each fused product's contraction path once with opt_einsum, and turns
 every step into a closure over a flat list of slots.  Running the program is
 then a loop over those closures, releasing slots after their last use.  The same
-binding yields the cost estimate of :mod:`tenscalc.cost`.
+binding yields the cost estimate of :mod:`tenscalc.compiler.cost`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any, cast
 import numpy as np
 import opt_einsum
 
-from ..axes import AxisGraph
-from ..backends import Backend, letters
-from ..cost import Cost, OpCost
+from ..core.axes import AxisGraph
+from ..core.letters import LetterClasses
+from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
-from ..letters import LetterClasses
 from ..limits import check_entries, check_shape
-from ..nodes import Expr
+from .backends import Backend, letters
+from .cost import Cost, OpCost
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, LetterRef, Plan, Step, Term
 

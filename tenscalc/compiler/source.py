@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import opt_einsum
 
-from ..backends import letters
-from ..codegen import NUMPY_FUNCTIONS  # the generated code's spelling of each function
 from ..errors import TensCalcError
+from .backends import letters
+from .codegen import NUMPY_FUNCTIONS  # the generated code's spelling of each function
 from .kernels import _identity, gram_pattern
 from .plan import AddItem, Plan, Step, Term
 from .program import ShapeResolver, _step_shape
@@ -398,7 +398,7 @@ ProgramSource._writers = {
 
 def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str) -> str:
     """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``."""
-    from ..axes import axis_graph
+    from ..core.axes import axis_graph
     from .plan import build_plan
 
     plan = build_plan(list(roots))

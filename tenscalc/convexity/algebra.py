@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 
-from .. import nodes as N
-from ..nodes import Expr
+from ..core import nodes as N
+from ..core.nodes import Expr
 from .facts import Interval, power
 
 Atom = tuple[Expr, tuple[int, ...]]
@@ -118,7 +118,7 @@ def is_elementwise_mul(node: Expr) -> bool:
 def opaque_bases(roots) -> frozenset[int]:
     """Ids of the bases of non-integer powers under ``roots``: they stay atoms, so that
     ``b * b^(-3/2)`` and ``b^(-1/2)`` are recognised as equal."""
-    from ..nodes import topological
+    from ..core.nodes import topological
 
     found = set()
     for node in topological(list(roots)):

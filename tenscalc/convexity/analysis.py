@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..nodes import Expr, topological
+from ..core.nodes import Expr, topological
 from . import rules
 from .algebra import ExpansionCache, rational_interval
 from .facts import Curvature, Fact, Interval

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.nodes import Expr, topological
 from ..errors import SemanticError
-from ..nodes import Expr, topological
 from .facts import Interval
 
 WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")

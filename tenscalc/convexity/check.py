@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import nodes as N
-from ..differentiate import derivative
+from ..calculus.differentiate import derivative
+from ..core import nodes as N
+from ..core.nodes import Expr, count_nodes, topological
 from ..errors import SemanticError
-from ..nodes import Expr, count_nodes, topological
-from ..simplifier import MUL_RULES, RULES, mul_distribute_power, simplify
+from ..simplifier.driver import MUL_RULES, RULES, mul_distribute_power, simplify
 from .analysis import Analyzer
 from .assumptions import (
     Constraint,
@@ -50,7 +50,7 @@ CROSS_CHECK_POINTS = 4
 
 
 def _resolve(expr: Any, wrt: Any, assumptions: Mapping[str, Any] | None):
-    from ..orders import Problem, build_problem
+    from ..frontend.typecheck import Problem, build_problem
 
     declared: Mapping[str, Any] = {}
     problem_wrt = None

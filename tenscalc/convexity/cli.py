@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = _read(args)
         orders = _orders(args.orders)
         assumptions = _assumptions(args.assume)
-        from ..orders import build_problem
+        from ..frontend.typecheck import build_problem
 
         problem = build_problem(text, orders or None)
         wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] if args.wrt else None

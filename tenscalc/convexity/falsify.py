@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import nodes as N
-from ..axes import axis_graph
-from ..differentiate import derivative, hessian
+from ..calculus.differentiate import derivative, hessian
+from ..core import nodes as N
+from ..core.axes import axis_graph
+from ..core.nodes import Expr
 from ..errors import TensCalcError
 from ..interpreter import evaluate
-from ..nodes import Expr
 from ..testing import _combined
 from .assumptions import Constraint, VariableAssumption
 

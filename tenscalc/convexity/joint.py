@@ -26,9 +26,9 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
-from .. import nodes as N
-from ..axes import axis_graph
-from ..nodes import Expr
+from ..core import nodes as N
+from ..core.axes import axis_graph
+from ..core.nodes import Expr
 from .algebra import Poly, cancel, expand, opaque_bases, poly_add, poly_mul, poly_rational_interval
 from .analysis import Analyzer
 from .facts import Curvature

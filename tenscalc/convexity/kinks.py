@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .. import nodes as N
-from ..differentiate import derivative
-from ..nodes import Expr, topological
+from ..calculus.differentiate import derivative
+from ..core import nodes as N
+from ..core.nodes import Expr, topological
 from .analysis import Analyzer
 from .assumptions import constant_value, refinements
 from .facts import Interval

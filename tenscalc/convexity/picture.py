@@ -5,7 +5,7 @@ directional derivative ``q(v)``) gets the colour of its fact: green for PSD
 matrices and entries ``>= 0``, blue for NSD and ``<= 0``, white for zero, grey for
 nodes with no sign.  Its label gains the fact (``as a matrix PSD``, ``entries >
 0``).  The caption carries the verdict and the counterexample's direction.  The
-drawing itself is :func:`tenscalc.viz.to_dot`, with its colouring hook.
+drawing itself is :func:`tenscalc.printing.drawing.to_dot`, with its colouring hook.
 
 >>> import tenscalc as tc
 >>> r = tc.check_convexity(tc.parse("log(exp(x) *(i,->) 1)", {"x": 1}), "x")
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..nodes import Expr, topological
+from ..core.nodes import Expr, topological
 
 if TYPE_CHECKING:
     from .analysis import Analyzer
@@ -74,8 +74,8 @@ def node_facts(an: Analyzer, roots: Sequence[Expr]) -> dict[int, tuple[str, str]
 
 
 def dot_text(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: str, max_nodes: int = 2000) -> str:
-    """The DOT text of the coloured DAG (:func:`tenscalc.viz.dot_source` with the hook)."""
-    from ..viz import dot_source
+    """The DOT text of the coloured DAG (:func:`tenscalc.printing.drawing.dot_source` with the hook)."""
+    from ..printing.drawing import dot_source
 
     colours = {nid: COLOURS[cat] for nid, (cat, _) in facts.items()}
     notes = {nid: text for nid, (_, text) in facts.items() if text}
@@ -84,7 +84,7 @@ def dot_text(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: st
 
 def drawing(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: str):
     """A ``graphviz.Digraph`` (or the DOT text when Graphviz is missing)."""
-    from ..viz import to_dot
+    from ..printing.drawing import to_dot
 
     colours = {nid: COLOURS[cat] for nid, (cat, _) in facts.items()}
     notes = {nid: text for nid, (_, text) in facts.items() if text}
@@ -93,7 +93,7 @@ def drawing(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: str
 
 def svg(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: str, max_nodes: int = 150) -> str | None:
     """SVG text for notebooks, or None (Graphviz missing, too many nodes, a failure)."""
-    from ..viz import graphviz_available
+    from ..printing.drawing import graphviz_available
 
     if not graphviz_available() or not roots or len(topological(list(roots))) > max_nodes:
         return None

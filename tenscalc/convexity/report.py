@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..nodes import Expr
+from ..core.nodes import Expr
 
 VERDICTS = ("convex", "concave", "affine", "not convex", "not concave", "neither", "unknown")
 

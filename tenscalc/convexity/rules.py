@@ -31,22 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import nodes as N
+from ..core import nodes as N
+from ..core.nodes import Expr
+from ..core.products import constant_value
 from ..errors import TensCalcError
-from ..nodes import Expr
-from ..products import constant_value
 from .algebra import expand, mono_mul, mono_pow, opaque_bases, poly_rational_interval
-from .facts import (
-    INF,
-    Curvature,
-    Interval,
-    Modulus,
-    abs_interval,
-    add_curvatures,
-    monotone,
-    power,
-    sum_over_axis,
-)
+from .facts import INF, Curvature, Interval, Modulus, abs_interval, add_curvatures, monotone, power, sum_over_axis
 
 if TYPE_CHECKING:
     from .analysis import Analyzer
@@ -868,7 +858,7 @@ MAX_EXPANDED_TERMS = 32
 def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[float, Expr]] | None:
     """``node`` as a list of (coefficient, product) terms, distributing products over
     the sums among their operands that carry an output letter."""
-    from ..simplifier import simplify
+    from ..simplifier.driver import simplify
 
     if depth > 4:
         return [(coef, node)]
@@ -1175,7 +1165,7 @@ def cauchy_schwarz(an: Analyzer, terms, parts, perms, sign: int, opaque=frozense
     such that, for every batch index B, ``h sum_l u_l^2 / d_l <= 1`` (Cauchy-Schwarz):
     then ``(a aᵀ) ⊗ (diag(d) - h u uᵀ)`` is PSD for each B.  The other terms must be PSD.
     ``sign=-1`` checks NSD instead (all coefficients negated)."""
-    from ..axes import axis_graph
+    from ..core.axes import axis_graph
 
     k = terms[0][1].order // 2
     members = [t for _, t in terms]

@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.nodes import Expr, count_nodes
 from ..errors import ParseError, SemanticError, TensCalcError
-from ..nodes import Expr, count_nodes
 
 MAX_INPUT = 20_000
 """Most characters accepted in the expression and declarations together."""
@@ -142,7 +142,7 @@ def default_orders(text: str) -> dict[str, int]:
     >>> default_orders("x *(i,ij->j) A *(j,j->) x + c")
     {'A': 2, 'c': 0, 'x': 1}
     """
-    from ..parser import parse_text
+    from ..frontend.parser import parse_text
 
     try:
         parsed = parse_text(text)
@@ -254,9 +254,9 @@ def latex_with_temporaries(expr: Expr) -> tuple[str, bool]:
 
 def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
     """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified."""
-    from .. import nodes as N
-    from ..differentiate import derivative
-    from ..simplifier import simplify
+    from ..calculus.differentiate import derivative
+    from ..core import nodes as N
+    from ..simplifier.driver import simplify
 
     wrt = N.var(name, expr.variables[name])
     found, current = [], expr
@@ -275,7 +275,7 @@ def _latex_entry(expr: Expr) -> dict[str, Any]:
 
 
 def _text(expr: Expr) -> str:
-    from ..printing import text_length
+    from ..printing.text import text_length
 
     if text_length(expr) > MAX_TEXT:
         return f"(too long to print: about {text_length(expr):,} characters; use the Python code)"
@@ -291,7 +291,7 @@ def label(k: int, expr_order: int) -> str:
 
 def drawing(expr: Expr) -> dict[str, Any]:
     """The DAG as SVG text (Graphviz), or a note saying why there is none."""
-    from ..viz import graphviz_available, to_dot
+    from ..printing.drawing import graphviz_available, to_dot
 
     if not graphviz_available():
         return {

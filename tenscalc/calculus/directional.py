@@ -25,10 +25,10 @@ the name yourself.
 
 from __future__ import annotations
 
-from . import nodes as N
+from ..core import nodes as N
+from ..core.nodes import Expr
+from ..errors import SemanticError
 from .differentiate import _resolve_wrt, derivative, gradient
-from .errors import SemanticError
-from .nodes import Expr
 
 
 def direction_name(expr: Expr, wrt: str | Expr) -> str:

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..core import nodes as N
+from ..core.nodes import Expr
+from ..errors import SemanticError
 from . import matrix_notation as M
-from . import nodes as N
-from .errors import SemanticError
-from .nodes import Expr
 from .parser import Declarations, ParsedProblem, Syn, parse_text
 
 
@@ -46,7 +46,7 @@ class Problem:
 
     def derivative(self, wrt: str | None = None) -> Expr:
         """The derivative of the expression by ``wrt`` (default: the problem's own)."""
-        from .differentiate import derivative
+        from ..calculus.differentiate import derivative
 
         name = wrt or self.wrt
         if name is None:
@@ -95,7 +95,7 @@ def _merge_orders(parsed: ParsedProblem, orders: dict[str, int] | None) -> dict[
 
 
 def _default_orders(parsed: ParsedProblem) -> dict[str, int]:
-    """Orders by first letter (see :func:`tenscalc.matrix_notation.default_order`) of
+    """Orders by first letter (see :func:`tenscalc.frontend.matrix_notation.default_order`) of
     every name in the text; ``eye`` is left to mean the identity."""
     names = [syn.value for syn in _postorder(parsed.tree) if syn.kind == "name" and syn.value != "eye"]
     names += [d[0] for syn in _postorder(parsed.tree) for d in (syn.dims or ()) if d is not None]

@@ -1,6 +1,6 @@
 """Binding axis lengths: which axes of a DAG must have equal lengths, and how long.
 
-Every node carries its dimensions (``Expr.dims``, see ``tenscalc.nodes``), so
+Every node carries its dimensions (``Expr.dims``, see ``tenscalc.core.nodes``), so
 the length of every axis is already named: ``X.0`` is the length of X's axis 0.
 What remains to check when arrays are bound are the equalities the expression
 implies between *different* dimensions (``A *(ij,j->i) x`` says ``A.1 = x.0``,

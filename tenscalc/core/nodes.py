@@ -30,7 +30,7 @@ embed     ``(items, dims)``: the transpose of a slice:   (part,)
 
 A sliced axis (``x[1:]``: "n - 1") has a ``SliceDim`` (``x.0[1:]``) in
 ``dims``: its length is derived from the sliced axis when arrays are bound
-(:mod:`tenscalc.axes`).
+(:mod:`tenscalc.core.axes`).
 
 Every node also carries ``dims``: one *dimension* per axis, the symbolic length of
 that axis (see ``Dim``).  A variable's axis ``k`` has the dimension
@@ -43,7 +43,7 @@ vector of ``x``'s length).  Dimensions are part of a constant's identity, so the
 same text used at two lengths is two nodes and both evaluate.  Equalities that an
 expression implies between different dimensions (``A *(ij,j->i) x`` says
 ``A.1 = x.0``) are constraints, checked when arrays are bound
-(``tenscalc.axes``); they never rewrite a node.  A derivative keeps the
+(``tenscalc.core.axes``); they never rewrite a node.  A derivative keeps the
 dimensions of the variable it came from, so it knows "the length of X's axis 0"
 even after X itself has disappeared from it.
 
@@ -62,7 +62,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from .errors import SemanticError
+from ..errors import SemanticError
 
 Spec = tuple[int, ...]
 
@@ -280,12 +280,12 @@ class Expr:
         return dict(sorted(found - set(self.varset)))
 
     def __str__(self) -> str:
-        from .printing import to_text
+        from ..printing.text import to_text
 
         return to_text(self)
 
     def __repr__(self) -> str:
-        from .printing import text_length, to_text
+        from ..printing.text import text_length, to_text
 
         variables = ", ".join(f"{k}:{v}" for k, v in self.variables.items())
         text = to_text(self) if text_length(self) < 20_000 else f"... ({count_nodes(self)} nodes)"
@@ -298,85 +298,85 @@ class Expr:
 
     # -- builder operators (defined in builder.py to keep this module free of policy) ----
     def __add__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.add(self, other)
 
     def __radd__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.add(other, self)
 
     def __sub__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.sub(self, other)
 
     def __rsub__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.sub(other, self)
 
     def __mul__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.multiply(self, other)
 
     def __rmul__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.multiply(other, self)
 
     def __truediv__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.divide(self, other)
 
     def __rtruediv__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.divide(other, self)
 
     def __pow__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.power(self, other)
 
     def __rpow__(self, other):
-        from . import builder
+        from ..frontend import builder
 
         return builder.power(other, self)
 
     def __neg__(self):
         return neg(self)
 
-    # -- NumPy style (tenscalc/numpy_api.py) -----------------------------------------------
+    # -- NumPy style (tenscalc/frontend/numpy_api.py) -----------------------------------------------
     def __matmul__(self, other):
-        from . import numpy_api
+        from ..frontend import numpy_api
 
         return numpy_api.matmul(self, other)
 
     def __rmatmul__(self, other):
-        from . import numpy_api
+        from ..frontend import numpy_api
 
         return numpy_api.matmul(other, self)
 
     @property
     def T(self) -> Expr:  # noqa: N802 - NumPy's name
         """The transpose (axes reversed, as NumPy's ``.T``)."""
-        from . import numpy_api
+        from ..frontend import numpy_api
 
         return numpy_api.transpose(self)
 
     def sum(self, axis=None) -> Expr:
         """The sum of all entries, or over ``axis`` (see ``tenscalc.sum``)."""
-        from . import numpy_api
+        from ..frontend import numpy_api
 
         return numpy_api.sum(self, axis)
 
     def __getitem__(self, key) -> Expr:
         """A slice or an entry, NumPy's basic indexing: ``x[1:]``, ``X[:, 0]``, ``x[::2]``."""
-        from . import numpy_api
+        from ..frontend import numpy_api
 
         return numpy_api.getitem(self, key)
 
@@ -384,12 +384,12 @@ class Expr:
         raise TypeError("a tenscalc expression cannot be iterated; slice it (x[1:]) or evaluate it")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from . import numpy_api
+        from ..frontend import numpy_api
 
         return numpy_api.array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from . import numpy_api
+        from ..frontend import numpy_api
 
         raise numpy_api.numpy_refusal(func.__name__)
 
@@ -408,22 +408,22 @@ class Expr:
 
     def to_latex(self, notation: str = "auto") -> str:
         """The expression in LaTeX (see ``tenscalc.latex``)."""
-        from .latex_printer import latex
+        from ..printing.latex import latex
 
         return latex(self, notation)
 
     def _repr_latex_(self) -> str | None:
-        from .latex_printer import notebook_latex
+        from ..printing.latex import notebook_latex
 
         return notebook_latex(self)
 
     def _repr_svg_(self) -> str | None:  # a drawing of the DAG (needs Graphviz)
-        from .viz import svg
+        from ..printing.drawing import svg
 
         return svg(self)
 
     def _repr_html_(self) -> str | None:  # text and drawing; None falls back to LaTeX
-        from .viz import html
+        from ..printing.drawing import html
 
         return html(self)
 
@@ -855,7 +855,7 @@ def chain_specs(ins: Sequence[Sequence[Any]], out: Sequence[Any]) -> list[tuple[
 
 def _letter(letter: Any) -> str:
     if isinstance(letter, int):
-        from .printing import letter_for
+        from ..printing.text import letter_for
 
         return repr(letter_for(letter))
     return repr(letter)

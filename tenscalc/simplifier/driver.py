@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import nodes as N
-from . import products as P
-from .errors import TensCalcError
-from .nodes import Expr, topological
+from ..core import nodes as N
+from ..core import products as P
+from ..core.nodes import Expr, topological
+from ..errors import TensCalcError
 
 Rule = Callable[[Expr, "Context"], "Expr | None"]
 
@@ -766,7 +766,7 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     >>> str(tc.simplify(x + x - 0))
     '2 *(,i->i) x'
     """
-    from .checks import require_expr
+    from ..core.checks import require_expr
 
     require_expr(root, "simplify")
     return simplify_many([root], rules)[0]

@@ -25,10 +25,10 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .checks import require_exprs
-from .errors import TensCalcError
-from .nodes import Expr, topological
-from .printing import letters_for
+from ..core.checks import require_exprs
+from ..core.nodes import Expr, topological
+from ..errors import TensCalcError
+from .text import letters_for
 
 INSTALL_HINT = (
     "Drawing needs the Python package 'graphviz' (pip install graphviz, or "
@@ -98,7 +98,7 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
     """The raw reverse-mode derivative and, for each of its new nodes, the node of
     ``expr`` whose pullback rule created it.
 
-    It runs the reverse sweep of ``tenscalc.differentiate`` with an observer
+    It runs the reverse sweep of ``tenscalc.calculus.differentiate`` with an observer
     that notes, after each rule, which nodes appeared.  The seed is
     attributed to the root, the sum of a node's contributions to the node itself.
 
@@ -109,7 +109,7 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
         ``id(node)`` of each derivative node that is not a node of ``expr`` to the
         node of ``expr`` it comes from.
     """
-    from .differentiate import _resolve_wrt, reverse_sweep
+    from ..calculus.differentiate import _resolve_wrt, reverse_sweep
 
     x = _resolve_wrt(expr, wrt)
     original = {id(n) for n in topological(expr)}
@@ -155,7 +155,7 @@ def node_title(node: Expr) -> str:
     if op == "func":
         return node.arg
     if op in ("slice", "embed"):
-        from .printing import slice_text
+        from .text import slice_text
 
         return f"{op} [{slice_text(node.arg if op == 'slice' else node.arg[0])}]"
     return op
@@ -173,7 +173,7 @@ def _edge_label(parent: Expr, k: int) -> str:
 
 def _node_shapes(roots: Sequence[Expr], shapes: Mapping[str, Sequence[int]]) -> dict[int, tuple[int, ...]]:
     """Shape of every node whose axis lengths the given variable shapes fix."""
-    from .axes import axis_graph
+    from ..core.axes import axis_graph
 
     found: dict[int, tuple[int, ...]] = {}
     for root in roots:
@@ -325,7 +325,7 @@ def dot_source(
     derivatives: list[Expr] = []
     sources: dict[int, Expr] = {}
     if derivative_wrt is not None:
-        from .differentiate import derivative
+        from ..calculus.differentiate import derivative
 
         for root in roots:
             if colour_pullbacks:
@@ -427,7 +427,7 @@ def svg(expr: Expr, max_nodes: int = NOTEBOOK_MAX_NODES) -> str | None:
     """The drawing as SVG text, or None (Graphviz missing or too many nodes)."""
     if not graphviz_available():
         return None
-    from .nodes import count_nodes
+    from ..core.nodes import count_nodes
 
     if count_nodes(expr) > max_nodes:
         return None
@@ -441,7 +441,7 @@ def html(expr: Expr) -> str | None:
     """HTML for notebooks: the expression's text and its drawing (when available)."""
     import html as html_module
 
-    from .printing import text_length, to_text
+    from .text import text_length, to_text
 
     drawing = svg(expr)
     if drawing is None:

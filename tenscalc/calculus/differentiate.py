@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import overload
 
-from . import nodes as N
-from .checks import require_expr
-from .errors import SemanticError
-from .nodes import Expr, topological
-from .simplifier import simplify as run_simplifier
-from .simplifier import simplify_many
+from ..core import nodes as N
+from ..core.checks import require_expr
+from ..core.nodes import Expr, topological
+from ..errors import SemanticError
+from ..simplifier.driver import simplify as run_simplifier
+from ..simplifier.driver import simplify_many
 
 PullbackRule = Callable[[Expr, int, Expr, int], "Expr | None"]
 

@@ -2,7 +2,7 @@
 
 Used wherever a product's letters are merged: a delta joins its paired letters,
 inlining a product joins its output letters with the parent's.  (Axis lengths of a
-whole DAG use the list-based union-find of :mod:`tenscalc.axes`, built for size.)
+whole DAG use the list-based union-find of :mod:`tenscalc.core.axes`, built for size.)
 """
 
 from __future__ import annotations

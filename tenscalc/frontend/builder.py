@@ -11,9 +11,9 @@ from __future__ import annotations
 import numbers
 from collections.abc import Sequence
 
-from . import nodes as N
-from .errors import SemanticError
-from .nodes import Expr
+from ..core import nodes as N
+from ..core.nodes import Expr
+from ..errors import SemanticError
 from .numpy_api import check_names
 
 Operand = Expr | int | float

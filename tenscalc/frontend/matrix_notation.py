@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import difflib
 
-from . import nodes as N
-from .errors import SemanticError
-from .nodes import Expr
+from ..core import nodes as N
+from ..core.nodes import Expr
+from ..errors import SemanticError
 
 #: Function names of matrix notation, besides the language's own (sin ... inv, det).
 #: They are functions only where a ``(`` follows, so they stay valid variable names.
@@ -220,7 +220,7 @@ def to_matrix_notation(root: Expr) -> str:
     >>> print(tc.to_matrix_notation(tc.parse("T *(ijk,k->ij) x", {"T": 3, "x": 1})))
     T *(ijk,k->ij) x
     """
-    from .printing import MAX_TEXT, text_length, to_text
+    from ..printing.text import MAX_TEXT, text_length, to_text
 
     if text_length(root) > MAX_TEXT:
         return to_text(root)  # raises its clear "too large to print" error
@@ -242,7 +242,7 @@ def _wrap(entry: _Entry, minimum: int) -> str:
 def _oriented(entry: _Entry, want: str) -> _Entry:
     """The entry written as ``want``: "c"/"r" for a vector, "m" (as is) / "mt"
     (transposed) for a matrix; a ``'`` is added where needed."""
-    from .printing import POWER
+    from ..printing.text import POWER
 
     kind = entry[2]
     if kind in "cr" and want in "cr" and kind != want:
@@ -255,7 +255,7 @@ def _oriented(entry: _Entry, want: str) -> _Entry:
 
 
 def _print_node(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry:
-    from . import printing as P
+    from ..printing import text as P
 
     entry = _print_matrix(node, texts, root)
     if entry is not None:
@@ -266,7 +266,7 @@ def _print_node(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry:
 
 
 def _print_matrix(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry | None:
-    from . import printing as P
+    from ..printing import text as P
 
     op = node.op
     kids = [texts[id(c)] for c in node.children]
@@ -307,7 +307,7 @@ def _print_matrix(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry | 
 
 
 def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:
-    from . import printing as P
+    from ..printing import text as P
 
     parts: list[str] = []
     for i, (entry, coef) in enumerate(zip(kids, node.arg)):
@@ -329,7 +329,7 @@ def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:
 
 
 def _print_unary(spec: tuple, out: tuple, child: _Entry) -> _Entry | None:
-    from . import printing as P
+    from ..printing import text as P
 
     spec = tuple(spec)
     order, n_out = len(spec), len(out)
@@ -356,7 +356,7 @@ def _print_chain(ins: tuple, out: tuple, kids: list[_Entry]) -> _Entry | None:
     every order of up to five operands and keeping the cheapest printable one."""
     import itertools
 
-    from .printing import _chain_order
+    from ..printing.text import _chain_order
 
     n = len(kids)
     orders = itertools.permutations(range(n)) if n <= 5 else [_chain_order(ins, out)]
@@ -379,7 +379,7 @@ def _print_chain(ins: tuple, out: tuple, kids: list[_Entry]) -> _Entry | None:
 
 
 def _product(left: _Entry, right: _Entry, operator: str = "*") -> str:
-    from .printing import FACTOR, TERM
+    from ..printing.text import FACTOR, TERM
 
     space = " " if operator != "*" else ""
     return f"{_wrap(left, TERM)}{space}{operator}{space}{_wrap(right, FACTOR)}"
@@ -404,7 +404,7 @@ def _orientations(spec: tuple) -> list[tuple[tuple, str, int]]:
 
 def _print_binary(ea: _Entry, sa: tuple, eb: _Entry, sb: tuple, out: tuple) -> tuple[int, _Entry] | None:
     """``a *(sa,sb->out) b`` in matrix notation with its cost, or None."""
-    from . import printing as P
+    from ..printing import text as P
 
     if len(set(sa)) < len(sa) or len(set(sb)) < len(sb) or len(set(out)) < len(out):
         return None

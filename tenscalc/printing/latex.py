@@ -26,10 +26,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .errors import TensCalcError
-from .nodes import Expr, topological
-from .printing import text_length
-from .products import flatten
+from ..core.nodes import Expr, topological
+from ..core.products import flatten
+from ..errors import TensCalcError
+from .text import text_length
 
 NOTATIONS = ("auto", "index", "matrix")
 MAX_TEXT = 200_000
@@ -346,7 +346,7 @@ class _IndexPrinter:
         items, _ = node.arg
         fresh = self._fresh_letters(node.children[0].order, task.scope)
         child = _Task(node.children[0], tuple(fresh), task.scope | set(fresh))
-        from .printing import slice_text
+        from .text import slice_text
 
         where = slice_text(items).replace(" ", "")
         sub = _subscript(task.letters)
@@ -469,7 +469,7 @@ def _power(base: tuple[str, int], exponent: tuple[str, int], e, hadamard: bool) 
 
 def _flatten_product(node: Expr, letters: tuple[str, ...]):
     """The factors of a product tree with nested products and scalings inlined:
-    ``(factors, equal letter pairs, coefficient)`` (see :func:`tenscalc.products.flatten`)."""
+    ``(factors, equal letter pairs, coefficient)`` (see :func:`tenscalc.core.products.flatten`)."""
     return flatten(node, letters)
 
 

@@ -19,7 +19,7 @@ Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
     factor  = { "-" } atom { "^" ( "(" expr ")" | atom ) }
     atom    = number | func "(" expr ")" | name | "(" expr ")" | "delta" [ "(" natural ")" ]
 
-Matrix notation (:mod:`tenscalc.matrix_notation`) extends ``term`` with ``*``
+Matrix notation (:mod:`tenscalc.frontend.matrix_notation`) extends ``term`` with ``*``
 followed by a factor (a matrix product: ``*(`` starts an index spec only when a
 ``,`` or ``>`` comes before its ``)``, which no expression contains), ``.*`` and
 ``./``; ``factor`` with a postfix ``'`` (transpose) and ``.^``; ``atom`` with
@@ -34,10 +34,10 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from .errors import ParseError, SemanticError
+from ..core.nodes import MAX_ORDER
+from ..errors import ParseError, SemanticError
 from .lexer import KEYWORDS, Token, tokenize
 from .matrix_notation import NOTATION_FUNCTIONS, unknown_function_message
-from .nodes import MAX_ORDER
 
 ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
 

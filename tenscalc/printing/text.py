@@ -11,8 +11,8 @@ Printing is iterative; shared subexpressions are printed once per use.
 
 from __future__ import annotations
 
-from . import nodes as N
-from .nodes import Expr, chain_specs, topological
+from ..core import nodes as N
+from ..core.nodes import Expr, chain_specs, topological
 
 # precedence levels of the grammar: sum < product/quotient < unary minus < power < atom
 SUM, TERM, FACTOR, POWER, ATOM = 0, 1, 2, 3, 4
@@ -83,7 +83,7 @@ def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -
     """
     estimate = text_length(root)
     if estimate > max_length:
-        from .errors import TensCalcError
+        from ..errors import TensCalcError
 
         nodes = topological(root)
         shared = sum(len(n.children) for n in nodes) > len(nodes) - 1

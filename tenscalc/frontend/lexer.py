@@ -4,7 +4,7 @@ Keywords and function names are matched case-insensitively (the 2022 thesis tool
 did so: ``EXP(x)`` and ``Declare`` were valid there); variable names are
 case-sensitive.  ``#`` starts a comment that runs to the end of the line.
 
-Matrix notation (:mod:`tenscalc.matrix_notation`) adds the postfix transpose
+Matrix notation (:mod:`tenscalc.frontend.matrix_notation`) adds the postfix transpose
 ``'`` and the elementwise operators ``.*``, ``./``, ``.^``.  Its function names
 (``sum``, ``tr`` ...) are lexed as names: the parser makes them functions only
 where a ``(`` follows, so they remain valid variable names.  A UTF-8 byte-order
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ParseError
-from .nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
+from ..core.nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
+from ..errors import ParseError
 
 KEYWORDS = ("declare", "expression", "derivative", "wrt")
 RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",))

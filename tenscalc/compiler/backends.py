@@ -11,7 +11,7 @@ Heavy libraries are optional: a backend's library is imported when the backend
 is first used, and a missing one raises ``tenscalc.errors.EvaluationError``
 naming the ``pip install`` line.
 
->>> from tenscalc.backends import get_backend
+>>> from tenscalc.compiler.backends import get_backend
 >>> get_backend("numpy").name
 'numpy'
 """
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
-from .errors import EvaluationError
+from ..errors import EvaluationError
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
 
@@ -305,7 +305,7 @@ class NumpyBackend(Backend):
         return x
 
     def contraction(self, eq, shapes, path):
-        from .compiler.kernels import numpy_contraction
+        from .kernels import numpy_contraction
 
         return numpy_contraction(eq, shapes, path)
 

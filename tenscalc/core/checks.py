@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import SemanticError
+from ..errors import SemanticError
 from .nodes import Expr
 
 

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 import opt_einsum
 
-from .axes import axis_graph
-from .checks import require_exprs
-from .errors import TensCalcError
-from .letters import LetterClasses
-from .limits import MAX_AXES
-from .nodes import Expr, topological
-from .printing import text_length, to_text
-from .products import unite_delta
+from ..core.axes import axis_graph
+from ..core.checks import require_exprs
+from ..core.letters import LetterClasses
+from ..core.nodes import Expr, topological
+from ..core.products import unite_delta
+from ..errors import TensCalcError
+from ..limits import MAX_AXES
+from ..printing.text import text_length, to_text
 
 # names the generated module defines itself; user names may not start with "_"
 RESERVED = frozenset({"_np", "_contract", "_ValueError"})
@@ -52,7 +52,7 @@ NUMPY_FUNCTIONS = {
 
 def _index_text(items) -> str:
     """Python's basic index for slice items: ``1:, 0, ::2``."""
-    from .printing import slice_text
+    from ..printing.text import slice_text
 
     return slice_text(items) if items else "()"
 
@@ -455,7 +455,7 @@ def to_python(
     if widest > MAX_AXES:
         raise TensCalcError(f"a node of the expression has {widest} axes; NumPy arrays have at most {MAX_AXES}")
     if shapes is not None:
-        from .compiler.source import program_source
+        from .source import program_source
 
         for variable in {n for root in roots for n, _ in root.varset}:
             _check_identifier(variable, "variable name")

@@ -19,10 +19,10 @@ from __future__ import annotations
 import numbers
 from collections.abc import Sequence
 
+from ..core import nodes as N
+from ..core.nodes import Expr
+from ..errors import SemanticError
 from . import matrix_notation as M
-from . import nodes as N
-from .errors import SemanticError
-from .nodes import Expr
 
 
 def _expr(x: object, what: str) -> Expr:
