@@ -1,9 +1,9 @@
 """Which functions of the convexity corpus do tenscalc and CVXPY's DCP analysis certify?
 
-For every function of ``tests/test_convexity_corpus.py``, of the extended corpus of
-issue 15 (``tests/test_convexity_extended.py``: one or more functions of every
+For every function of ``tests/convexity/test_convexity_corpus.py``, of the extended corpus of
+issue 15 (``tests/convexity/test_convexity_extended.py``: one or more functions of every
 group the checker used to miss) and of the look-alike squares
-(``tests/test_convexity_squares.py``) this runs
+(``tests/convexity/test_convexity_squares.py``) this runs
 ``tc.check_convexity`` and CVXPY's disciplined-convex-programming analysis on the
 same function written two ways in CVXPY:
 
@@ -36,7 +36,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "convexity"))
 
 from test_convexity_corpus import CASES as BASE_CASES  # noqa: E402
 from test_convexity_extended import EXTENDED  # noqa: E402

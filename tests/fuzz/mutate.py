@@ -110,7 +110,7 @@ def _examples_from_docs() -> list[tuple[str, dict | None]]:
 
 def _examples_from_tests() -> list[tuple[str, dict | None]]:
     found = []
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
         for text, orders in PARSE_CALL.findall(path.read_text(encoding="utf-8")):
             try:
                 parsed = ast.literal_eval(orders) if orders else None

@@ -89,7 +89,7 @@ def test_diagonal_cores_with_distinct_lengths(shape):
 def test_block_diagonal_hessian_on_other_backends(backend):
     module = pytest.importorskip(backend)
     if backend == "jax":
-        module.config.update("jax_enable_x64", True)  # float64, as tests/test_backends.py does
+        module.config.update("jax_enable_x64", True)  # float64, as tests/compiler/test_backends.py does
     rng = np.random.default_rng(11)
     data = {"X": rng.standard_normal((5, 2)), "p": np.array([1.0, 0.0]), "q": np.array([0.0, 1.0])}
     H = tc.hessian(tc.parse(SRC, ORDERS), "X")

@@ -75,7 +75,7 @@ def test_deterministic_text_independent_of_creation_order():
         f"f = tc.parse({LOGREG!r}, {LOGREG_ORDERS!r})\n"
         "print(tc.dot_source(f, derivative_wrt='w'), end='')\n"
     )
-    root = str(pathlib.Path(__file__).resolve().parents[1])
+    root = str(pathlib.Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root, env=env)
     out = out.stdout

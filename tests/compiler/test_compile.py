@@ -292,7 +292,7 @@ def test_benchmark_script_quick_smoke(tmp_path):
     import json
     import pathlib
 
-    script = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "run_benchmarks.py"
+    script = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "run_benchmarks.py"
     spec = importlib.util.spec_from_file_location("run_benchmarks", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

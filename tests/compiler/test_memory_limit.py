@@ -60,7 +60,7 @@ def test_set_memory_limit_returns_the_old_one_and_checks_its_argument():
 
 def test_the_environment_variable_sets_the_default():
     code = "import tenscalc as tc; print(tc.memory_limit())"
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "TENSCALC_MEMORY_LIMIT": "3M"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
     assert int(out.stdout) == 3 * 2**20

@@ -37,7 +37,7 @@ CASES = [
     ("x y", tc.ParseError, f"expected {OPERATOR} or the end of the expression but found name 'y'", 2),
     ("x^2 3", tc.ParseError, f"expected {OPERATOR} or the end of the expression but found number '3'", 4),
     # products
-    # `A * x` is matrix notation now (tests/test_matrix_notation.py); a mismatch is a meaning error
+    # `A * x` is matrix notation now (tests/frontend/test_matrix_notation.py); a mismatch is a meaning error
     (
         "x * A",
         tc.SemanticError,

@@ -361,7 +361,7 @@ def test_every_static_file_is_in_the_package_data():
     import configparser
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]
     config = configparser.ConfigParser()
     config.read(root / "setup.cfg", encoding="utf-8")
     patterns = [line.strip() for line in config["options.package_data"]["tenscalc.web"].splitlines() if line.strip()]

@@ -335,7 +335,7 @@ def test_the_python_examples_of_the_convexity_page_run(capsys):
     import pathlib
     import re
 
-    page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "convexity.md"
+    page = pathlib.Path(__file__).resolve().parents[2] / "docs" / "convexity.md"
     blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
     assert len(blocks) >= 4
     namespace: dict = {}

@@ -152,7 +152,7 @@ def test_canonical_order_of_sums_is_deterministic_across_processes():
         "print(str(tc.parse('a + b + x + c *(,i->i) y + sin(a)', {'a': 1, 'b': 1, 'x': 1, 'y': 1, 'c': 0})))"
     )
     outputs = set()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for seed in ("0", "1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=root)
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
