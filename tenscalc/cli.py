@@ -28,6 +28,7 @@ from .core.nodes import Expr, count_nodes
 from .errors import SemanticError, TensCalcError
 from .frontend.typecheck import Problem, build_problem
 from .interpreter import evaluate
+from .printing.labels import derivative_label
 
 EXAMPLE = "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x"
 """The built-in example of ``--example``: the quadratic form xᵀAx, by x."""
@@ -283,15 +284,6 @@ def derivatives(expr: Expr, wrt: Expr, count: int) -> list[Expr]:
         current = simplify(derivative(current, wrt))
         found.append(current)
     return found
-
-
-def derivative_label(k: int, expr_order: int) -> str:
-    """What to call the ``k``-th derivative of an expression of order ``expr_order``."""
-    if k == 1:
-        return "gradient" if expr_order == 0 else "Jacobian"
-    if k == 2:
-        return "Hessian" if expr_order == 0 else "second derivative"
-    return f"derivative {k}"
 
 
 class Shower:

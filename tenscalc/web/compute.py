@@ -284,7 +284,7 @@ def _text(expr: Expr) -> str:
 
 def label(k: int, expr_order: int) -> str:
     """What to call the k-th derivative (gradient, Jacobian, Hessian ...)."""
-    from ..cli import derivative_label
+    from ..printing.labels import derivative_label
 
     return derivative_label(k, expr_order)
 
