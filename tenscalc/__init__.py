@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from .adapters import ScipyObjective, grad, scipy_objective
-from .calculus.differentiate import derivative, gradient, hessian, jacobian, nth_derivative
+from .calculus.api import derivative, gradient, hessian, jacobian, nth_derivative
 from .calculus.directional import hvp
 from .compiler import CompiledFunction, compile
 from .compiler.codegen import to_python

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calculus.differentiate import _resolve_wrt, derivative
+from .calculus.api import derivative, resolve_wrt
 from .core import nodes as N
 from .core.axes import axis_graph
 from .core.nodes import Expr, topological
@@ -190,7 +190,7 @@ def check_derivative(
     >>> check_derivative(f, "X").ok, check_derivative(f, "X", order=2).ok
     (True, True)
     """
-    x = _resolve_wrt(expr, wrt)
+    x = resolve_wrt(expr, wrt)
     name = x.arg[0]
     target = expr
     for _ in range(order - 1):

@@ -8,7 +8,7 @@ inside a user's computation.
 import pytest
 
 from tenscalc import oracle
-from tenscalc.calculus.differentiate import FUNCTION_DERIVATIVES, PULLBACK_RULES
+from tenscalc.calculus.pullbacks import FUNCTION_DERIVATIVES, PULLBACK_RULES
 from tenscalc.core import nodes as N
 from tenscalc.interpreter import ELEMENTWISE, EVALUATORS
 from tenscalc.printing import text as printing

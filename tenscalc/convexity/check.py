@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..calculus.differentiate import derivative
+from ..calculus.api import derivative
 from ..core import nodes as N
 from ..core.nodes import Expr, count_nodes, topological
 from ..errors import SemanticError

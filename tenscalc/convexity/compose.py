@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..calculus.differentiate import derivative
+from ..calculus.api import derivative
 from ..core import nodes as N
 from ..core.nodes import Expr, topological
 from ..errors import SemanticError

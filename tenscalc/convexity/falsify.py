@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..calculus.differentiate import derivative, hessian
+from ..calculus.api import derivative, hessian
 from ..core import nodes as N
 from ..core.axes import axis_graph
 from ..core.nodes import Expr

@@ -254,7 +254,7 @@ def latex_with_temporaries(expr: Expr) -> tuple[str, bool]:
 
 def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
     """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified."""
-    from ..calculus.differentiate import derivative
+    from ..calculus.api import derivative
     from ..core import nodes as N
     from ..simplifier.driver import simplify
 
