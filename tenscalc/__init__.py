@@ -46,7 +46,7 @@ from .limits import memory_limit, set_memory_limit
 from .printing.drawing import dot_source, to_dot
 from .printing.latex import latex
 from .printing.text import to_text
-from .simplifier.driver import simplify
+from .simplifier import simplify
 
 __version__ = "0.1.0"
 

@@ -256,7 +256,7 @@ def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
     """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified."""
     from ..calculus.api import derivative
     from ..core import nodes as N
-    from ..simplifier.driver import simplify
+    from ..simplifier import simplify
 
     wrt = N.var(name, expr.variables[name])
     found, current = [], expr
