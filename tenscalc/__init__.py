@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from .adapters import ScipyObjective, grad, scipy_objective
-from .calculus.differentiate import derivative, gradient, hessian, jacobian, nth_derivative
+from .calculus.api import derivative, gradient, hessian, jacobian, nth_derivative
 from .calculus.directional import hvp
 from .compiler import CompiledFunction, compile
 from .compiler.codegen import to_python
@@ -46,7 +46,7 @@ from .limits import memory_limit, set_memory_limit
 from .printing.drawing import dot_source, to_dot
 from .printing.latex import latex
 from .printing.text import to_text
-from .simplifier.driver import simplify
+from .simplifier import simplify
 
 __version__ = "0.1.0"
 

@@ -25,7 +25,7 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from .calculus.differentiate import WrtList, _resolve_wrt, gradient, hessian
+from .calculus.api import WrtList, gradient, hessian, resolve_wrt
 from .calculus.directional import direction_name, hvp
 from .compiler import CompiledFunction, compile
 from .core.nodes import Expr
@@ -159,7 +159,7 @@ def scipy_objective(
     if method is not None and method.lower() not in METHOD_KEYS:
         known = ", ".join(sorted(METHOD_KEYS))
         raise SemanticError(f"unknown scipy.optimize.minimize method {method!r}; known here: {known}")
-    x = _resolve_wrt(expr, wrt)
+    x = resolve_wrt(expr, wrt)
     name, order = x.arg
     fixed = {k: v for k, v in (values or {}).items() if k != name}
     template = (values or {}).get(name)

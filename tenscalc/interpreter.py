@@ -168,22 +168,22 @@ def run_interpreter(
     rules = EVALUATORS if evaluators is None else evaluators
     nodes = graph.nodes if root is None else topological(root)
     root = nodes[-1]
-    uses: dict[int, int] = {}
+    uses: dict[Expr, int] = {}  # parents not yet computed, per node
     for node in nodes:
         for child in node.children:
-            uses[id(child)] = uses.get(id(child), 0) + 1
-    values: dict[int, Any] = {}
+            uses[child] = uses.get(child, 0) + 1
+    values: dict[Expr, Any] = {}
     for node in nodes:
         shape = node_shape(graph, lengths, node)
         if node.op != "var":  # before allocating it (a variable is the caller's array)
             check_shape(shape, what=f"the value of a {node.op} node")
-        kids = [values[id(child)] for child in node.children]
-        values[id(node)] = rules[node.op](node, kids, shape, arrays)
+        kids = [values[child] for child in node.children]
+        values[node] = rules[node.op](node, kids, shape, arrays)
         for child in node.children:  # release intermediates after their last use
-            uses[id(child)] -= 1
-            if uses[id(child)] == 0:
-                values.pop(id(child), None)
-    return values[id(root)]
+            uses[child] -= 1
+            if uses[child] == 0:
+                values.pop(child, None)
+    return values[root]
 
 
 # ---------------------------------------------------------------- per-kind rules

@@ -9,12 +9,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .calculus.differentiate import _resolve_wrt, derivative
+from .calculus.api import derivative, resolve_wrt
 from .core import nodes as N
 from .core.axes import axis_graph
 from .core.nodes import Expr, topological
@@ -24,7 +24,7 @@ from .limits import check_shape
 FIRST_LENGTH = 2
 
 
-def _combined(exprs: Expr | Sequence[Expr]) -> Expr:
+def combine(exprs: Expr | Sequence[Expr]) -> Expr:
     """One node holding all ``exprs`` (an outer product) so their axes share one graph."""
     if isinstance(exprs, Expr):
         return exprs
@@ -42,7 +42,7 @@ def axis_lengths(exprs: Expr | Sequence[Expr], first: int = FIRST_LENGTH) -> dic
     Axes that must be equal (same letter in a product, a square matrix) share a
     length; all others differ, so that a transposed axis cannot pass a check.
     """
-    graph = axis_graph(_combined(exprs))
+    graph = axis_graph(combine(exprs))
     length_of: dict[int, int] = {}
     shapes: dict[str, list[int]] = {}
     derived = {graph.find(slot) for slot, _base, _item in graph.derived}
@@ -80,14 +80,27 @@ def axis_lengths(exprs: Expr | Sequence[Expr], first: int = FIRST_LENGTH) -> dic
     return {name: tuple(shape) for name, shape in shapes.items()}
 
 
+def _function_needs_positive(node: Expr) -> bool:
+    """``log``, ``arcsin`` and ``arccos`` are real only on part of the line."""
+    return node.arg in ("log", "arcsin", "arccos")
+
+
+def _power_needs_positive(node: Expr) -> bool:
+    """A power other than a constant integer is real only for a positive base."""
+    e = node.children[1]
+    return e.op != "const" or not float(e.arg[0]).is_integer()
+
+
+#: node kind -> whether such a node needs positive data (kinds not listed never do)
+_NEEDS_POSITIVE: dict[str, Callable[[Expr], bool]] = {"func": _function_needs_positive, "pow": _power_needs_positive}
+
+
 def _needs_positive(exprs: Expr | Sequence[Expr]) -> bool:
-    for node in topological([_combined(exprs)]):
-        if node.op == "func" and node.arg in ("log", "arcsin", "arccos"):
+    """Whether random data for ``exprs`` should be drawn from positive numbers."""
+    for node in topological([combine(exprs)]):
+        check = _NEEDS_POSITIVE.get(node.op)
+        if check is not None and check(node):
             return True
-        if node.op == "pow":
-            e = node.children[1]
-            if e.op != "const" or not float(e.arg[0]).is_integer():
-                return True
     return False
 
 
@@ -190,7 +203,7 @@ def check_derivative(
     >>> check_derivative(f, "X").ok, check_derivative(f, "X", order=2).ok
     (True, True)
     """
-    x = _resolve_wrt(expr, wrt)
+    x = resolve_wrt(expr, wrt)
     name = x.arg[0]
     target = expr
     for _ in range(order - 1):

@@ -32,10 +32,10 @@ MAX_TEXT = 4_000
 @pytest.fixture(autouse=True)
 def derivatives_print_and_parse_back(monkeypatch):
     import tenscalc as tc
-    from tenscalc.calculus import differentiate
+    from tenscalc.calculus import api
 
     recorded: list = []
-    original = differentiate.derivative
+    original = api.derivative
 
     def recording_derivative(expr, wrt, *, simplify=True):
         result = original(expr, wrt, simplify=simplify)
@@ -45,7 +45,7 @@ def derivatives_print_and_parse_back(monkeypatch):
                 recorded.append(d)
         return result
 
-    monkeypatch.setattr(differentiate, "derivative", recording_derivative)
+    monkeypatch.setattr(api, "derivative", recording_derivative)
     monkeypatch.setattr(tc, "derivative", recording_derivative)
     yield
     monkeypatch.undo()

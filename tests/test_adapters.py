@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc.calculus.differentiate import reverse_sweep, reverse_sweep_many
+from tenscalc.calculus.sweep import reverse_sweep, reverse_sweep_many
 from tenscalc.testing import check_derivative
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"

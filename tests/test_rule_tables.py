@@ -8,17 +8,17 @@ inside a user's computation.
 import pytest
 
 from tenscalc import oracle
-from tenscalc.calculus.differentiate import FUNCTION_DERIVATIVES, PULLBACK_RULES
+from tenscalc.calculus.pullbacks import FUNCTION_DERIVATIVES, PULLBACK_RULES
 from tenscalc.core import nodes as N
 from tenscalc.interpreter import ELEMENTWISE, EVALUATORS
 from tenscalc.printing import text as printing
-from tenscalc.simplifier import driver as simplifier
+from tenscalc.simplifier import RULES, rules_functions
 
 KIND_TABLES = {
     "derivative rules": PULLBACK_RULES,
     "evaluators": EVALUATORS,
     "printers": printing._PRINTERS,
-    "simplifier rules": simplifier.RULES,
+    "simplifier rules": RULES,
     "exact oracle": oracle._EXPANDERS,
 }
 
@@ -26,7 +26,7 @@ FUNCTION_TABLES = {
     "derivatives": FUNCTION_DERIVATIVES,
     "evaluators": ELEMENTWISE,
     "exact oracle": oracle._SYMPY_FUNCTIONS,
-    "constant folding": simplifier._NUMERIC,
+    "constant folding": rules_functions._NUMERIC,
 }
 
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 from ..core import nodes as N
 from ..core.nodes import Expr
 from ..errors import SemanticError
-from .differentiate import _resolve_wrt, derivative, gradient
+from .api import derivative, gradient, resolve_wrt
 
 
 def direction_name(expr: Expr, wrt: str | Expr) -> str:
     """The name ``hvp`` gives the direction variable for ``expr`` and ``wrt``."""
-    x = _resolve_wrt(expr, wrt)
+    x = resolve_wrt(expr, wrt)
     taken = expr.variables
     name = f"v_{x.arg[0]}"
     while name in taken:
@@ -70,7 +70,7 @@ def hvp(expr: Expr, wrt: str | Expr, direction: str | None = None) -> Expr:
     """
     if not isinstance(expr, Expr) or expr.order != 0:
         raise SemanticError("hvp needs a scalar (order 0) expression")
-    x = _resolve_wrt(expr, wrt)
+    x = resolve_wrt(expr, wrt)
     name = direction if direction is not None else direction_name(expr, x)
     if name == x.arg[0] or (name in expr.variables and expr.variables[name] != x.order):
         raise SemanticError(f"the direction variable '{name}' clashes with a variable of the expression")

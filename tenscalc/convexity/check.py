@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from ..calculus.differentiate import derivative
+from ..calculus.api import derivative
 from ..core import nodes as N
 from ..core.nodes import Expr, count_nodes, topological
 from ..errors import SemanticError
-from ..simplifier.driver import MUL_RULES, RULES, mul_distribute_power, simplify
+from ..simplifier import MUL_RULES, RULES, mul_distribute_power, simplify
 from .analysis import Analyzer
 from .assumptions import (
     Constraint,

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..calculus.differentiate import derivative
+from ..calculus.api import derivative
 from ..core import nodes as N
 from ..core.nodes import Expr, topological
 from ..errors import SemanticError
-from ..simplifier.driver import simplify
+from ..simplifier import simplify
 from .analysis import Analyzer
 from .assumptions import implied_constraints, normalize_assumptions, refinements, variable_intervals, variable_tags
 from .facts import Interval

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..calculus.differentiate import derivative, hessian
+from ..calculus.api import derivative, hessian
 from ..core import nodes as N
 from ..core.axes import axis_graph
 from ..core.nodes import Expr
 from ..errors import TensCalcError
 from ..interpreter import evaluate
-from ..testing import _combined
+from ..testing import combine
 from .assumptions import Constraint, VariableAssumption
 
 TOLERANCE = 1e-9
@@ -139,7 +139,7 @@ class Falsifier:
             for name, a in self.assumed.items()
             if a.tags and self.orders.get(name) == 2
         ]
-        combined = _combined([self.f] + square)
+        combined = combine([self.f] + square)
         graph = axis_graph(combined)
         length_of: dict[int, int] = {}
         for name, _order, axis, slot in graph.var_slots:  # lengths of the arrays given

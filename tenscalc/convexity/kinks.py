@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..calculus.differentiate import derivative
+from ..calculus.api import derivative
 from ..core import nodes as N
 from ..core.nodes import Expr, topological
 from .analysis import Analyzer

@@ -858,7 +858,7 @@ MAX_EXPANDED_TERMS = 32
 def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[float, Expr]] | None:
     """``node`` as a list of (coefficient, product) terms, distributing products over
     the sums among their operands that carry an output letter."""
-    from ..simplifier.driver import simplify
+    from ..simplifier import simplify
 
     if depth > 4:
         return [(coef, node)]

@@ -46,7 +46,7 @@ class Problem:
 
     def derivative(self, wrt: str | None = None) -> Expr:
         """The derivative of the expression by ``wrt`` (default: the problem's own)."""
-        from ..calculus.differentiate import derivative
+        from ..calculus.api import derivative
 
         name = wrt or self.wrt
         if name is None:

@@ -98,7 +98,7 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
     """The raw reverse-mode derivative and, for each of its new nodes, the node of
     ``expr`` whose pullback rule created it.
 
-    It runs the reverse sweep of ``tenscalc.calculus.differentiate`` with an observer
+    It runs the reverse sweep of ``tenscalc.calculus.sweep`` with an observer
     that notes, after each rule, which nodes appeared.  The seed is
     attributed to the root, the sum of a node's contributions to the node itself.
 
@@ -109,9 +109,10 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
         ``id(node)`` of each derivative node that is not a node of ``expr`` to the
         node of ``expr`` it comes from.
     """
-    from ..calculus.differentiate import _resolve_wrt, reverse_sweep
+    from ..calculus.api import resolve_wrt
+    from ..calculus.sweep import reverse_sweep
 
-    x = _resolve_wrt(expr, wrt)
+    x = resolve_wrt(expr, wrt)
     original = {id(n) for n in topological(expr)}
     sources: dict[int, Expr] = {}
 
@@ -325,7 +326,7 @@ def dot_source(
     derivatives: list[Expr] = []
     sources: dict[int, Expr] = {}
     if derivative_wrt is not None:
-        from ..calculus.differentiate import derivative
+        from ..calculus.api import derivative
 
         for root in roots:
             if colour_pullbacks:

@@ -254,9 +254,9 @@ def latex_with_temporaries(expr: Expr) -> tuple[str, bool]:
 
 def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
     """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified."""
-    from ..calculus.differentiate import derivative
+    from ..calculus.api import derivative
     from ..core import nodes as N
-    from ..simplifier.driver import simplify
+    from ..simplifier import simplify
 
     wrt = N.var(name, expr.variables[name])
     found, current = [], expr

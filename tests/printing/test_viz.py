@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc.calculus.differentiate import reverse_sweep
+from tenscalc.calculus.sweep import reverse_sweep
 from tenscalc.core.nodes import topological
 from tenscalc.printing import drawing as viz
 

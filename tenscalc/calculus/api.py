@@ -1,0 +1,216 @@
+"""The public derivative functions: derivative, gradient, jacobian, hessian, nth_derivative.
+
+They resolve the variables to differentiate by (:func:`resolve_wrt`), run the
+reverse sweep (:mod:`tenscalc.calculus.sweep`) and simplify the result.
+"""
+
+from __future__ import annotations
+
+from typing import overload
+
+from ..core import nodes as N
+from ..core.checks import require_expr
+from ..core.nodes import Expr
+from ..errors import SemanticError
+from ..simplifier import simplify as run_simplifier
+from ..simplifier import simplify_many
+from .sweep import reverse_sweep, reverse_sweep_many
+
+
+def resolve_wrt(expr: Expr, wrt: str | Expr) -> Expr:
+    """The variable node ``wrt`` names in ``expr`` (a name, or a ``tc.var`` checked against it).
+
+    A name only used for its shape gives its variable (the derivative by it is zero);
+    an unknown name or a clashing order is a :class:`SemanticError`.
+    """
+    if isinstance(wrt, Expr):
+        if wrt.op != "var":
+            raise SemanticError(f"can only differentiate by a variable, not by `{wrt}`")
+        name, order = wrt.arg
+        known = expr.variables.get(name)
+        if known is not None and known != order:
+            raise SemanticError(f"'{name}' has order {known} in the expression but tc.var('{name}', {order}) was given")
+        return wrt
+    if not isinstance(wrt, str):
+        raise SemanticError(f"wrt must be a variable name or tc.var(...), got {wrt!r}")
+    variables = expr.variables
+    if wrt not in variables:
+        shape_only = expr.shape_variables
+        if wrt in shape_only:  # only its shape is used: the derivative by it is zero
+            return N.var(wrt, shape_only[wrt])
+        names = ", ".join(variables) or "none"
+        raise SemanticError(
+            f"unknown variable '{wrt}': the expression's variables are {names} "
+            f"(pass tc.var('{wrt}', order) to differentiate by a variable it does not contain)"
+        )
+    return N.var(wrt, variables[wrt])
+
+
+#: several variables to differentiate by at once (a list or a tuple, not any sequence:
+#: a str is a sequence too)
+WrtList = list[str | Expr] | list[str] | list[Expr] | tuple[str | Expr, ...]
+
+
+def _resolve_wrt_list(expr: Expr, wrt: WrtList) -> list[Expr]:
+    """:func:`resolve_wrt` for each of several variables, none empty or listed twice."""
+    if not wrt:
+        raise SemanticError("the list of variables to differentiate by is empty")
+    xs = [resolve_wrt(expr, w) for w in wrt]
+    names = [x.arg[0] for x in xs]
+    for name in names:
+        if names.count(name) > 1:
+            raise SemanticError(f"variable '{name}' is listed twice in wrt")
+    return xs
+
+
+@overload
+def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr: ...
+@overload
+def derivative(expr: Expr, wrt: WrtList, *, simplify: bool = True) -> dict[str, Expr]: ...
+def derivative(expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True) -> Expr | dict[str, Expr]:
+    """The derivative ``d expr / d wrt`` as a new expression.
+
+    The result has order ``expr.order + wrt.order``: the expression's axes first,
+    then the variable's.  A variable the expression does not contain gives the
+    zero tensor.
+
+    Parameters
+    ----------
+    expr : Expr
+        What to differentiate.
+    wrt : str or Expr, or a list of them
+        A variable name of ``expr`` or a ``tc.var``.  With a list (or tuple),
+        the result is a dict name -> derivative, all read from one reverse
+        sweep and simplified together, so they share subexpressions (JAX's
+        ``argnums``).
+    simplify : bool
+        Run the simplifier on the result (default).  ``False`` gives the raw
+        reverse-mode DAG, useful to see what simplification does.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
+    >>> str(tc.derivative(tc.derivative(f, "x"), "x"))
+    'A *(ij,->ji) 1 + A'
+    >>> d = tc.derivative(f, ["x", "A"])    # one sweep, a dict name -> derivative
+    >>> {name: e.order for name, e in d.items()}
+    {'x': 1, 'A': 2}
+    """
+    if not isinstance(expr, Expr):
+        raise SemanticError(f"derivative needs a tenscalc expression, got {type(expr).__name__}")
+    if isinstance(wrt, (list, tuple)):
+        xs = _resolve_wrt_list(expr, wrt)
+        raws = reverse_sweep_many(expr, xs, expr.order)  # one sweep for every variable
+        results = simplify_many(raws) if simplify else raws
+        return {x.arg[0]: r for x, r in zip(xs, results)}
+    x = resolve_wrt(expr, wrt)
+    q = expr.order
+    result = reverse_sweep(expr, x, q)
+    return run_simplifier(result) if simplify else result
+
+
+@overload
+def gradient(expr: Expr, wrt: str | Expr) -> Expr: ...
+@overload
+def gradient(expr: Expr, wrt: WrtList) -> dict[str, Expr]: ...
+def gradient(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
+    """The gradient of a scalar expression (``wrt``'s shape).
+
+    With a list of variables, a dict name -> gradient from one reverse sweep.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> str(tc.gradient(tc.parse("X *(ij,ij->) X", {"X": 2}), "X"))
+    '2 *(,ij->ij) X'
+    >>> g = tc.gradient(tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), ["x", "A"])
+    >>> sorted(g), g["A"].order
+    (['A', 'x'], 2)
+    """
+    if not isinstance(expr, Expr) or expr.order != 0:
+        order = getattr(expr, "order", "?")
+        raise SemanticError(f"gradient needs a scalar (order 0) expression, this one has order {order}; use jacobian")
+    return derivative(expr, wrt)
+
+
+@overload
+def jacobian(expr: Expr, wrt: str | Expr) -> Expr: ...
+@overload
+def jacobian(expr: Expr, wrt: WrtList) -> dict[str, Expr]: ...
+def jacobian(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
+    """The Jacobian ``d expr / d wrt`` of any order (same as ``derivative``).
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> str(tc.jacobian(tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}), "x"))
+    'A'
+    """
+    return derivative(expr, wrt)
+
+
+@overload
+def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr: ...
+@overload
+def hessian(expr: Expr, wrt: WrtList, wrt2: WrtList | None = None) -> dict[str, dict[str, Expr]]: ...
+def hessian(
+    expr: Expr, wrt: str | Expr | WrtList, wrt2: str | Expr | WrtList | None = None
+) -> Expr | dict[str, dict[str, Expr]]:
+    """Second derivative; ``hessian(f, x, y)[a, b] = d^2 f / dx[a] dy[b]``.
+
+    With a list of variables the result is the block Hessian as a nested dict,
+    ``H[x][y] = d^2 f / dx dy`` (JAX's ``hessian`` with ``argnums`` gives nested
+    tuples): one reverse sweep for all first derivatives, then one per variable
+    for the second, all simplified together.  ``wrt2`` (a list too) picks other
+    column variables; by default they are ``wrt``'s.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> tc.hessian(tc.parse("U *(ij,ij->) U", {"U": 2}), "U").order
+    4
+    >>> H = tc.hessian(tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), ["x", "A"])
+    >>> H["x"]["A"].order, H["A"]["x"].order
+    (3, 3)
+    """
+    if isinstance(wrt, (list, tuple)):
+        if wrt2 is not None and not isinstance(wrt2, (list, tuple)):
+            raise SemanticError("with a list of variables, wrt2 must be a list too (or left out)")
+        rows = _resolve_wrt_list(expr, wrt)
+        columns = rows if wrt2 is None else _resolve_wrt_list(expr, wrt2)
+        firsts = derivative(expr, rows)  # simplified first, as the one-variable path does
+        raws = [reverse_sweep_many(firsts[x.arg[0]], columns, firsts[x.arg[0]].order) for x in rows]
+        flat = simplify_many([r for row in raws for r in row])
+        result: dict[str, dict[str, Expr]] = {}
+        for i, x in enumerate(rows):
+            row = result.setdefault(x.arg[0], {})
+            for j, y in enumerate(columns):
+                row[y.arg[0]] = flat[i * len(columns) + j]
+        return result
+    if isinstance(wrt2, (list, tuple)):
+        raise SemanticError("wrt2 is a list but wrt is one variable: pass both as lists")
+    first = derivative(expr, wrt)
+    second_wrt = wrt2 if wrt2 is not None else resolve_wrt(expr, wrt)
+    if isinstance(second_wrt, str):
+        second_wrt = resolve_wrt(expr, second_wrt)
+    return derivative(first, second_wrt)
+
+
+def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
+    """The ``n``-th derivative by repeating ``derivative``.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> str(tc.nth_derivative(tc.parse("c^3", {"c": 0}), "c", 3))
+    '6'
+    """
+    if not isinstance(n, int) or n < 0:
+        raise SemanticError(f"the derivative order must be a natural number, got {n!r}")
+    require_expr(expr, "nth_derivative")
+    x = resolve_wrt(expr, wrt)
+    result = expr
+    for _ in range(n):
+        result = derivative(result, x)
+    return result

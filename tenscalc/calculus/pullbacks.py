@@ -1,0 +1,169 @@
+"""The pullback rules of reverse mode, one function per node kind.
+
+A rule ``rule(node, k, P, q)`` returns the contribution of ``node``, whose
+pullback is ``P`` (of order ``q + node.order``), to the pullback of its child
+``k``, or ``None`` for a zero contribution: zero tensors are never built.
+:data:`PULLBACK_RULES` maps each node kind to its rule, and
+:data:`FUNCTION_DERIVATIVES` each elementwise function to its derivative.
+
+The product rule for ``y[out] = sum prod_k A_k[s_k]`` gives operand ``k`` the
+einsum of ``P`` with the other operands into ``R + s_k``.  Where a letter of
+``s_k`` occurs in no other operand and not in the output (``A *(ij,j->) v`` by
+``A``: the published proof breaks here) the einsum would have an output letter
+without an input; the 2022 thesis added an explicit sum, here a ones tensor over
+the missing letters.  Repeated letters in ``s_k`` (a diagonal read) become a
+repeated output letter (the pullback lies on the diagonal); repeated letters in
+``out`` read the diagonal of ``P``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..core import nodes as N
+from ..core.nodes import Expr
+
+#: ``rule(node, k, pullback, q)``: the contribution of ``node`` to the pullback of child ``k``
+PullbackRule = Callable[[Expr, int, Expr, int], "Expr | None"]
+
+
+def _shift(spec: tuple[int, ...], q: int) -> tuple[int, ...]:
+    return tuple(letter + q for letter in spec)
+
+
+def pull_add(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # d(sum c_k a_k) / d a_k = c_k
+    coefficient = node.arg[k]
+    return pullback if coefficient == 1 else N.scale(pullback, coefficient)
+
+
+def pull_mul(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    ins, out = node.arg
+    root = tuple(range(q))
+    operands = [pullback]
+    specs = [root + _shift(out, q)]
+    for j, (child, spec) in enumerate(zip(node.children, ins)):
+        if j == k:
+            continue
+        if N.is_zero(child):
+            return None
+        operands.append(child)
+        specs.append(_shift(spec, q))
+    target = root + _shift(ins[k], q)
+    present = set().union(*specs)
+    # letters of operand k found nowhere else: sum explicitly (the thesis' fix)
+    missing = tuple(dict.fromkeys(letter for letter in target if letter not in present))
+    if missing:
+        # the ones tensor has the lengths of operand k's axes it stands for
+        axes_of: dict[int, list] = {}
+        for letter, d in zip(_shift(ins[k], q), node.children[k].dims):
+            axes_of.setdefault(letter, []).append(d)  # a diagonal read labels two axes alike
+        operands.append(N.const(1, len(missing), tuple(N.merge_dims(axes_of[letter]) for letter in missing)))
+        specs.append(missing)
+    return N.mul(operands, specs, target)
+
+
+def elementwise_pullback(pullback: Expr, q: int, factor: Expr) -> Expr:
+    """``P[R, s] * factor[s]``: the pullback through an elementwise map."""
+    s = tuple(range(q, q + factor.order))
+    return N.mul((pullback, factor), (tuple(range(q)) + s, s), tuple(range(q)) + s)
+
+
+def pull_func(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    factor = FUNCTION_DERIVATIVES[node.arg](node.children[0], node)
+    return None if factor is None else elementwise_pullback(pullback, q, factor)
+
+
+def _minus_one(e: Expr) -> Expr:
+    if e.op == "const":
+        return N.const(e.arg[0] - 1, 0)
+    return N.add((e, N.const(1, 0)), (1, -1))
+
+
+def pull_pow(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    base, exponent = node.children
+    s = tuple(range(base.order))
+    if k == 0:
+        # d(b^e)/db = e * b^(e-1)
+        lowered = N.power(base, _minus_one(exponent))
+        factor = N.mul((exponent, lowered), ((), s), s)
+        return elementwise_pullback(pullback, q, factor)
+    # d(b^e)/de = sum over entries of b^e * log(b), e being a scalar
+    shifted = _shift(s, q)
+    return N.mul((pullback, node, N.func("log", base)), (tuple(range(q)) + shifted, shifted, shifted), tuple(range(q)))
+
+
+def pull_inv(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # d inv(X)[a,b] / dX[c,d] = -inv[a,c] inv[d,b]
+    r = tuple(range(q))
+    a, b, c, d = q, q + 1, q + 2, q + 3
+    return N.neg(N.mul((pullback, node, node), (r + (a, b), (a, c), (d, b)), r + (c, d)))
+
+
+def pull_det(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # d det(X) / dX[c,d] = det(X) inv(X)[d,c]
+    r = tuple(range(q))
+    c, d = q, q + 1
+    return N.mul((pullback, node, N.inv(node.children[0])), (r, (), (d, c)), r + (c, d))
+
+
+def pull_slice(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # the pullback of a slice embeds into zeros of the sliced tensor's shape
+    if N.is_zero(pullback):
+        return None
+    full = (N.FULL_AXIS,) * q
+    return N.embed(pullback, full + node.arg, pullback.dims[:q] + node.children[0].dims)
+
+
+def pull_embed(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # the pullback of an embedding reads the embedded part back out
+    return N.slice_(pullback, (N.FULL_AXIS,) * q + node.arg[0])
+
+
+def _leaf(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    raise AssertionError("leaves have no children")
+
+
+PULLBACK_RULES: dict[str, PullbackRule] = {
+    "var": _leaf,
+    "const": _leaf,
+    "delta": _leaf,
+    "add": pull_add,
+    "mul": pull_mul,
+    "func": pull_func,
+    "pow": pull_pow,
+    "inv": pull_inv,
+    "det": pull_det,
+    "slice": pull_slice,
+    "embed": pull_embed,
+}
+
+
+# --------------------------------------------- derivatives of elementwise functions
+
+
+def _one(x: Expr) -> Expr:
+    return N.const_like(1, x)
+
+
+def _square(e: Expr) -> Expr:
+    return N.power(e, N.const(2, 0))
+
+
+FunctionDerivative = Callable[[Expr, Expr], "Expr | None"]
+
+# f'(x) as an expression, given x and the node f(x) (reused where it is cheaper)
+FUNCTION_DERIVATIVES: dict[str, FunctionDerivative] = {
+    "sin": lambda x, fx: N.func("cos", x),
+    "cos": lambda x, fx: N.neg(N.func("sin", x)),
+    "tan": lambda x, fx: N.add((_one(x), _square(fx))),
+    "arcsin": lambda x, fx: N.power(N.add((_one(x), _square(x)), (1, -1)), N.const(-0.5, 0)),
+    "arccos": lambda x, fx: N.neg(N.power(N.add((_one(x), _square(x)), (1, -1)), N.const(-0.5, 0))),
+    "arctan": lambda x, fx: N.reciprocal(N.add((_one(x), _square(x)))),
+    "tanh": lambda x, fx: N.add((_one(x), _square(fx)), (1, -1)),
+    "exp": lambda x, fx: fx,
+    "log": lambda x, fx: N.reciprocal(x),
+    "abs": lambda x, fx: N.func("sign", x),
+    "sign": lambda x, fx: None,  # zero almost everywhere; sign'(0) is taken as 0
+    "relu": lambda x, fx: N.func("sign", fx),  # 1 where x > 0, else 0 (relu'(0) = 0)
+}

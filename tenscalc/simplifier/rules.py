@@ -1,0 +1,27 @@
+"""The simplifier's rule table: the rule lists of every node kind.
+
+The lists live with their subject (``rules_products``, ``rules_sums``,
+``rules_functions``, ``rules_slices``); within a list, rules are tried in order.
+"""
+
+from __future__ import annotations
+
+from .context import Rule
+from .rules_functions import FUNC_RULES, INV_RULES, POW_RULES
+from .rules_products import MUL_RULES
+from .rules_slices import EMBED_RULES, SLICE_RULES
+from .rules_sums import ADD_RULES
+
+RULES: dict[str, list[Rule]] = {
+    "var": [],
+    "const": [],
+    "delta": [],
+    "add": ADD_RULES,
+    "mul": MUL_RULES,
+    "func": FUNC_RULES,
+    "pow": POW_RULES,
+    "inv": INV_RULES,
+    "det": [],
+    "slice": SLICE_RULES,
+    "embed": EMBED_RULES,
+}

@@ -1,0 +1,107 @@
+"""Rules for elementwise functions, powers and inverses: constants fold where exact,
+``x^1 -> x``, ``(b^a)^c -> b^(a c)``, ``inv(inv(X)) -> X``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core import nodes as N
+from ..core.nodes import Expr
+from .context import Context, Rule
+from .rules_sums import _const_power
+
+_NUMERIC = {
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "arcsin": math.asin,
+    "arccos": math.acos,
+    "arctan": math.atan,
+    "tanh": math.tanh,
+    "exp": math.exp,
+    "log": math.log,
+    "abs": abs,
+    "sign": lambda v: float(np.sign(v)),
+    "relu": lambda v: max(v, 0.0),
+}
+
+
+_EXACT_FUNCTIONS = ("abs", "sign", "relu")
+
+
+def func_constant(node: Expr, ctx: Context) -> Expr | None:
+    # exp(0) -> 1 ; abs(-2) -> 2 : functions of constants fold when the result is exact
+    # (log(2) stays log(2): a rounded float would make derivatives inexact)
+    child = node.children[0]
+    if child.op != "const":
+        return None
+    try:
+        value = _NUMERIC[node.arg](child.arg[0])
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(value):
+        return None
+    if node.arg not in _EXACT_FUNCTIONS and not float(value).is_integer():
+        return None
+    if float(value).is_integer() and isinstance(child.arg[0], int):
+        value = int(value)
+    return N.const_like(value, node)
+
+
+def pow_simplify(node: Expr, ctx: Context) -> Expr | None:
+    # x^1 -> x ; x^0 -> 1 ; 2^3 -> 8
+    base, exponent = node.children
+    if exponent.op != "const":
+        return None
+    e = exponent.arg[0]
+    if e == 1:
+        return base
+    if e == 0:  # the node keeps base's dimensions, so nothing about its shape is lost
+        return N.const_like(1, node)
+    if base.op == "const":
+        if not _power_fits(base.arg[0], e):
+            return None  # 2^2824331246 would take seconds to compute and fit no float
+        try:
+            value = base.arg[0] ** e
+        except (ZeroDivisionError, OverflowError):
+            return None
+        if isinstance(value, complex) or not math.isfinite(value):
+            return None
+        return N.const_like(value, node)
+    return None
+
+
+def _power_fits(base: float, exponent: float) -> bool:
+    """Whether ``base ** exponent`` is within float64's range (checked before computing it)."""
+    if base in (0, 1, -1) or exponent <= 0:
+        return base != 0 or exponent >= 0
+    try:
+        return exponent * math.log2(abs(base)) < 1020
+    except (OverflowError, ValueError):
+        return False
+
+
+FUNC_RULES: list[Rule] = [func_constant]
+
+
+def pow_of_pow(node: Expr, ctx: Context) -> Expr | None:
+    # (b^a)^c -> b^(a c) for an integer c ((b^2)^0.5 is |b|, so never for a fractional c)
+    outer = _const_power(node)
+    inner = None if outer is None else _const_power(outer[0])
+    if inner is None or outer[1] != int(outer[1]):
+        return None
+    return N.power(inner[0], N.const(N.normalize_number(inner[1] * outer[1]), 0))
+
+
+POW_RULES: list[Rule] = [pow_simplify, pow_of_pow]
+
+
+def inv_of_inv(node: Expr, ctx: Context) -> Expr | None:
+    # inv(inv(X)) -> X
+    (child,) = node.children
+    return child.children[0] if child.op == "inv" else None
+
+
+INV_RULES: list[Rule] = [inv_of_inv]

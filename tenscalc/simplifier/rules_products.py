@@ -1,0 +1,336 @@
+"""Rules for products: deltas absorbed by renaming letters, nested products fused,
+factors 0 and 1 dropped, constants pulled out, powers of one base merged, operands
+put in a canonical order.  The order of :data:`MUL_RULES` is the order they are tried.
+"""
+
+from __future__ import annotations
+
+from ..core import nodes as N
+from ..core import products as P
+from ..core.nodes import Expr
+from .context import Context, Rule, _rewrite_locally
+from .rules_slices import mul_pull_embed
+from .rules_sums import ADD_RULES, _const_power, _embedded
+
+# Fusing products (and flattening sums) without a bound turns a chain of n
+# single-use products into products of n, n-1, ... operands: O(n^2) work.  Bounded
+# fusion keeps simplification linear; 8 operands is also about where opt_einsum
+# stops searching contraction paths exhaustively.
+MAX_FUSED_OPERANDS = 8
+
+
+_operands = P.operands
+_rebuild = P.rebuild
+
+
+def mul_zero(node: Expr, ctx: Context) -> Expr | None:
+    # a *(..) 0 -> 0
+    if any(N.is_zero(c) for c in node.children):
+        return N.const_like(0, node)
+    return None
+
+
+def mul_identity(node: Expr, ctx: Context) -> Expr | None:
+    # a *(ij,->ij) -> a ; delta(n) with its pairs permuted -> delta(n)
+    if len(node.children) != 1:
+        return None
+    (child,), ((spec,), out) = node.children, node.arg
+    if spec == out and len(set(spec)) == len(spec):
+        return child
+    if child.op == "delta" and len(set(spec)) == len(spec) and sorted(spec) == sorted(out):
+        n = child.arg
+        pairs = {frozenset((spec[t], spec[n + t])) for t in range(n)}
+        if all(frozenset((out[t], out[n + t])) in pairs for t in range(n)):
+            return child
+    return None
+
+
+def mul_pull_scale(node: Expr, ctx: Context) -> Expr | None:
+    # a *(..) (c b) -> c (a *(..) b)
+    factor = 1
+    pairs = []
+    changed = False
+    for child, spec in _operands(node):
+        parts = P.scale_parts(child)
+        if parts is not None:
+            factor *= parts[1]
+            pairs.append((parts[0], spec))
+            changed = True
+        else:
+            pairs.append((child, spec))
+    if not changed:
+        return None
+    return N.scale(_rebuild(pairs, node.arg[1]), factor)
+
+
+def mul_constants(node: Expr, ctx: Context) -> Expr | None:
+    # a *(ij,->ij) 2 -> 2 a ; ones over letters found elsewhere -> dropped
+    pairs = _operands(node)
+    if len(pairs) < 2:
+        return None
+    factor, keep = P.split_constants(pairs)
+    if len(keep) == len(pairs) or not keep:
+        return None
+    inner = _rebuild(keep, node.arg[1])
+    return inner if factor == 1 else N.scale(inner, factor)
+
+
+def mul_all_constant(node: Expr, ctx: Context) -> Expr | None:
+    # 2 *(,->) 3 -> 6 (only when no letter is summed and no diagonal is written)
+    if not all(c.op == "const" for c in node.children):
+        return None
+    ins, out = node.arg
+    letters = set().union(*ins)
+    if letters != set(out) or len(set(out)) != len(out):
+        return None
+    value = 1
+    for c in node.children:
+        value *= c.arg[0]
+    return N.const_like(value, node)
+
+
+def mul_fuse(node: Expr, ctx: Context) -> Expr | None:
+    # (a *(..) b) *(..) c -> a *(...) b *(...) c  (one n-ary product)
+    pairs = _operands(node)
+    for k, (child, _) in enumerate(pairs):
+        if child.op != "mul":
+            continue
+        if _is_cheap(child):
+            return _inline(pairs, k, node.arg[1])
+        if not (ctx.single_use(child) or _has_delta(child)):
+            continue
+        if len(pairs) - 1 + len(child.children) > MAX_FUSED_OPERANDS:
+            continue
+        return _inline(pairs, k, node.arg[1])
+    return None
+
+
+def _has_delta(node: Expr) -> bool:
+    return any(c.op == "delta" for c in node.children)
+
+
+def _is_cheap(node: Expr) -> bool:
+    # a product with at most one non-constant operand is a relabelling or scaling
+    return sum(c.op != "const" for c in node.children) <= 1
+
+
+def _inline(pairs, k: int, out: tuple[int, ...]) -> Expr:
+    return _rebuild(*P.inline(pairs, k, out))
+
+
+def mul_absorb_delta(node: Expr, ctx: Context) -> Expr | None:
+    # A *(ij,jk->ik) delta(1) -> A   (rename k to j and drop the delta)
+    pairs = _operands(node)
+    if len(pairs) < 2:
+        return None
+    ins, out = node.arg
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "delta":
+            continue
+        n = child.arg
+        others = set().union(*(s for j, (c, s) in enumerate(pairs) if j != k))
+        rename: dict[int, int] = {}
+        kept_pairs = []
+        for t in range(n):
+            a, b = spec[t], spec[n + t]
+            a, b = rename.get(a, a), rename.get(b, b)
+            if a == b and a in others:
+                rename.setdefault(a, a)  # delta_aa is 1 where another operand binds a
+                continue
+            if a != b and (a in others or b in others):
+                keep, drop = (a, b) if a in others else (b, a)
+                rename = {x: (keep if y == drop else y) for x, y in rename.items()}
+                rename[drop] = keep
+            else:
+                kept_pairs.append((spec[t], spec[n + t], child.dims[t]))
+        if not rename:
+            continue
+
+        new_pairs = [(c, tuple(rename.get(x, x) for x in s)) for j, (c, s) in enumerate(pairs) if j != k]
+        if kept_pairs:
+            m = len(kept_pairs)
+            rest = tuple(rename.get(a, a) for a, _, _ in kept_pairs) + tuple(rename.get(b, b) for _, b, _ in kept_pairs)
+            new_pairs.append((N.delta(m, tuple(d for _, _, d in kept_pairs)), rest))
+        return _rebuild(new_pairs, tuple(rename.get(x, x) for x in out))
+    return None
+
+
+def mul_drop_delta0(node: Expr, ctx: Context) -> Expr | None:
+    # a *(ij,->ij) delta(0) -> a
+    pairs = _operands(node)
+    if len(pairs) > 1 and any(c.op == "delta" and c.arg == 0 for c, _ in pairs):
+        rest = [(c, s) for c, s in pairs if not (c.op == "delta" and c.arg == 0)]
+        return _rebuild(rest, node.arg[1]) if rest else N.const_like(1, node)
+    return None
+
+
+def mul_sort_operands(node: Expr, ctx: Context) -> Expr | None:
+    # b *(j,ij->i) A -> A *(ij,j->i) b  (a canonical operand order lets equal products merge)
+    pairs = _operands(node)
+    ordered = sorted(pairs, key=lambda p: p[0].digest)
+    if [id(p[0]) for p in ordered] == [id(p[0]) for p in pairs]:
+        return None
+    return _rebuild(ordered, node.arg[1])
+
+
+def _power_parts(node: Expr) -> tuple[Expr, int | float]:
+    """``b^c`` with a constant ``c`` as ``(b, c)``, anything else as ``(node, 1)``."""
+    if node.op == "pow" and node.children[1].op == "const":
+        return node.children[0], node.children[1].arg[0]
+    return node, 1
+
+
+def mul_merge_powers(node: Expr, ctx: Context) -> Expr | None:
+    # det(X)^(-1) *(,->) det(X) -> det(X)^0 -> 1 ;  x *(i,i->i) x^2 -> x^3
+    pairs = _operands(node)
+    groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for k, (child, spec) in enumerate(pairs):
+        if len(set(spec)) != len(spec):
+            continue
+        base, _ = _power_parts(child)
+        if base.op == "const":
+            continue
+        groups.setdefault((id(base), spec), []).append(k)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        base = _power_parts(pairs[members[0]][0])[0]
+        exponent = sum(_power_parts(pairs[k][0])[1] for k in members)
+        merged = N.power(base, N.const(exponent, 0))
+        rest = [p for k, p in enumerate(pairs) if k not in members[1:]]
+        rest[members[0]] = (merged, pairs[members[0]][1])
+        return _rebuild(rest, node.arg[1])
+    return None
+
+
+def mul_ones_on_diagonal(node: Expr, ctx: Context) -> Expr | None:
+    # 1{X.1} *(i,->ii) 1 -> delta(1){X.1} : ones written on a diagonal are the identity
+    ins, out = node.arg
+    if not all(c.op == "const" for c in node.children) or not out:
+        return None
+    counts = {letter: out.count(letter) for letter in out}
+    if any(k != 2 for k in counts.values()) or set().union(*ins) != set(counts):
+        return None  # a letter summed or written other than twice: not an identity
+    value = 1
+    for c in node.children:
+        value *= c.arg[0]
+    if value == 0:
+        return None  # mul_zero's job
+    pairs = tuple(dict.fromkeys(out))
+    n = len(pairs)
+    identity = N.delta(n, tuple(node.dims[out.index(letter)] for letter in pairs))
+    if out != pairs + pairs:  # the same identity with its axes in the order of `out`
+        seen: set[int] = set()
+        positions = []  # delta axis t for the first occurrence of pair t, n + t for the second
+        for letter in out:
+            t = pairs.index(letter)
+            positions.append(n + t if letter in seen else t)
+            seen.add(letter)
+        identity = N.mul((identity,), (tuple(range(2 * n)),), tuple(positions))
+    return identity if value == 1 else N.scale(identity, value)
+
+
+def mul_distribute_power(node: Expr, ctx: Context) -> Expr | None:
+    # q^-2 ⊙ p^2 ⊙ (p ⊙ q^-1)^-1 -> q^-2 ⊙ p^2 ⊙ p^-1 ⊙ q   (then powers merge: -p/q in KL)
+    pairs = _operands(node)
+    bases = {id(_power_parts(child)[0]) for child, _ in pairs}
+    for k, (child, spec) in enumerate(pairs):
+        power = _const_power(child)
+        if power is None or power[1] != int(power[1]) or power[0].op != "mul":
+            continue
+        parts = _embedded(power[0])
+        if parts is None or parts[1] != parts[2] or parts[3] != 1 or power[0].order != len(spec):
+            continue
+        factors = parts[0]
+        if not any(id(_power_parts(f)[0]) in bases for f in factors):
+            continue  # nothing to merge with: distributing would only add nodes
+        exponent = N.const(power[1], 0)
+        inner = [(N.power(f, exponent), spec) for f in factors]
+        return _rebuild(pairs[:k] + inner + pairs[k + 1 :], node.arg[1])
+    return None
+
+
+def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
+    # sign(a) ⊙ a -> |a|   (then |a| ⊙ |a|^-1 merges to 1: ln|det X|'s Hessian)
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "func" or child.arg != "sign":
+            continue
+        inner = child.children[0]
+        for m, (other, other_spec) in enumerate(pairs):
+            if m != k and other is inner and other_spec == spec:
+                rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+                rest.append((N.func("abs", inner), spec))
+                return _rebuild(rest, node.arg[1])
+    return None
+
+
+def _carries_delta(node: Expr) -> bool:
+    """``node`` is a delta, a product with a delta operand, or a scale of one (one level only)."""
+    if node.op == "add" and len(node.children) == 1:
+        node = node.children[0]
+    return node.op == "delta" or (node.op == "mul" and _has_delta(node))
+
+
+def mul_distribute_delta_sum(node: Expr, ctx: Context) -> Expr | None:
+    # (δ ⊗ A - δ' ⊗ B) *(..) C -> δ ⊗ A *(..) C - δ' ⊗ B *(..) C, when every delta is then absorbed
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "add" or not ctx.single_use(child) or len(child.children) > 4:
+            continue
+        if not any(_carries_delta(t) for t in child.children):
+            continue
+        # each new product is rewritten on its own (fusion, delta absorption), nothing deeper
+        local = {"mul": [r for r in MUL_RULES if r is not mul_distribute_delta_sum], "add": ADD_RULES}
+        terms = [
+            _rewrite_locally(_rebuild(pairs[:k] + [(t, spec)] + pairs[k + 1 :], node.arg[1]), local, ctx)
+            for t in child.children
+        ]
+        if any(_carries_delta(t) or (t.op == "add" and any(map(_carries_delta, t.children))) for t in terms):
+            continue  # a delta between free axes stays: distributing would only grow the DAG
+        return N.add(terms, child.arg)
+    return None
+
+
+def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:
+    # inv(A) *(ij,jk->ik) A -> delta(1) ; A *(ij,jk->ik) inv(A) -> delta(1)
+    pairs = _operands(node)
+    out = node.arg[1]
+    uses: dict[int, int] = {}
+    for _, spec in pairs:
+        for letter in spec:
+            uses[letter] = uses.get(letter, 0) + 1
+    for k, (inverse, (i1, i2)) in ((k, p) for k, p in enumerate(pairs) if p[0].op == "inv"):
+        if i1 == i2:
+            continue
+        for m, (matrix, spec) in enumerate(pairs):
+            if m == k or matrix is not inverse.children[0] or len(spec) != 2 or spec[0] == spec[1]:
+                continue
+            a1, a2 = spec
+            for summed, keep, axis in (((i2, a1), (i1, a2), 1), ((a2, i1), (a1, i2), 0)):
+                letter = summed[0]
+                if summed[0] == summed[1] and uses[letter] == 2 and letter not in out and keep[0] != keep[1]:
+                    rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+                    rest.append((N.delta(1, (matrix.dims[axis],)), keep))  # the identity on the matrix's axis
+                    return _rebuild(rest, out)
+    return None
+
+
+MUL_RULES: list[Rule] = [
+    mul_zero,
+    mul_drop_delta0,
+    mul_pull_scale,
+    mul_fuse,
+    mul_absorb_delta,
+    mul_cancel_inverse,
+    mul_distribute_delta_sum,
+    mul_sign_times_self,
+    mul_distribute_power,
+    mul_merge_powers,
+    mul_constants,
+    mul_all_constant,
+    mul_ones_on_diagonal,
+    mul_identity,
+    mul_sort_operands,
+    mul_pull_embed,  # the slice rule comes last: it acts on derivatives only
+]
