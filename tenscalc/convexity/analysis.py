@@ -2,7 +2,7 @@
 
 :class:`Analyzer` walks a DAG children-first and gives every node an
 :class:`~.facts.Interval` for its entries (one rule per node kind, from
-:data:`.rules.INTERVAL_RULES`), tightened by the domain (``log(u)`` ⇒ ``u > 0``)
+:data:`.INTERVAL_RULES`), tightened by the domain (``log(u)`` ⇒ ``u > 0``)
 and, where intervals cannot decide a sign, by the rational algebra of
 :mod:`.algebra`.  Matrix facts (:class:`~.facts.Curvature`) are derived lazily,
 from the root down, only for the nodes a proof needs, and memoised: each node is
@@ -17,9 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ..core.nodes import Expr, topological
-from . import rules
 from .algebra import ExpansionCache, rational_interval
+from .congruence import kernel_rule
+from .curvature import CURVATURE_RULES
+from .derivation import Derivation, identity_perm
 from .facts import Curvature, Fact, Interval
+from .intervals import INTERVAL_RULES
 
 
 class Analyzer:
@@ -62,7 +65,7 @@ class Analyzer:
         self.beside: Analyzer | None = None
         self.intervals: dict[int, Interval] = {}
         self.interval_rules: dict[int, str] = {}
-        self.derivations: dict[tuple[int, tuple], rules.Derivation | None] = {}
+        self.derivations: dict[tuple[int, tuple], Derivation | None] = {}
         self._active: set[tuple[int, tuple]] = set()
         self._keep: list[Expr] = []  # nodes made while deriving stay alive while their ids are keys
         self.expansions = ExpansionCache()  # shared by every node this analyzer labels
@@ -91,7 +94,7 @@ class Analyzer:
             self.intervals[id(node)] = self.overrides[id(node)]
             self.interval_rules[id(node)] = "at the kink"
             return
-        value = rules.INTERVAL_RULES[node.op](self, node)
+        value = INTERVAL_RULES[node.op](self, node)
         how = f"{node.op} rule" if node.op != "func" else f"range of {node.arg}"
         refined = self.refine.get(id(node))
         if refined is not None:
@@ -103,7 +106,7 @@ class Analyzer:
             # a scalar quadratic form sum A(s) M(s,s') A(s') with a PSD middle is >= 0
             self.intervals[id(node)] = value
             ins, out = node.arg
-            d = rules.kernel_rule(self, list(zip(node.children, ins)), out, 0, ())
+            d = kernel_rule(self, list(zip(node.children, ins)), out, 0, ())
             if d is not None and (d.curvature.psd or d.curvature.nsd):
                 value = value.intersect(Interval.nonnegative() if d.curvature.psd else Interval.nonpositive())
                 how = d.rule
@@ -139,7 +142,7 @@ class Analyzer:
             return None
 
     # -- matrix facts --------------------------------------------------------------------------
-    def derive(self, node: Expr, perms: tuple | None = None) -> rules.Derivation | None:
+    def derive(self, node: Expr, perms: tuple | None = None) -> Derivation | None:
         """How ``node`` (order 2k, read over its first and last k axes) is semidefinite.
 
         ``perms`` are the permutations of the last k axes allowed when reading it
@@ -149,7 +152,7 @@ class Analyzer:
             return None
         k = node.order // 2
         if perms is None:
-            perms = (rules.identity_perm(k),)
+            perms = (identity_perm(k),)
         key = (id(node), perms)
         if key in self.derivations:
             return self.derivations[key]
@@ -159,7 +162,7 @@ class Analyzer:
         self._keep.append(node)
         self.interval(node)
         try:
-            result = rules.CURVATURE_RULES[node.op](self, node, perms)
+            result = CURVATURE_RULES[node.op](self, node, perms)
         finally:
             self._active.discard(key)
         self.derivations[key] = result

@@ -36,6 +36,7 @@ from .assumptions import (
     variable_tags,
 )
 from .compose import MAX_COMPOSITION_DEPTH, composed_certificate, perspective, precomposed, scalar_composition
+from .derivation import Derivation, identity_perm
 from .errors import InternalError
 from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
@@ -43,7 +44,6 @@ from .joint import gram_rule
 from .kinks import Kink, _affine_in, check_kinks, combine_kinks, depends_on, find_kinks, substitute
 from .picture import node_facts
 from .report import Certificate, ConvexityResult, ProofStep
-from .rules import Derivation, identity_perm
 
 CROSS_CHECK_POINTS = 4
 """Points of the cheap cross-check of a proof when ``falsify=False``."""
