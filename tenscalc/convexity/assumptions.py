@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core.nodes import Expr, topological
 from ..errors import SemanticError
+from ..simplifier.driver import simplify
 from .facts import Interval
 
 WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
@@ -230,3 +231,14 @@ def variable_intervals(assumed: Mapping[str, VariableAssumption], orders: Mappin
 
 def variable_tags(assumed: Mapping[str, VariableAssumption]) -> dict[str, set[str]]:
     return {name: set(a.tags) for name, a in assumed.items()}
+
+
+def simplified_constraints(constraints: list[Constraint]) -> list[Constraint]:
+    """The constraints on the simplified forms of their nodes, which is how the nodes
+    appear in derivatives (``x *(i,i->) x`` becomes ``x^2 *(i,->) 1``)."""
+    out = []
+    for c in constraints:
+        s = simplify(c.node)
+        if s is not c.node:
+            out.append(Constraint(s, c.kind, c.origin))
+    return out

@@ -95,22 +95,22 @@ def _fractional_kink(node: Expr) -> bool:
     return e is not None and 0 < e < 1
 
 
-def _affine_in(node: Expr, wrt: set[str]) -> bool:
+def affine_in(node: Expr, wrt: set[str]) -> bool:
     """``node`` is an affine function of the variables ``wrt`` (its derivative is free of
     them, and it has no jump: ``sign(x)`` has derivative 0 almost everywhere, yet jumps)."""
     if not depends_on(node, wrt):
         return True
     for n in topological(node):
-        if n.op == "func" and n.arg == "sign" and _depends_on_values(n, wrt):
+        if n.op == "func" and n.arg == "sign" and depends_on_values(n, wrt):
             return False
     for name in sorted(set(node.variables) & wrt):
         d = derivative(node, name)
-        if _depends_on_values(d, wrt):
+        if depends_on_values(d, wrt):
             return False
     return True
 
 
-def _depends_on_values(node: Expr, names: set[str]) -> bool:
+def depends_on_values(node: Expr, names: set[str]) -> bool:
     """Whether the value of ``node`` depends on ``names`` (``x^0``, a ones tensor of
     ``x``'s shape, does not)."""
     stack, seen = [node], set()
@@ -143,7 +143,7 @@ def find_kinks(f: Expr, wrt: set[str], an: Analyzer) -> list[Kink]:
             base = node.children[0]
             if an.interval(base).pos:
                 continue
-            if _affine_in(base, wrt):
+            if affine_in(base, wrt):
                 continue  # u = 0 is the boundary of {u >= 0}
             found.append(Kink(node, "power"))
     return found

@@ -191,13 +191,13 @@ def test_a_false_proof_is_an_internal_error(monkeypatch):
 
 def test_rounding_level_violations_do_not_overturn_a_proof():
     """A cross-check violation of relative size 1e-12 is rounding, one of size 1e-2 is not."""
-    from tenscalc.convexity.check import _rounding_level
+    from tenscalc.convexity.check import rounding_level
     from tenscalc.convexity.falsify import Counterexample
 
     tiny = Counterexample("convex", "Jensen gap", {}, gap=1e-12, values=(1.0, 1.0, 1.0))
     large = Counterexample("convex", "Jensen gap", {}, gap=1e-2, values=(1.0, 1.0, 1.0))
     domain = Counterexample("convex", "domain not convex", {})
-    assert _rounding_level(tiny) and not _rounding_level(large) and not _rounding_level(domain)
+    assert rounding_level(tiny) and not rounding_level(large) and not rounding_level(domain)
 
 
 def test_underflow_does_not_overturn_a_proof():
