@@ -17,25 +17,11 @@ import itertools
 from dataclasses import dataclass
 
 from ..core import nodes as N
+from ..core.letters import LetterClasses
 from ..core.nodes import Expr
 from ..core.products import constant_value
 from .derivation import Derivation, FactSource, Perm, number_text, short_text
 from .facts import Curvature, Interval, Modulus, power
-
-
-class _UnionFind:
-    def __init__(self):
-        self.parent: dict[int, int] = {}
-
-    def find(self, a: int) -> int:
-        while self.parent.get(a, a) != a:
-            a = self.parent[a]
-        return a
-
-    def union(self, keep: int, drop: int) -> None:
-        keep, drop = self.find(keep), self.find(drop)
-        if keep != drop:
-            self.parent[drop] = keep
 
 
 def ones_value(node: Expr) -> float | None:
@@ -62,8 +48,10 @@ class Normalized:
 
 def normalize_term(operands, out, k: int, perm: Perm, coef: float = 1.0) -> Normalized | None:
     """Rename letters so that deltas pairing ``left[t]`` with ``right[t]`` disappear
-    (the letter becomes a diagonal letter: equal on both sides)."""
-    uf = _UnionFind()
+    (the letter becomes a diagonal letter: equal on both sides).  A delta pairing two
+    output letters that are not mirrored stays; every other delta joins its letters
+    into one class, named by :class:`~tenscalc.core.letters.LetterClasses`."""
+    uf = LetterClasses()
     out = tuple(out)
     left = out[:k]
     right = tuple(out[k + perm[t]] for t in range(k))
@@ -79,11 +67,8 @@ def normalize_term(operands, out, k: int, perm: Perm, coef: float = 1.0) -> Norm
                 if a == b:
                     continue
                 mirrored = any({uf.find(left[s]), uf.find(right[s])} == {a, b} for s in range(k))
-                if mirrored:
-                    uf.union(a, b)
-                elif a not in outputs:
-                    uf.union(b, a)
-                elif b not in outputs:
+                output_classes = {uf.find(x) for x in outputs}
+                if mirrored or a not in output_classes or b not in output_classes:
                     uf.union(a, b)
                 else:
                     rest.append((spec[t], spec[n + t]))

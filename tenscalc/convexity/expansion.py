@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 
 from ..core import nodes as N
+from ..core.letters import LetterClasses
 from ..core.nodes import Expr
 from ..errors import TensCalcError
 from .algebra import opaque_bases
@@ -92,24 +93,17 @@ def factor_scalar_sums(term: Expr) -> Expr:
         return term
     ins, out = term.arg
     n = len(ins)
-    parent = list(range(n))
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
+    linked = LetterClasses()  # operands (by position) that share a letter
     owner: dict[int, int] = {}
     for j, spec in enumerate(ins):
         for letter in spec:
             if letter in owner:
-                parent[find(j)] = find(owner[letter])
+                linked.union(j, owner[letter])
             else:
                 owner[letter] = j
     groups: dict[int, list[int]] = {}
     for j in range(n):
-        groups.setdefault(find(j), []).append(j)
+        groups.setdefault(linked.find(j), []).append(j)
     outs = set(out)
     scalar_groups = [
         g for g in groups.values() if not (set().union(*(set(ins[j]) for j in g)) & outs) and any(ins[j] for j in g)
