@@ -158,12 +158,12 @@ def _short(node: Expr, limit: int = 60) -> str:
 def implied_constraints(expr: Expr) -> list[Constraint]:
     """Constraints every point of the expression's domain satisfies."""
     found: list[Constraint] = []
-    seen: set[tuple[int, str]] = set()
+    seen: set[tuple[Expr, str]] = set()
 
     def add(node: Expr, kind: str, origin: Expr) -> None:
-        if node.op == "const" or (id(node), kind) in seen:
+        if node.op == "const" or (node, kind) in seen:
             return
-        seen.add((id(node), kind))
+        seen.add((node, kind))
         found.append(Constraint(node, kind, origin))
 
     for node in topological(expr):
@@ -205,23 +205,18 @@ def constant_value(node: Expr) -> float | None:
     return value if math.isfinite(value) else None
 
 
-class Refinements(dict):
-    """id(node) -> Interval, holding the nodes themselves so that their ids stay theirs."""
-
-    def __init__(self):
-        super().__init__()
-        self.nodes: list[Expr] = []
+Refinements = dict[Expr, Interval]
+"""node -> Interval known for its entries on the domain."""
 
 
 def refinements(constraints: list[Constraint]) -> Refinements:
-    """id(node) -> interval that the constraints give for its entries."""
-    out = Refinements()
-    out.nodes.extend(c.node for c in constraints)
+    """node -> interval that the constraints give for its entries."""
+    out: Refinements = {}
     for c in constraints:
         iv = c.interval()
         if iv is None:
             continue
-        out[id(c.node)] = out[id(c.node)].intersect(iv) if id(c.node) in out else iv
+        out[c.node] = out[c.node].intersect(iv) if c.node in out else iv
     return out
 
 

@@ -409,7 +409,7 @@ def _evaluation_contradicts_facts(f: Expr, an: Analyzer, cex) -> bool:
         points = [a, b, mid]
     for values in points:
         for node in nodes:
-            iv = an.intervals.get(id(node))
+            iv = an.intervals.get(node)
             if iv is None or iv.empty or node.op in ("var", "const", "delta"):
                 continue
             try:
@@ -698,11 +698,11 @@ def _directional(f: Expr, names: list[str], an: Analyzer, tags, orders) -> Deriv
         directions.append(v)
         x = N.var(name, order)
         spec = tuple(range(order))
-        mapping[id(x)] = N.add((x, N.mul((t, d), ((), spec), spec)))
+        mapping[x] = N.add((x, N.mul((t, d), ((), spec), spec)))
     try:
         moved = substitute(f, mapping)
         q = derivative(derivative(moved, t), t)
-        q = simplify(substitute(q, {id(t): N.const(0, 0)}))
+        q = simplify(substitute(q, {t: N.const(0, 0)}))
     except Exception:  # noqa: BLE001 - a failed construction proves nothing
         return None
     if count_nodes(q) > 5000:
@@ -746,24 +746,24 @@ def _proof_steps(root: Derivation, an: Analyzer, limit: int = 40) -> list[ProofS
     steps: list[ProofStep] = []
     steps.append(ProofStep("the Hessian", root.curvature.describe(), root.rule, root.detail))
     queue = list(root.premises)
-    seen: set[int] = set()
+    seen: set[Expr] = set()
     while queue and len(steps) < limit:
         node = queue.pop(0)
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         derivation = None
-        for (nid, _perms), d in an.derivations.items():
-            if nid == id(node) and d is not None and (d.curvature.psd or d.curvature.nsd):
+        for (derived, _perms), d in an.derivations.items():
+            if derived is node and d is not None and (d.curvature.psd or d.curvature.nsd):
                 derivation = d
                 break
-        interval = an.intervals.get(id(node))
+        interval = an.intervals.get(node)
         fact_parts = []
         if interval is not None:
             fact_parts.append(f"entries {interval.describe()}")
         if derivation is not None and node.order > 0:
             fact_parts.append(f"as a matrix {derivation.curvature.describe()}")
-        rule = derivation.rule if derivation is not None and node.order > 0 else an.interval_rules.get(id(node), "")
+        rule = derivation.rule if derivation is not None and node.order > 0 else an.interval_rules.get(node, "")
         detail = derivation.detail if derivation is not None and node.order > 0 else ""
         steps.append(ProofStep(safe_text(node, 120), "; ".join(fact_parts), rule, detail))
         if derivation is not None and node.order > 0:

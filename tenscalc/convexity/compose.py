@@ -57,13 +57,13 @@ def maximal_affine(f: Expr, wrt: set[str]) -> list[Expr]:
     """The maximal subexpressions of ``f`` affine in ``wrt`` that depend on them, in
     the order first met from the root (bare variables included)."""
     found: list[Expr] = []
-    seen: set[int] = set()
+    seen: set[Expr] = set()
     stack = [f]
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         # x^0 is a ones tensor: its value does not depend on x
         if not depends_on_values(node, wrt):
             continue
@@ -81,11 +81,11 @@ def cut_affine(f: Expr, wrt: set[str]) -> tuple[Expr, list[str], list[tuple[str,
     inner = [p for p in parts if p.op != "var"]
     if not inner:
         return None
-    mapping: dict[int, Expr] = {}
+    mapping: dict[Expr, Expr] = {}
     named: list[tuple[str, Expr]] = []
     for k, node in enumerate(inner):
         name = f"aff__{k}"
-        mapping[id(node)] = N.var(name, node.order)
+        mapping[node] = N.var(name, node.order)
         named.append((name, node))
     g = substitute(f, mapping)
     return g, [name for name, _ in named], named
@@ -136,7 +136,7 @@ def scalar_composition(f: Expr, wrt: set[str], given, values, depth: int, *, che
     for g in _scalar_candidates(f, wrt):
         if tried >= MAX_COMPOSITION_CANDIDATES:
             break
-        h = substitute(f, {id(g): z})
+        h = substitute(f, {g: z})
         if depends_on_values(h, wrt):
             continue
         tried += 1
@@ -213,13 +213,13 @@ def perspective(f: Expr, wrt: set[str], given, an: Analyzer, depth: int, *, chec
         inner = rest[0][0]
     else:
         inner = N.mul([c for c, _ in rest], [spec for _, spec in rest], out)
-    mapping: dict[int, Expr] = {}
+    mapping: dict[Expr, Expr] = {}
     parts: list[tuple[str, Expr]] = []
     for node in topological(inner):
         y = _divided_by(node, t)
         if y is not None and y.arg[0] in wrt:
             name = f"persp__{y.arg[0]}"
-            mapping[id(node)] = N.var(name, y.order)
+            mapping[node] = N.var(name, y.order)
             parts.append((name, node))
     if not parts:
         return None
@@ -274,13 +274,13 @@ def _divided_by(node: Expr, t: Expr) -> Expr | None:
 
 def _scalar_candidates(f: Expr, wrt: set[str]):
     """Order-0 nodes below the root that depend on ``wrt``, nearest the root first."""
-    seen = {id(f)}
+    seen = {f}
     queue = list(f.children)
     while queue:
         node = queue.pop(0)
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         if not depends_on_values(node, wrt):
             continue
         if node.order == 0 and node.op != "var" and not affine_in(node, wrt):

@@ -299,8 +299,8 @@ def square_key(an: FactSource, node: Expr, spec: tuple[int, ...]) -> tuple[tuple
         canonical = min(spec, spec[::-1])
         if canonical != spec or spec[::-1] != spec:
             name = node.arg[0]
-            return (id(node), canonical), f"{name}[ji] = {name}[ij] ({name} symmetric)"
-    return (id(node), spec), ""
+            return (node, canonical), f"{name}[ji] = {name}[ij] ({name} symmetric)"
+    return (node, spec), ""
 
 
 def _check_shape(an: FactSource, norm: Normalized, sigma, partner) -> Derivation | None:

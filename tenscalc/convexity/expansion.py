@@ -123,14 +123,14 @@ def expansion_rule(an: FactSource, node: Expr, perms) -> Derivation | None:
     terms = expand_terms(node)
     if terms is None or (len(terms) == 1 and terms[0][0] == 1 and terms[0][1] is node):
         return None
-    merged: dict[int, list] = {}
+    merged: dict[Expr, list] = {}
     for c, t in terms:
         if t.op == "const" and t.arg[0] == 0:
             continue
-        if id(t) in merged:
-            merged[id(t)][0] += c
+        if t in merged:
+            merged[t][0] += c
         else:
-            merged[id(t)] = [c, t]
+            merged[t] = [c, t]
     terms = [(c, t) for c, t in merged.values() if c != 0]
     if not terms:
         return Derivation(Curvature.zero_matrix(), "expansion", "the terms cancel")

@@ -100,7 +100,7 @@ class ConvexityResult:
     search: Any = None
     method: str = ""
     graph: list = field(default_factory=list, repr=False)  # the DAG the proof read
-    graph_facts: dict = field(default_factory=dict, repr=False)  # id(node) -> (category, fact)
+    graph_facts: dict = field(default_factory=dict, repr=False)  # node -> (category, fact)
 
     # -- conveniences ----------------------------------------------------------------------
     @property
