@@ -14,6 +14,7 @@ transposed; the certificate says so.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core import nodes as N
@@ -254,16 +255,29 @@ MAX_SYMMETRIC_VARIANTS = 4
 
 def is_symmetric_matrix(an: FactSource, node: Expr) -> bool:
     """Order-2 nodes known to equal their transpose: symmetric-tagged variables,
-    deltas, constants, and inverses of those."""
-    if node.order != 2:
-        return False
-    if node.op == "var":
-        return bool(an.matrix_tags(node.arg[0]) & SYMMETRIC_TAGS)
-    if node.op in ("delta", "const"):
-        return True
-    if node.op == "inv":
-        return is_symmetric_matrix(an, node.children[0])
+    deltas, constants, and inverses of those (:data:`SYMMETRIC_MATRIX_RULES`)."""
+    return node.order == 2 and SYMMETRIC_MATRIX_RULES[node.op](an, node)
+
+
+def _never_known_symmetric(an: FactSource, node: Expr) -> bool:
+    """Not applicable: no rule shows a matrix of this kind symmetric."""
     return False
+
+
+SYMMETRIC_MATRIX_RULES: dict[str, Callable[[FactSource, Expr], bool]] = {
+    "var": lambda an, node: bool(an.matrix_tags(node.arg[0]) & SYMMETRIC_TAGS),
+    "const": lambda an, node: True,
+    "delta": lambda an, node: True,
+    "add": _never_known_symmetric,
+    "mul": _never_known_symmetric,
+    "func": _never_known_symmetric,
+    "pow": _never_known_symmetric,
+    "inv": lambda an, node: is_symmetric_matrix(an, node.children[0]),
+    "det": _never_known_symmetric,
+    "slice": _never_known_symmetric,
+    "embed": _never_known_symmetric,
+}
+"""Whether an order-2 node of each kind equals its transpose (read transposed by :func:`kernel_rule`)."""
 
 
 def _symmetric_variants(an: FactSource, norm: Normalized):
