@@ -115,8 +115,8 @@ def is_elementwise_mul(node: Expr) -> bool:
     return all(set(spec) <= letters for spec in ins)
 
 
-def opaque_bases(roots) -> frozenset[int]:
-    """Ids of the bases of non-integer powers under ``roots``: they stay atoms, so that
+def opaque_bases(roots) -> frozenset[Expr]:
+    """The bases of non-integer powers under ``roots``: they stay atoms, so that
     ``b * b^(-3/2)`` and ``b^(-1/2)`` are recognised as equal."""
     from ..core.nodes import topological
 
@@ -124,7 +124,7 @@ def opaque_bases(roots) -> frozenset[int]:
     for node in topological(list(roots)):
         e = _exponent(node)
         if e is not None and not float(e).is_integer():
-            found.add(id(node.children[0]))
+            found.add(node.children[0])
     return frozenset(found)
 
 
@@ -133,13 +133,13 @@ class ExpansionCache:
 
     Without it every node of a chain re-expands all the nodes below it, which made
     nested functions cost cubic time in their depth; with it each (node, positions)
-    is expanded once per opaque set.  It holds the nodes, so their ids stay theirs.
+    is expanded once per opaque set.
     The intervals read while expanding must not change while the cache lives (one
     :class:`~.analysis.Analyzer` labels each node once).
     """
 
     def __init__(self) -> None:
-        self.table: dict[tuple, tuple[Expr, Poly | None]] = {}
+        self.table: dict[tuple[Expr, tuple[int, ...], frozenset[Expr]], Poly | None] = {}
 
 
 def expand(
@@ -147,7 +147,7 @@ def expand(
     positions: tuple[int, ...],
     interval_of: IntervalOf,
     depth: int = 0,
-    opaque: frozenset[int] = frozenset(),
+    opaque: frozenset[Expr] = frozenset(),
     cache: ExpansionCache | None = None,
 ) -> Poly | None:
     """One entry of ``node`` (its axes at ``positions`` of a common frame) as a sum of
@@ -159,12 +159,11 @@ def expand(
     """
     if cache is None:
         return _expand(node, positions, interval_of, depth, opaque, None)
-    key = (id(node), positions, opaque)
-    hit = cache.table.get(key)
-    if hit is not None:
-        return hit[1]
+    key = (node, positions, opaque)
+    if key in cache.table:
+        return cache.table[key]
     result = _expand(node, positions, interval_of, depth, opaque, cache)
-    cache.table[key] = (node, result)
+    cache.table[key] = result
     return result
 
 
@@ -173,10 +172,10 @@ def _expand(
     positions: tuple[int, ...],
     interval_of: IntervalOf,
     depth: int,
-    opaque: frozenset[int],
+    opaque: frozenset[Expr],
     cache: ExpansionCache | None,
 ) -> Poly | None:
-    if depth > 40 or id(node) in opaque:
+    if depth > 40 or node in opaque:
         return {((((node, positions), 1),)): 1}
     value = _const_value(node)
     if value is not None:
@@ -220,7 +219,7 @@ def _expand(
                 if result is None:
                     return {((((base, positions), e),)): 1}
             return cancel(result)
-        if id(base) in opaque:
+        if base in opaque:
             return {((((base, positions), e),)): 1}
         if len(inner) == 1:
             ((m, c),) = inner.items()
@@ -256,7 +255,7 @@ def poly_interval(p: Poly, interval_of: IntervalOf) -> Interval:
 
 
 def rational_interval(
-    node: Expr, interval_of: IntervalOf, cache: ExpansionCache | None = None, opaque: frozenset[int] | None = None
+    node: Expr, interval_of: IntervalOf, cache: ExpansionCache | None = None, opaque: frozenset[Expr] | None = None
 ) -> Interval | None:
     """Bound the entries of ``node`` by clearing denominators and cancelling.
 
@@ -273,7 +272,7 @@ def rational_interval(
 
 
 def poly_rational_interval(
-    poly: Poly, interval_of: IntervalOf, opaque: frozenset[int] = frozenset(), cache: ExpansionCache | None = None
+    poly: Poly, interval_of: IntervalOf, opaque: frozenset[Expr] = frozenset(), cache: ExpansionCache | None = None
 ) -> Interval | None:
     """Bound a sum of monomials after clearing denominators and cancelling."""
     factor: dict[Atom, float] = {}  # node value = poly_now * prod atom^(-factor)
@@ -301,7 +300,7 @@ def poly_rational_interval(
             for atom, e in m:
                 sub = None
                 if float(e).is_integer() and 0 < e <= 4 and _expandable(atom[0]):
-                    inner = expand(atom[0], atom[1], interval_of, opaque=opaque - {id(atom[0])}, cache=cache)
+                    inner = expand(atom[0], atom[1], interval_of, opaque=opaque - {atom[0]}, cache=cache)
                     if inner is not None and inner != {((atom, 1),): 1}:
                         sub = {(): 1}
                         for _ in range(int(e)):

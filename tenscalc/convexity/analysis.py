@@ -2,7 +2,7 @@
 
 :class:`Analyzer` walks a DAG children-first and gives every node an
 :class:`~.facts.Interval` for its entries (one rule per node kind, from
-:data:`.rules.INTERVAL_RULES`), tightened by the domain (``log(u)`` ⇒ ``u > 0``)
+:data:`.INTERVAL_RULES`), tightened by the domain (``log(u)`` ⇒ ``u > 0``)
 and, where intervals cannot decide a sign, by the rational algebra of
 :mod:`.algebra`.  Matrix facts (:class:`~.facts.Curvature`) are derived lazily,
 from the root down, only for the nodes a proof needs, and memoised: each node is
@@ -17,9 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ..core.nodes import Expr, topological
-from . import rules
 from .algebra import ExpansionCache, rational_interval
+from .congruence import kernel_rule
+from .curvature import CURVATURE_RULES
+from .derivation import Derivation, identity_perm
 from .facts import Curvature, Fact, Interval
+from .intervals import INTERVAL_RULES
 
 
 class Analyzer:
@@ -32,11 +35,11 @@ class Analyzer:
     tags : mapping
         name -> set of matrix tags (``symmetric``, ``psd``, ``pd``, ``diagonal``).
     refine : mapping
-        id(node) -> Interval known on the domain (from ``log``, fractional powers ...).
+        node -> Interval known on the domain (from ``log``, fractional powers ...).
     wrt : iterable of names
         The variables the function is analysed in (a modulus must not depend on them).
     overrides : mapping
-        id(node) -> Interval replacing the computed one (a kink examined at ``u = 0``).
+        node -> Interval replacing the computed one (a kink examined at ``u = 0``).
     kink_mode : bool
         Powers with negative exponents may be evaluated at an attained 0.
     """
@@ -45,28 +48,25 @@ class Analyzer:
         self,
         variables: Mapping[str, Interval],
         tags: Mapping[str, set[str]] | None = None,
-        refine: Mapping[int, Interval] | None = None,
+        refine: Mapping[Expr, Interval] | None = None,
         wrt: Iterable[str] = (),
-        overrides: Mapping[int, Interval] | None = None,
+        overrides: Mapping[Expr, Interval] | None = None,
         kink_mode: bool = False,
     ):
         self.variables = dict(variables)
         self.tags = {k: set(v) for k, v in (tags or {}).items()}
         self.refine = dict(refine or {})
-        # keep the refined nodes alive: a freed node's id could be reused by another
-        self._refined_nodes = list(getattr(refine, "nodes", []))
         self.wrt_names = set(wrt)
         self.overrides = dict(overrides or {})
         self.kink_mode = kink_mode
         # at a kink: the same analysis without the kink's overrides, for the values beside it
         self.beside: Analyzer | None = None
-        self.intervals: dict[int, Interval] = {}
-        self.interval_rules: dict[int, str] = {}
-        self.derivations: dict[tuple[int, tuple], rules.Derivation | None] = {}
-        self._active: set[tuple[int, tuple]] = set()
-        self._keep: list[Expr] = []  # nodes made while deriving stay alive while their ids are keys
+        self.intervals: dict[Expr, Interval] = {}
+        self.interval_rules: dict[Expr, str] = {}
+        self.derivations: dict[tuple[Expr, tuple], Derivation | None] = {}
+        self._active: set[tuple[Expr, tuple]] = set()
         self.expansions = ExpansionCache()  # shared by every node this analyzer labels
-        self._opaque: dict[int, frozenset[int]] = {}  # bases of non-integer powers under a node
+        self._opaque: dict[Expr, frozenset[Expr]] = {}  # bases of non-integer powers under a node
 
     # -- intervals ---------------------------------------------------------------------------
     def variable_interval(self, name: str) -> Interval:
@@ -76,24 +76,23 @@ class Analyzer:
         return self.tags.get(name, set())
 
     def interval(self, node: Expr) -> Interval:
-        known = self.intervals.get(id(node))
+        known = self.intervals.get(node)
         if known is not None:
             return known
         for n in topological(node):
-            if id(n) not in self.intervals:
+            if n not in self.intervals:
                 self._label(n)
-        return self.intervals[id(node)]
+        return self.intervals[node]
 
     def _label(self, node: Expr) -> None:
-        self._keep.append(node)
         self._opaque_under(node)
-        if id(node) in self.overrides:
-            self.intervals[id(node)] = self.overrides[id(node)]
-            self.interval_rules[id(node)] = "at the kink"
+        if node in self.overrides:
+            self.intervals[node] = self.overrides[node]
+            self.interval_rules[node] = "at the kink"
             return
-        value = rules.INTERVAL_RULES[node.op](self, node)
+        value = INTERVAL_RULES[node.op](self, node)
         how = f"{node.op} rule" if node.op != "func" else f"range of {node.arg}"
-        refined = self.refine.get(id(node))
+        refined = self.refine.get(node)
         if refined is not None:
             narrowed = value.intersect(refined)
             if narrowed != value:
@@ -101,35 +100,35 @@ class Analyzer:
             value = narrowed
         if not value.empty and not (value.nonneg or value.nonpos) and node.op == "mul" and node.order == 0:
             # a scalar quadratic form sum A(s) M(s,s') A(s') with a PSD middle is >= 0
-            self.intervals[id(node)] = value
+            self.intervals[node] = value
             ins, out = node.arg
-            d = rules.kernel_rule(self, list(zip(node.children, ins)), out, 0, ())
+            d = kernel_rule(self, list(zip(node.children, ins)), out, 0, ())
             if d is not None and (d.curvature.psd or d.curvature.nsd):
                 value = value.intersect(Interval.nonnegative() if d.curvature.psd else Interval.nonpositive())
                 how = d.rule
         if not value.empty and not (value.nonneg or value.nonpos) and node.op in ("add", "mul"):
-            self.intervals[id(node)] = value  # children are labelled; the algebra reads them
+            self.intervals[node] = value  # children are labelled; the algebra reads them
             better = rational_interval(node, self._interval_or_none, self.expansions, self._opaque_under(node))
             if better is not None and not better.is_indeterminate:
                 tighter = value.intersect(better)
                 if tighter != value:
                     value = tighter
                     how = "cleared denominators and cancelled"
-        self.intervals[id(node)] = value
-        self.interval_rules[id(node)] = how
+        self.intervals[node] = value
+        self.interval_rules[node] = how
 
-    def _opaque_under(self, node: Expr) -> frozenset[int]:
+    def _opaque_under(self, node: Expr) -> frozenset[Expr]:
         """``algebra.opaque_bases([node])``, from the children's sets (labelled first)."""
-        known = self._opaque.get(id(node))
+        known = self._opaque.get(node)
         if known is not None:
             return known
-        found: set[int] = set()
+        found: set[Expr] = set()
         for child in node.children:
             found |= self._opaque_under(child)
         if node.op == "pow" and node.children[1].op == "const" and not float(node.children[1].arg[0]).is_integer():
-            found.add(id(node.children[0]))
+            found.add(node.children[0])
         result = frozenset(found) if found else frozenset()
-        self._opaque[id(node)] = result
+        self._opaque[node] = result
         return result
 
     def _interval_or_none(self, node: Expr) -> Interval | None:
@@ -139,7 +138,7 @@ class Analyzer:
             return None
 
     # -- matrix facts --------------------------------------------------------------------------
-    def derive(self, node: Expr, perms: tuple | None = None) -> rules.Derivation | None:
+    def derive(self, node: Expr, perms: tuple | None = None) -> Derivation | None:
         """How ``node`` (order 2k, read over its first and last k axes) is semidefinite.
 
         ``perms`` are the permutations of the last k axes allowed when reading it
@@ -149,17 +148,16 @@ class Analyzer:
             return None
         k = node.order // 2
         if perms is None:
-            perms = (rules.identity_perm(k),)
-        key = (id(node), perms)
+            perms = (identity_perm(k),)
+        key = (node, perms)
         if key in self.derivations:
             return self.derivations[key]
         if key in self._active:
             return None
         self._active.add(key)
-        self._keep.append(node)
         self.interval(node)
         try:
-            result = rules.CURVATURE_RULES[node.op](self, node, perms)
+            result = CURVATURE_RULES[node.op](self, node, perms)
         finally:
             self._active.discard(key)
         self.derivations[key] = result
@@ -174,7 +172,7 @@ class Analyzer:
         return Fact(
             self.interval(node),
             None if d is None else d.curvature,
-            (d.rule if d is not None else self.interval_rules.get(id(node), "")),
+            (d.rule if d is not None else self.interval_rules.get(node, "")),
             d.detail if d is not None else "",
             tuple(d.premises) if d is not None else (),
         )

@@ -27,12 +27,13 @@ by :func:`implied_constraints`, used as facts, and reported.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.nodes import Expr, topological
 from ..errors import SemanticError
+from ..simplifier import simplify
 from .facts import Interval
 
 WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
@@ -154,38 +155,71 @@ def _short(node: Expr, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+AddConstraint = Callable[[Expr, str, Expr], None]
+"""``add(node, kind, origin)``: record that ``origin`` needs ``node`` to satisfy ``kind``."""
+
+FUNCTION_DOMAINS: dict[str, str] = {"log": "positive", "arcsin": "unit", "arccos": "unit", "tan": "cos_nonzero"}
+"""The constraint each elementwise function puts on its argument (the others: none)."""
+
+
+def domain_func(node: Expr, add: AddConstraint) -> None:
+    """``log(u)``: ``u > 0``; ``arcsin(u)``: ``|u| <= 1`` ... (:data:`FUNCTION_DOMAINS`)."""
+    kind = FUNCTION_DOMAINS.get(node.arg)
+    if kind is not None:
+        add(node.children[0], kind, node)
+
+
+def domain_pow(node: Expr, add: AddConstraint) -> None:
+    """``u^p``: ``u >= 0`` for fractional ``p`` (``> 0`` when negative), ``u != 0`` for ``p < 0``."""
+    base, exponent = node.children
+    e = constant_value(exponent)
+    if e is not None:
+        if not float(e).is_integer():
+            add(base, "positive" if e < 0 else "nonnegative", node)
+        elif e < 0:
+            add(base, "nonzero", node)
+    else:
+        add(base, "positive", node)
+
+
+def domain_inv(node: Expr, add: AddConstraint) -> None:
+    """``inv(X)``: ``X`` invertible."""
+    add(node.children[0], "invertible", node)
+
+
+def domain_everywhere(node: Expr, add: AddConstraint) -> None:
+    """Not applicable: the kind is defined wherever its children are."""
+
+
+DOMAIN_RULES: dict[str, Callable[[Expr, AddConstraint], None]] = {
+    "var": domain_everywhere,
+    "const": domain_everywhere,
+    "delta": domain_everywhere,
+    "add": domain_everywhere,
+    "mul": domain_everywhere,
+    "func": domain_func,
+    "pow": domain_pow,
+    "inv": domain_inv,
+    "det": domain_everywhere,
+    "slice": domain_everywhere,
+    "embed": domain_everywhere,
+}
+"""The constraints a node of each kind puts on its children's values (log(u): u > 0)."""
+
+
 def implied_constraints(expr: Expr) -> list[Constraint]:
     """Constraints every point of the expression's domain satisfies."""
     found: list[Constraint] = []
-    seen: set[tuple[int, str]] = set()
+    seen: set[tuple[Expr, str]] = set()
 
     def add(node: Expr, kind: str, origin: Expr) -> None:
-        if node.op == "const" or (id(node), kind) in seen:
+        if node.op == "const" or (node, kind) in seen:
             return
-        seen.add((id(node), kind))
+        seen.add((node, kind))
         found.append(Constraint(node, kind, origin))
 
     for node in topological(expr):
-        if node.op == "func":
-            arg = node.children[0]
-            if node.arg == "log":
-                add(arg, "positive", node)
-            elif node.arg in ("arcsin", "arccos"):
-                add(arg, "unit", node)
-            elif node.arg == "tan":
-                add(arg, "cos_nonzero", node)
-        elif node.op == "pow":
-            base, exponent = node.children
-            e = constant_value(exponent)
-            if e is not None:
-                if not float(e).is_integer():
-                    add(base, "positive" if e < 0 else "nonnegative", node)
-                elif e < 0:
-                    add(base, "nonzero", node)
-            else:
-                add(base, "positive", node)
-        elif node.op == "inv":
-            add(node.children[0], "invertible", node)
+        DOMAIN_RULES[node.op](node, add)
     return found
 
 
@@ -204,23 +238,18 @@ def constant_value(node: Expr) -> float | None:
     return value if math.isfinite(value) else None
 
 
-class Refinements(dict):
-    """id(node) -> Interval, holding the nodes themselves so that their ids stay theirs."""
-
-    def __init__(self):
-        super().__init__()
-        self.nodes: list[Expr] = []
+Refinements = dict[Expr, Interval]
+"""node -> Interval known for its entries on the domain."""
 
 
 def refinements(constraints: list[Constraint]) -> Refinements:
-    """id(node) -> interval that the constraints give for its entries."""
-    out = Refinements()
-    out.nodes.extend(c.node for c in constraints)
+    """node -> interval that the constraints give for its entries."""
+    out: Refinements = {}
     for c in constraints:
         iv = c.interval()
         if iv is None:
             continue
-        out[id(c.node)] = out[id(c.node)].intersect(iv) if id(c.node) in out else iv
+        out[c.node] = out[c.node].intersect(iv) if c.node in out else iv
     return out
 
 
@@ -230,3 +259,14 @@ def variable_intervals(assumed: Mapping[str, VariableAssumption], orders: Mappin
 
 def variable_tags(assumed: Mapping[str, VariableAssumption]) -> dict[str, set[str]]:
     return {name: set(a.tags) for name, a in assumed.items()}
+
+
+def simplified_constraints(constraints: list[Constraint]) -> list[Constraint]:
+    """The constraints on the simplified forms of their nodes, which is how the nodes
+    appear in derivatives (``x *(i,i->) x`` becomes ``x^2 *(i,->) 1``)."""
+    out = []
+    for c in constraints:
+        s = simplify(c.node)
+        if s is not c.node:
+            out.append(Constraint(s, c.kind, c.origin))
+    return out

@@ -32,18 +32,19 @@ from .assumptions import (
     implied_constraints,
     normalize_assumptions,
     refinements,
+    simplified_constraints,
     variable_intervals,
     variable_tags,
 )
 from .compose import MAX_COMPOSITION_DEPTH, composed_certificate, perspective, precomposed, scalar_composition
+from .derivation import Derivation, identity_perm
 from .errors import InternalError
 from .facts import Curvature, Interval, Modulus
 from .falsify import Falsifier
 from .joint import gram_rule
-from .kinks import Kink, _affine_in, check_kinks, combine_kinks, depends_on, find_kinks, substitute
+from .kinks import Kink, affine_in, check_kinks, combine_kinks, depends_on, find_kinks, substitute
 from .picture import node_facts
-from .report import Certificate, ConvexityResult, ProofStep
-from .rules import Derivation, identity_perm
+from .report import Certificate, ConvexityResult, ProofStep, safe_text
 
 CROSS_CHECK_POINTS = 4
 """Points of the cheap cross-check of a proof when ``falsify=False``."""
@@ -166,7 +167,7 @@ def check_convexity(
     notes: list[str] = []
 
     constraints = implied_constraints(f)
-    refine = refinements(constraints + _simplified(constraints))
+    refine = refinements(constraints + simplified_constraints(constraints))
     intervals = variable_intervals(assumed, orders)
     tags = variable_tags(assumed)
     an = Analyzer(intervals, tags, refine, names)
@@ -211,7 +212,7 @@ def check_convexity(
 
     # f = g(affine maps): g's verdict carries over (its domain and kinks included)
     if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
-        inner = precomposed(f, wrt_set, given, values, _depth, an)
+        inner = precomposed(f, wrt_set, given, values, _depth, an, check=check_convexity)
         if inner is not None:
             result_g, cut = inner
             if result_g.verdict in ("convex", "affine"):
@@ -226,7 +227,7 @@ def check_convexity(
                 graph, graph_facts = result_g.graph, result_g.graph_facts
     # f = t g(x / t): the perspective of g
     if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
-        persp = perspective(f, wrt_set, given, an, _depth)
+        persp = perspective(f, wrt_set, given, an, _depth, check=check_convexity)
         if persp is not None:
             claim, certificate, result_g = persp
             if claim in ("convex", "affine"):
@@ -237,7 +238,7 @@ def check_convexity(
             graph, graph_facts = result_g.graph, result_g.graph_facts
     # f = h(g(x)) with g scalar: the composition rules of convex analysis
     if not (convex_proven or concave_proven) and domain_ok and _depth < MAX_COMPOSITION_DEPTH:
-        composed = scalar_composition(f, wrt_set, given, values, _depth)
+        composed = scalar_composition(f, wrt_set, given, values, _depth, check=check_convexity)
         if composed is not None:
             claim, certificate, result_h = composed
             if claim == "convex":
@@ -262,7 +263,7 @@ def check_convexity(
             (convex_proven, cex_convex, "convex", certificate_convex),
             (concave_proven, cex_concave, "concave", certificate_concave),
         ):
-            if proven and cex is not None and _rounding_level(cex):
+            if proven and cex is not None and rounding_level(cex):
                 # a proof is not overturned by a violation rounding can explain (cancellation
                 # inside f makes its error relative to intermediate values, not to f)
                 notes.append(
@@ -288,7 +289,7 @@ def check_convexity(
                 continue
             if proven and cex is not None:
                 raise InternalError(
-                    f"internal error in the convexity checker: {_safe_text(f, 200)} was proven {claim} in "
+                    f"internal error in the convexity checker: {safe_text(f, 200)} was proven {claim} in "
                     f"{', '.join(names)} ({certificate.method if certificate else method}) but the numeric "
                     f"cross-check found a counterexample:\n{cex.describe()}\n"
                     "Please report this expression: a rule certified something false.",
@@ -382,7 +383,8 @@ def _relative_violation(cex) -> float:
     return amount / size
 
 
-def _rounding_level(cex) -> bool:
+def rounding_level(cex) -> bool:
+    """Whether a counterexample's violation is small enough to be rounding (not a false proof)."""
     return cex.kind != "domain not convex" and _relative_violation(cex) < ROUNDING_LEVEL
 
 
@@ -407,7 +409,7 @@ def _evaluation_contradicts_facts(f: Expr, an: Analyzer, cex) -> bool:
         points = [a, b, mid]
     for values in points:
         for node in nodes:
-            iv = an.intervals.get(id(node))
+            iv = an.intervals.get(node)
             if iv is None or iv.empty or node.op in ("var", "const", "delta"):
                 continue
             try:
@@ -428,17 +430,6 @@ def _evaluation_contradicts_facts(f: Expr, an: Analyzer, cex) -> bool:
             if marginal_lo or marginal_hi:
                 return True
     return False
-
-
-def _simplified(constraints: list[Constraint]) -> list[Constraint]:
-    """The constraints on the simplified forms of their nodes, which is how the nodes
-    appear in derivatives (``x *(i,i->) x`` becomes ``x^2 *(i,->) 1``)."""
-    out = []
-    for c in constraints:
-        s = simplify(c.node)
-        if s is not c.node:
-            out.append(Constraint(s, c.kind, c.origin))
-    return out
 
 
 def _verdict(convex: bool, concave: bool, not_convex: bool, not_concave: bool) -> str:
@@ -477,7 +468,7 @@ def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt:
     for c in relevant:
         if _covered(plain, c):
             continue
-        if c.kind in ("positive", "nonnegative", "unit") and _affine_in(c.node, wrt):
+        if c.kind in ("positive", "nonnegative", "unit") and affine_in(c.node, wrt):
             convex_sets.append(c)
             continue
         if c.kind in ("positive", "nonnegative") and _entrywise_concave(c.node, wrt, intervals, tags):
@@ -486,7 +477,7 @@ def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt:
         pending.append(c)
     notes = []
     if pending:
-        within = Analyzer(intervals, tags, refinements(convex_sets + _simplified(convex_sets)), wrt)
+        within = Analyzer(intervals, tags, refinements(convex_sets + simplified_constraints(convex_sets)), wrt)
         for c in pending:
             if not _covered(within, c):
                 notes.append(f"the domain constraint {c.describe()} was not shown to cut out a convex set")
@@ -591,7 +582,8 @@ def _hessian_analyzer(an: Analyzer, constraints: list[Constraint], roots: list[E
         extra.extend(implied_constraints(root))
     if not extra:
         return an
-    return Analyzer(an.variables, an.tags, refinements(constraints + _simplified(constraints) + extra), names)
+    refine = refinements(constraints + simplified_constraints(constraints) + extra)
+    return Analyzer(an.variables, an.tags, refine, names)
 
 
 def _certify_smooth(f: Expr, names: list[str], an: Analyzer, assumed, orders, constraints=()):
@@ -706,11 +698,11 @@ def _directional(f: Expr, names: list[str], an: Analyzer, tags, orders) -> Deriv
         directions.append(v)
         x = N.var(name, order)
         spec = tuple(range(order))
-        mapping[id(x)] = N.add((x, N.mul((t, d), ((), spec), spec)))
+        mapping[x] = N.add((x, N.mul((t, d), ((), spec), spec)))
     try:
         moved = substitute(f, mapping)
         q = derivative(derivative(moved, t), t)
-        q = simplify(substitute(q, {id(t): N.const(0, 0)}))
+        q = simplify(substitute(q, {t: N.const(0, 0)}))
     except Exception:  # noqa: BLE001 - a failed construction proves nothing
         return None
     if count_nodes(q) > 5000:
@@ -737,9 +729,9 @@ def _certificate(
 ) -> Certificate:
     steps = _proof_steps(proof, an)
     if isinstance(hess, dict):
-        text = "\n".join(f"H[{a},{b}] = {_safe_text(h)}" for (a, b), h in hess.items())
+        text = "\n".join(f"H[{a},{b}] = {safe_text(h)}" for (a, b), h in hess.items())
     else:
-        text = _safe_text(hess)
+        text = safe_text(hess)
     return Certificate(
         claim=claim,
         hessian_text=text,
@@ -750,38 +742,30 @@ def _certificate(
     )
 
 
-def _safe_text(node: Expr, limit: int = 4000) -> str:
-    try:
-        text = str(node)
-    except Exception:  # noqa: BLE001 - too large to print
-        return f"<{count_nodes(node)} nodes>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _proof_steps(root: Derivation, an: Analyzer, limit: int = 40) -> list[ProofStep]:
     steps: list[ProofStep] = []
     steps.append(ProofStep("the Hessian", root.curvature.describe(), root.rule, root.detail))
     queue = list(root.premises)
-    seen: set[int] = set()
+    seen: set[Expr] = set()
     while queue and len(steps) < limit:
         node = queue.pop(0)
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         derivation = None
-        for (nid, _perms), d in an.derivations.items():
-            if nid == id(node) and d is not None and (d.curvature.psd or d.curvature.nsd):
+        for (derived, _perms), d in an.derivations.items():
+            if derived is node and d is not None and (d.curvature.psd or d.curvature.nsd):
                 derivation = d
                 break
-        interval = an.intervals.get(id(node))
+        interval = an.intervals.get(node)
         fact_parts = []
         if interval is not None:
             fact_parts.append(f"entries {interval.describe()}")
         if derivation is not None and node.order > 0:
             fact_parts.append(f"as a matrix {derivation.curvature.describe()}")
-        rule = derivation.rule if derivation is not None and node.order > 0 else an.interval_rules.get(id(node), "")
+        rule = derivation.rule if derivation is not None and node.order > 0 else an.interval_rules.get(node, "")
         detail = derivation.detail if derivation is not None and node.order > 0 else ""
-        steps.append(ProofStep(_safe_text(node, 120), "; ".join(fact_parts), rule, detail))
+        steps.append(ProofStep(safe_text(node, 120), "; ".join(fact_parts), rule, detail))
         if derivation is not None and node.order > 0:
             queue.extend(derivation.premises)
         elif node.op not in ("var", "const", "delta"):

@@ -27,6 +27,7 @@ of the variables that disappeared: convex when ``g``'s is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..calculus.api import derivative
@@ -35,34 +36,38 @@ from ..core.nodes import Expr, topological
 from ..errors import SemanticError
 from ..simplifier import simplify
 from .analysis import Analyzer
-from .assumptions import implied_constraints, normalize_assumptions, refinements, variable_intervals, variable_tags
+from .assumptions import (
+    implied_constraints,
+    normalize_assumptions,
+    refinements,
+    simplified_constraints,
+    variable_intervals,
+    variable_tags,
+)
 from .facts import Interval
-from .kinks import _affine_in, _depends_on_values, substitute
-from .report import Certificate, ProofStep
+from .kinks import affine_in, depends_on_values, substitute
+from .report import Certificate, ConvexityResult, ProofStep, safe_text
 
-
-def _check():
-    """The checker itself (imported late: it imports this module)."""
-    from . import check
-
-    return check
+Checker = Callable[..., ConvexityResult]
+"""``check_convexity`` itself, passed in by :mod:`.check` (which calls this module, not
+the reverse): the outer and inner functions of a composition are checked by it."""
 
 
 def maximal_affine(f: Expr, wrt: set[str]) -> list[Expr]:
     """The maximal subexpressions of ``f`` affine in ``wrt`` that depend on them, in
     the order first met from the root (bare variables included)."""
     found: list[Expr] = []
-    seen: set[int] = set()
+    seen: set[Expr] = set()
     stack = [f]
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         # x^0 is a ones tensor: its value does not depend on x
-        if not _depends_on_values(node, wrt):
+        if not depends_on_values(node, wrt):
             continue
-        if node.op == "var" or _affine_in(node, wrt):
+        if node.op == "var" or affine_in(node, wrt):
             found.append(node)
             continue
         stack.extend(reversed(node.children))
@@ -76,11 +81,11 @@ def cut_affine(f: Expr, wrt: set[str]) -> tuple[Expr, list[str], list[tuple[str,
     inner = [p for p in parts if p.op != "var"]
     if not inner:
         return None
-    mapping: dict[int, Expr] = {}
+    mapping: dict[Expr, Expr] = {}
     named: list[tuple[str, Expr]] = []
     for k, node in enumerate(inner):
         name = f"aff__{k}"
-        mapping[id(node)] = N.var(name, node.order)
+        mapping[node] = N.var(name, node.order)
         named.append((name, node))
     g = substitute(f, mapping)
     return g, [name for name, _ in named], named
@@ -90,7 +95,7 @@ MAX_COMPOSITION_DEPTH = 2
 """How many affine cuts may be nested (``g`` is checked by ``check_convexity`` again)."""
 
 
-def precomposed(f: Expr, wrt: set[str], given, values, depth: int, an: Analyzer | None = None):
+def precomposed(f: Expr, wrt: set[str], given, values, depth: int, an: Analyzer | None = None, *, check: Checker):
     """The verdict on ``g`` where ``f = g(affine nodes)`` (:mod:`.compose`), or None.
 
     Each fresh variable gets the interval its affine node has on the domain (``Σ y > 0``
@@ -109,9 +114,7 @@ def precomposed(f: Expr, wrt: set[str], given, values, depth: int, an: Analyzer 
                 inner_given[name] = bound
     inner_values = {k: v for k, v in (values or {}).items() if k in g.variables}
     try:
-        result = _check().check_convexity(
-            g, inner_wrt, inner_given, falsify=False, values=inner_values or None, _depth=depth + 1
-        )
+        result = check(g, inner_wrt, inner_given, falsify=False, values=inner_values or None, _depth=depth + 1)
     except SemanticError:  # g is not a function this checker reads: no claim
         return None
     return result, (g, parts)
@@ -120,7 +123,7 @@ def precomposed(f: Expr, wrt: set[str], given, values, depth: int, an: Analyzer 
 MAX_COMPOSITION_CANDIDATES = 6
 
 
-def scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
+def scalar_composition(f: Expr, wrt: set[str], given, values, depth: int, *, check: Checker):
     """``f = h(g(x))`` with ``g`` a scalar node: convex when ``h`` is convex and
     nondecreasing on its domain and ``g`` convex, or ``h`` convex nonincreasing and
     ``g`` concave (concave likewise).  ``h``'s domain is an interval (its convexity
@@ -133,13 +136,13 @@ def scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
     for g in _scalar_candidates(f, wrt):
         if tried >= MAX_COMPOSITION_CANDIDATES:
             break
-        h = substitute(f, {id(g): z})
-        if _depends_on_values(h, wrt):
+        h = substitute(f, {g: z})
+        if depends_on_values(h, wrt):
             continue
         tried += 1
         h_given = {k: v for k, v in given.items() if k in h.variables}
         try:
-            result_h = _check().check_convexity(h, ["comp__z"], h_given, falsify=False, values=None, _depth=depth + 1)
+            result_h = check(h, ["comp__z"], h_given, falsify=False, values=None, _depth=depth + 1)
         except SemanticError:
             continue
         if not result_h.certified:
@@ -150,7 +153,7 @@ def scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
         g_given = {k: v for k, v in given.items() if k in g.variables}
         g_values = {k: v for k, v in (values or {}).items() if k in g.variables} or None
         try:
-            result_g = _check().check_convexity(
+            result_g = check(
                 g, sorted(wrt & set(g.variables)), g_given, falsify=False, values=g_values, _depth=depth + 1
             )
         except SemanticError:
@@ -172,8 +175,8 @@ def scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
             f"composition: h {'convex' if claim == 'convex' else 'concave'} and "
             f"{'nondecreasing' if slope > 0 else 'nonincreasing'} on its domain, g {result_g.verdict}",
             "composition rule",
-            f"g = {_check()._safe_text(g, 120)} ({result_g.certificate.method if result_g.certificate else ''}); "
-            f"h = {_check()._safe_text(h, 120)}",
+            f"g = {safe_text(g, 120)} ({result_g.certificate.method if result_g.certificate else ''}); "
+            f"h = {safe_text(h, 120)}",
         )
         certificate = Certificate(
             claim=claim,
@@ -187,7 +190,7 @@ def scalar_composition(f: Expr, wrt: set[str], given, values, depth: int):
     return None
 
 
-def perspective(f: Expr, wrt: set[str], given, an: Analyzer, depth: int):
+def perspective(f: Expr, wrt: set[str], given, an: Analyzer, depth: int, *, check: Checker):
     """``f = t · g(x₁/t, x₂/t, ...)`` with ``t > 0`` a scalar variable: the perspective
     of ``g`` has ``g``'s curvature (jointly in ``(x, t)``), and its domain
     ``{t > 0, x/t ∈ dom g}`` is convex when ``g``'s is.  ``t·LSE(x/t)``.
@@ -210,22 +213,22 @@ def perspective(f: Expr, wrt: set[str], given, an: Analyzer, depth: int):
         inner = rest[0][0]
     else:
         inner = N.mul([c for c, _ in rest], [spec for _, spec in rest], out)
-    mapping: dict[int, Expr] = {}
+    mapping: dict[Expr, Expr] = {}
     parts: list[tuple[str, Expr]] = []
     for node in topological(inner):
         y = _divided_by(node, t)
         if y is not None and y.arg[0] in wrt:
             name = f"persp__{y.arg[0]}"
-            mapping[id(node)] = N.var(name, y.order)
+            mapping[node] = N.var(name, y.order)
             parts.append((name, node))
     if not parts:
         return None
     g = substitute(inner, mapping)
-    if _depends_on_values(g, wrt):
+    if depends_on_values(g, wrt):
         return None
     g_given = {k: v for k, v in given.items() if k in g.variables}
     try:
-        result = _check().check_convexity(g, [name for name, _ in parts], g_given, falsify=False, _depth=depth + 1)
+        result = check(g, [name for name, _ in parts], g_given, falsify=False, _depth=depth + 1)
     except SemanticError:
         return None
     if not result.certified:
@@ -235,8 +238,8 @@ def perspective(f: Expr, wrt: set[str], given, an: Analyzer, depth: int):
         f"f = {t.arg[0]} · g({', '.join(name for name, _ in parts)})",
         f"perspective of a {result.verdict} function",
         "perspective",
-        "; ".join(f"{name} = {_check()._safe_text(node, 60)}" for name, node in parts)
-        + f"; {t.arg[0]} > 0; g = {_check()._safe_text(g, 160)}",
+        "; ".join(f"{name} = {safe_text(node, 60)}" for name, node in parts)
+        + f"; {t.arg[0]} > 0; g = {safe_text(g, 160)}",
     )
     certificate = Certificate(
         claim=result.verdict if result.verdict != "affine" else "convex",
@@ -271,16 +274,16 @@ def _divided_by(node: Expr, t: Expr) -> Expr | None:
 
 def _scalar_candidates(f: Expr, wrt: set[str]):
     """Order-0 nodes below the root that depend on ``wrt``, nearest the root first."""
-    seen = {id(f)}
+    seen = {f}
     queue = list(f.children)
     while queue:
         node = queue.pop(0)
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
-        if not _depends_on_values(node, wrt):
+        seen.add(node)
+        if not depends_on_values(node, wrt):
             continue
-        if node.order == 0 and node.op != "var" and not _affine_in(node, wrt):
+        if node.order == 0 and node.op != "var" and not affine_in(node, wrt):
             yield node
         queue.extend(node.children)
 
@@ -294,7 +297,7 @@ def _slope_sign(h: Expr, z: Expr, given) -> int:
     an = Analyzer(
         variable_intervals(assumed, orders),
         variable_tags(assumed),
-        refinements(constraints + _check()._simplified(constraints)),
+        refinements(constraints + simplified_constraints(constraints)),
         [z.arg[0]],
     )
     try:
@@ -327,8 +330,8 @@ def composed_certificate(inner: Certificate | None, cut) -> Certificate | None:
         f"f = g({', '.join(name for name, _ in parts)})",
         "affine precomposition",
         "g∘(affine) has the curvature of g",
-        "; ".join(f"{name} = {_check()._safe_text(node, 100)} is affine in the variables" for name, node in parts)
-        + f"; g = {_check()._safe_text(g, 200)}",
+        "; ".join(f"{name} = {safe_text(node, 100)} is affine in the variables" for name, node in parts)
+        + f"; g = {safe_text(g, 200)}",
     )
     return Certificate(
         claim=inner.claim,

@@ -31,8 +31,11 @@ from ..core.axes import axis_graph
 from ..core.nodes import Expr
 from .algebra import Poly, cancel, expand, opaque_bases, poly_add, poly_mul, poly_rational_interval
 from .analysis import Analyzer
+from .congruence import ones_value
+from .derivation import Derivation
+from .expansion import expand_terms
 from .facts import Curvature
-from .rules import Derivation, _ones_value, expand_terms, split_sides
+from .psd_templates import split_sides
 
 _ID = "identity"
 
@@ -135,7 +138,7 @@ def _decompose(coef: float, node: Expr, ka: int, kb: int, promote: bool = False)
                 else:
                     raise _Fail
             continue
-        value = _ones_value(child)
+        value = ones_value(child)
         if value is not None:
             coef *= value
             if set(spec) & (lset | rset):
@@ -242,6 +245,7 @@ def gram_rule(
             return None
         order = _order_shared(middle, left, right, shared)
         index = {letter: i for i, letter in enumerate(order)}
+        # core's AxisGraph keys letter_slots by id(mul node), not by the node
         slots = graph.letter_slots.get(id(node)) if node.op == "mul" else None
         classes = []
         for letter in order:

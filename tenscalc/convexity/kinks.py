@@ -32,23 +32,23 @@ from ..calculus.api import derivative
 from ..core import nodes as N
 from ..core.nodes import Expr, topological
 from .analysis import Analyzer
-from .assumptions import constant_value, refinements
+from .assumptions import constant_value
 from .facts import Interval
 
 
-def substitute(root: Expr, mapping: Mapping[int, Expr]) -> Expr:
-    """``root`` with the nodes whose ids are keys of ``mapping`` replaced."""
-    built: dict[int, Expr] = {}
+def substitute(root: Expr, mapping: Mapping[Expr, Expr]) -> Expr:
+    """``root`` with the nodes that are keys of ``mapping`` replaced."""
+    built: dict[Expr, Expr] = {}
     for node in topological(root):
-        if id(node) in mapping:
-            built[id(node)] = mapping[id(node)]
+        if node in mapping:
+            built[node] = mapping[node]
             continue
-        children = tuple(built[id(c)] for c in node.children)
+        children = tuple(built[c] for c in node.children)
         if all(a is b for a, b in zip(children, node.children)):
-            built[id(node)] = node
+            built[node] = node
         else:
-            built[id(node)] = N.make(node.op, children, node.arg)
-    return built[id(root)]
+            built[node] = N.make(node.op, children, node.arg)
+    return built[root]
 
 
 def depends_on(node: Expr, names: set[str]) -> bool:
@@ -95,30 +95,30 @@ def _fractional_kink(node: Expr) -> bool:
     return e is not None and 0 < e < 1
 
 
-def _affine_in(node: Expr, wrt: set[str]) -> bool:
+def affine_in(node: Expr, wrt: set[str]) -> bool:
     """``node`` is an affine function of the variables ``wrt`` (its derivative is free of
     them, and it has no jump: ``sign(x)`` has derivative 0 almost everywhere, yet jumps)."""
     if not depends_on(node, wrt):
         return True
     for n in topological(node):
-        if n.op == "func" and n.arg == "sign" and _depends_on_values(n, wrt):
+        if n.op == "func" and n.arg == "sign" and depends_on_values(n, wrt):
             return False
     for name in sorted(set(node.variables) & wrt):
         d = derivative(node, name)
-        if _depends_on_values(d, wrt):
+        if depends_on_values(d, wrt):
             return False
     return True
 
 
-def _depends_on_values(node: Expr, names: set[str]) -> bool:
+def depends_on_values(node: Expr, names: set[str]) -> bool:
     """Whether the value of ``node`` depends on ``names`` (``x^0``, a ones tensor of
     ``x``'s shape, does not)."""
     stack, seen = [node], set()
     while stack:
         n = stack.pop()
-        if id(n) in seen:
+        if n in seen:
             continue
-        seen.add(id(n))
+        seen.add(n)
         if n.op == "var" and n.arg[0] in names:
             return True
         if n.op == "pow" and n.children[1].op == "const" and n.children[1].arg[0] == 0:
@@ -143,7 +143,7 @@ def find_kinks(f: Expr, wrt: set[str], an: Analyzer) -> list[Kink]:
             base = node.children[0]
             if an.interval(base).pos:
                 continue
-            if _affine_in(base, wrt):
+            if affine_in(base, wrt):
                 continue  # u = 0 is the boundary of {u >= 0}
             found.append(Kink(node, "power"))
     return found
@@ -155,7 +155,7 @@ def _dominators(f: Expr, target: Expr, candidates: list[Expr]) -> list[Expr]:
     for k in candidates:
         if k is target:
             continue
-        seen = {id(k)}
+        seen = {k}
         stack = [f] if f is not k else []
         reached = False
         while stack:
@@ -163,9 +163,9 @@ def _dominators(f: Expr, target: Expr, candidates: list[Expr]) -> list[Expr]:
             if node is target:
                 reached = True
                 break
-            if id(node) in seen:
+            if node in seen:
                 continue
-            seen.add(id(node))
+            seen.add(node)
             stack.extend(node.children)
         if not reached and any(target is n for n in topological(k)):
             result.append(k)
@@ -180,20 +180,20 @@ def _entrywise_in(root: Expr, node: Expr) -> bool:
         return False
     from .algebra import is_elementwise_mul
 
-    contains: dict[int, bool] = {}
+    contains: dict[Expr, bool] = {}
     for m in topological(root):
-        contains[id(m)] = m is node or any(contains[id(c)] for c in m.children)
-        if not contains[id(m)] or m is node:
+        contains[m] = m is node or any(contains[c] for c in m.children)
+        if not contains[m] or m is node:
             continue
         if m.order != node.order:
             return False
         if m.op in ("add", "func"):
             continue
-        if m.op == "pow" and not contains[id(m.children[1])]:
+        if m.op == "pow" and not contains[m.children[1]]:
             continue
         if m.op == "mul" and is_elementwise_mul(m):
             ins, out = m.arg
-            if all(spec == out for c, spec in zip(m.children, ins) if contains[id(c)]):
+            if all(spec == out for c, spec in zip(m.children, ins) if contains[c]):
                 continue
         return False
     return True
@@ -214,9 +214,9 @@ def _solve_for_term(u: Expr) -> tuple[Expr, float] | None:
 def adjoint(f: Expr, node: Expr) -> Expr:
     """``∂f/∂node`` as an expression (total: through every path from the node)."""
     fresh = N.var("kink__node", node.order)
-    cut = substitute(f, {id(node): fresh})
+    cut = substitute(f, {node: fresh})
     d = derivative(cut, fresh)
-    return substitute(d, {id(fresh): node})
+    return substitute(d, {fresh: node})
 
 
 def check_kinks(
@@ -224,7 +224,7 @@ def check_kinks(
     kinks: list[Kink],
     variables: Mapping[str, Interval],
     tags,
-    refine: Mapping[int, Interval],
+    refine: Mapping[Expr, Interval],
     wrt: set[str],
 ) -> None:
     """Fill in, for each kink, whether it is convex and/or concave."""
@@ -236,23 +236,21 @@ def check_kinks(
         node = kink.node
         a = adjoint(f, node)
         kink.adjoint = a
-        overrides: dict[int, Interval] = {}
-        extra = refinements([])
-        extra.update(refine)
-        extra.nodes.extend(getattr(refine, "nodes", []))
+        overrides: dict[Expr, Interval] = {}
+        extra: dict[Expr, Interval] = dict(refine)
         u = node.children[0]
         if node.order == 0 or (_entrywise_in(a, node) and _entrywise_in(a, u)):
             # at the kink the node and its argument are 0 (for a tensor node: entry by
             # entry, allowed when each entry of the adjoint reads only the same entry of
             # every node that is fixed)
-            overrides[id(node)] = Interval.point(0)
-            overrides[id(u)] = Interval.point(0)
+            overrides[node] = Interval.point(0)
+            overrides[u] = Interval.point(0)
             solved = _solve_for_term(u)
             if solved is not None and (node.order == 0 or _entrywise_in(a, solved[0])):
-                overrides[id(solved[0])] = Interval.point(solved[1])  # |r| - 1 = 0: |r| = 1
+                overrides[solved[0]] = Interval.point(solved[1])  # |r| - 1 = 0: |r| = 1
         for k in _dominators(f, node, power_kinks):
             base = k.children[0]
-            extra[id(base)] = extra.get(id(base), Interval.real()).intersect(Interval.positive())
+            extra[base] = extra.get(base, Interval.real()).intersect(Interval.positive())
         an = Analyzer(variables, tags, extra, wrt, overrides, kink_mode=True)
         an.beside = Analyzer(variables, tags, extra, wrt)
         iv = an.interval(a)
@@ -271,21 +269,21 @@ KINK_WEIGHT = {"abs": 2.0, "relu": 1.0}
 """The jump of the slope of ``abs(u)`` / ``relu(u)`` crossing ``u = 0``, per unit of ``|u'|``."""
 
 
-def _kink_place(kink: Kink) -> tuple[int, float] | None:
-    """(id of u, ±1): kinks at ``u = 0`` and at ``-u = 0`` are at the same place."""
+def _kink_place(kink: Kink) -> tuple[Expr, float] | None:
+    """(u, ±1): kinks at ``u = 0`` and at ``-u = 0`` are at the same place."""
     if kink.kind not in KINK_WEIGHT:
         return None
     u = kink.node.children[0]
     if u.op == "add" and len(u.children) == 1 and u.arg[0] == -1:
-        return id(u.children[0]), -1.0
-    return id(u), 1.0
+        return u.children[0], -1.0
+    return u, 1.0
 
 
 def combine_kinks(kinks: list[Kink]) -> None:
     """Kinks at the same place add their jumps: ``|x| - relu(x) - relu(-x)`` jumps by
     ``2·1 - 1 - 1 = 0``.  A group whose summed jump ``Σ weight · adjoint`` is >= 0 (<= 0)
     bends up (down) even where its members alone do not."""
-    groups: dict[int, list[Kink]] = {}
+    groups: dict[Expr, list[Kink]] = {}
     for k in kinks:
         place = _kink_place(k)
         if place is not None and k.interval is not None:

@@ -35,8 +35,8 @@ LEGEND = "green: PSD / entries >= 0; blue: NSD / entries <= 0; white: zero; grey
 MAX_FACT_NODES = 400
 
 
-def node_facts(an: Analyzer, roots: Sequence[Expr]) -> dict[int, tuple[str, str]]:
-    """``id(node) -> (category, short fact)`` for the nodes under ``roots`` (a category
+def node_facts(an: Analyzer, roots: Sequence[Expr]) -> dict[Expr, tuple[str, str]]:
+    """``node -> (category, short fact)`` for the nodes under ``roots`` (a category
     of :data:`COLOURS`); empty for DAGs too large to draw."""
     nodes = topological(list(roots))
     if len(nodes) > MAX_FACT_NODES:
@@ -46,52 +46,58 @@ def node_facts(an: Analyzer, roots: Sequence[Expr]) -> dict[int, tuple[str, str]
             an.interval(root)
         except Exception:  # noqa: BLE001 - a node the rules cannot read stays grey
             pass
-    matrix: dict[int, object] = {}
-    for (nid, _perms), d in an.derivations.items():
-        if d is not None and (d.curvature.psd or d.curvature.nsd) and nid not in matrix:
-            matrix[nid] = d.curvature
-    facts: dict[int, tuple[str, str]] = {}
+    matrix: dict[Expr, object] = {}
+    for (derived, _perms), d in an.derivations.items():
+        if d is not None and (d.curvature.psd or d.curvature.nsd) and derived not in matrix:
+            matrix[derived] = d.curvature
+    facts: dict[Expr, tuple[str, str]] = {}
     for node in nodes:
-        curv = matrix.get(id(node))
+        curv = matrix.get(node)
         if curv is not None and node.order > 0:
             if curv.zero:
-                facts[id(node)] = ("zero", "zero")
+                facts[node] = ("zero", "zero")
             else:
-                facts[id(node)] = ("psd" if curv.psd else "nsd", f"as a matrix {curv.describe()}")
+                facts[node] = ("psd" if curv.psd else "nsd", f"as a matrix {curv.describe()}")
             continue
-        iv = an.intervals.get(id(node))
+        iv = an.intervals.get(node)
         if iv is None or iv.empty:
-            facts[id(node)] = ("unknown", "")
+            facts[node] = ("unknown", "")
         elif iv.is_zero:
-            facts[id(node)] = ("zero", "= 0")
+            facts[node] = ("zero", "= 0")
         elif iv.nonneg:
-            facts[id(node)] = ("nonneg", f"entries {iv.describe()}")
+            facts[node] = ("nonneg", f"entries {iv.describe()}")
         elif iv.nonpos:
-            facts[id(node)] = ("nonpos", f"entries {iv.describe()}")
+            facts[node] = ("nonpos", f"entries {iv.describe()}")
         else:
-            facts[id(node)] = ("unknown", "no sign")
+            facts[node] = ("unknown", "no sign")
     return facts
 
 
-def dot_text(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: str, max_nodes: int = 2000) -> str:
+def _hooks(facts: dict[Expr, tuple[str, str]]) -> tuple[dict[int, str], dict[int, str]]:
+    """The colouring and note hooks of the drawing, which are keyed by ``id(node)``
+    (the interface of :mod:`tenscalc.printing.drawing`, not an Expr map of ours)."""
+    colours = {id(node): COLOURS[cat] for node, (cat, _) in facts.items()}
+    notes = {id(node): text for node, (_, text) in facts.items() if text}
+    return colours, notes
+
+
+def dot_text(roots: Sequence[Expr], facts: dict[Expr, tuple[str, str]], title: str, max_nodes: int = 2000) -> str:
     """The DOT text of the coloured DAG (:func:`tenscalc.printing.drawing.dot_source` with the hook)."""
     from ..printing.drawing import dot_source
 
-    colours = {nid: COLOURS[cat] for nid, (cat, _) in facts.items()}
-    notes = {nid: text for nid, (_, text) in facts.items() if text}
+    colours, notes = _hooks(facts)
     return dot_source(list(roots), title=title, node_colours=colours, node_notes=notes, max_nodes=max_nodes)
 
 
-def drawing(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: str):
+def drawing(roots: Sequence[Expr], facts: dict[Expr, tuple[str, str]], title: str):
     """A ``graphviz.Digraph`` (or the DOT text when Graphviz is missing)."""
     from ..printing.drawing import to_dot
 
-    colours = {nid: COLOURS[cat] for nid, (cat, _) in facts.items()}
-    notes = {nid: text for nid, (_, text) in facts.items() if text}
+    colours, notes = _hooks(facts)
     return to_dot(list(roots), title=title, node_colours=colours, node_notes=notes)
 
 
-def svg(roots: Sequence[Expr], facts: dict[int, tuple[str, str]], title: str, max_nodes: int = 150) -> str | None:
+def svg(roots: Sequence[Expr], facts: dict[Expr, tuple[str, str]], title: str, max_nodes: int = 150) -> str | None:
     """SVG text for notebooks, or None (Graphviz missing, too many nodes, a failure)."""
     from ..printing.drawing import graphviz_available
 

@@ -12,11 +12,11 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.nodes import Expr
+from ..core.nodes import Expr, count_nodes
 
 VERDICTS = ("convex", "concave", "affine", "not convex", "not concave", "neither", "unknown")
 
-_MEANING = {
+MEANING = {
     "convex": "convex: proven from the Hessian",
     "concave": "concave: proven from the Hessian",
     "affine": "affine: proven convex and concave",
@@ -25,6 +25,7 @@ _MEANING = {
     "neither": "neither convex nor concave: both refuted by counterexamples",
     "unknown": "unknown: nothing was proven or refuted (this is not a claim that the function is not convex)",
 }
+"""What each verdict means, in words (the explanation and the web page print it)."""
 
 
 @dataclass
@@ -99,7 +100,7 @@ class ConvexityResult:
     search: Any = None
     method: str = ""
     graph: list = field(default_factory=list, repr=False)  # the DAG the proof read
-    graph_facts: dict = field(default_factory=dict, repr=False)  # id(node) -> (category, fact)
+    graph_facts: dict = field(default_factory=dict, repr=False)  # node -> (category, fact)
 
     # -- conveniences ----------------------------------------------------------------------
     @property
@@ -150,7 +151,7 @@ class ConvexityResult:
         return f"{head} in {wrt}"
 
     def explain(self) -> str:
-        lines = [f"f = {_short(self.expression)}", f"verdict: {self.summary()}", f"  ({_MEANING[self.verdict]})"]
+        lines = [f"f = {_short(self.expression)}", f"verdict: {self.summary()}", f"  ({MEANING[self.verdict]})"]
         if self.assumptions:
             lines.append(
                 "assumptions: " + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in self.assumptions.items())
@@ -212,7 +213,7 @@ class ConvexityResult:
 
     def _repr_markdown_(self) -> str:
         parts = [f"**{html.escape(self.summary())}** &nbsp; `{html.escape(_short(self.expression, 200))}`", ""]
-        parts.append(f"*{_MEANING[self.verdict]}*")
+        parts.append(f"*{MEANING[self.verdict]}*")
         parts.append("")
         parts.append("```")
         parts.append(self.explain())
@@ -252,4 +253,14 @@ def _short(node: Any, limit: int = 160) -> str:
         text = str(node)
     except Exception:  # noqa: BLE001 - too large to print
         return "<expression>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def safe_text(node: Expr, limit: int = 4000) -> str:
+    """A node's text for a certificate, cut to ``limit`` characters (a node count when
+    printing fails)."""
+    try:
+        text = str(node)
+    except Exception:  # noqa: BLE001 - too large to print
+        return f"<{count_nodes(node)} nodes>"
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -412,7 +412,7 @@ def convexity(problem: Problem) -> dict[str, Any]:
     """The convexity verdict in the variables (jointly), with certificate or counterexample."""
     import tenscalc as tc
 
-    from ..convexity.report import _MEANING
+    from ..convexity.report import MEANING
 
     expr = problem.expr
     if expr.order != 0:
@@ -428,7 +428,7 @@ def convexity(problem: Problem) -> dict[str, Any]:
             "applicable": True,
             "verdict": result.verdict,
             "summary": result.summary(),
-            "meaning": _MEANING.get(result.verdict, ""),
+            "meaning": MEANING.get(result.verdict, ""),
             "certified": result.certified,
             "explanation": result.explain(),
         }

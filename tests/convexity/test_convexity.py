@@ -15,9 +15,10 @@ from tenscalc.convexity import VERDICTS, ConvexityResult
 from tenscalc.convexity.analysis import Analyzer
 from tenscalc.convexity.assumptions import implied_constraints, normalize_assumptions
 from tenscalc.convexity.cli import main as convexity_main
+from tenscalc.convexity.curvature import CURVATURE_RULES
 from tenscalc.convexity.facts import Interval, power
 from tenscalc.convexity.falsify import Falsifier
-from tenscalc.convexity.rules import CURVATURE_RULES, FUNCTION_RANGES, INTERVAL_RULES
+from tenscalc.convexity.intervals import FUNCTION_RANGES, INTERVAL_RULES
 from tenscalc.core import nodes as N
 
 INF = math.inf

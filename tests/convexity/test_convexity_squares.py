@@ -14,7 +14,8 @@ import pytest
 
 import tenscalc as tc
 from tenscalc.convexity import InternalError
-from tenscalc.convexity import rules as R
+from tenscalc.convexity.curvature import CURVATURE_RULES
+from tenscalc.convexity.derivation import Derivation
 from tenscalc.convexity.facts import Curvature
 
 J = np.array([[0.0, 1.0], [-1.0, 0.0]])  # J² = -I: tr(J²) = -2
@@ -176,10 +177,10 @@ def test_a_false_proof_is_an_internal_error(monkeypatch):
     """A rule that certifies something false is caught by the cross-check, loudly."""
 
     def liar(an, node, perms):
-        return R.Derivation(Curvature(psd=True, symmetric=True), "a lying rule")
+        return Derivation(Curvature(psd=True, symmetric=True), "a lying rule")
 
-    monkeypatch.setitem(R.CURVATURE_RULES, "mul", liar)
-    monkeypatch.setitem(R.CURVATURE_RULES, "add", liar)
+    monkeypatch.setitem(CURVATURE_RULES, "mul", liar)
+    monkeypatch.setitem(CURVATURE_RULES, "add", liar)
     f = tc.parse("sin(x) *(i,i->) 1", {"x": 1})
     for falsify in (True, False):
         with pytest.raises(InternalError) as info:
@@ -190,13 +191,13 @@ def test_a_false_proof_is_an_internal_error(monkeypatch):
 
 def test_rounding_level_violations_do_not_overturn_a_proof():
     """A cross-check violation of relative size 1e-12 is rounding, one of size 1e-2 is not."""
-    from tenscalc.convexity.check import _rounding_level
+    from tenscalc.convexity.check import rounding_level
     from tenscalc.convexity.falsify import Counterexample
 
     tiny = Counterexample("convex", "Jensen gap", {}, gap=1e-12, values=(1.0, 1.0, 1.0))
     large = Counterexample("convex", "Jensen gap", {}, gap=1e-2, values=(1.0, 1.0, 1.0))
     domain = Counterexample("convex", "domain not convex", {})
-    assert _rounding_level(tiny) and not _rounding_level(large) and not _rounding_level(domain)
+    assert rounding_level(tiny) and not rounding_level(large) and not rounding_level(domain)
 
 
 def test_underflow_does_not_overturn_a_proof():

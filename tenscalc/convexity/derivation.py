@@ -1,0 +1,69 @@
+"""What the certification rules share: the facts they read and the facts they state.
+
+The rule modules (:mod:`.intervals`, :mod:`.curvature`, :mod:`.congruence`,
+:mod:`.expansion`, :mod:`.psd_templates`) are functions of a :class:`FactSource`
+(in practice the :class:`~.analysis.Analyzer` that calls them, passed in) and a
+node.  A matrix rule answers with a :class:`Derivation`: a
+:class:`~.facts.Curvature` and the rule, detail and premises that showed it, so
+the proof can be printed.  This module imports no other rule module, so the
+analyzer and the rules can both build on it without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..core.nodes import Expr
+from .facts import Curvature, Interval
+
+Perm = tuple[int, ...]
+"""A permutation of the last ``k`` axes of an order-``2k`` node read as a matrix."""
+
+
+class FactSource(Protocol):
+    """The facts a rule may read about other nodes (implemented by :class:`~.analysis.Analyzer`)."""
+
+    kink_mode: bool
+    beside: FactSource | None
+    wrt_names: set[str]
+
+    def variable_interval(self, name: str) -> Interval: ...
+
+    def matrix_tags(self, name: str) -> set[str]: ...
+
+    def interval(self, node: Expr) -> Interval: ...
+
+    def derive(self, node: Expr, perms: tuple | None = None) -> Derivation | None: ...
+
+    def curvature(self, node: Expr, perms: tuple | None = None) -> Curvature | None: ...
+
+
+@dataclass
+class Derivation:
+    """A matrix fact and how it was shown."""
+
+    curvature: Curvature
+    rule: str
+    detail: str = ""
+    premises: list[Expr] = field(default_factory=list)
+    terms: list[tuple[float, Expr]] = field(default_factory=list)  # for expansions
+
+
+def identity_perm(k: int) -> Perm:
+    """The identity permutation of ``k`` axes."""
+    return tuple(range(k))
+
+
+def number_text(v: float) -> str:
+    """A coefficient as a certificate prints it (``2``, not ``2.0``)."""
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.6g}"
+
+
+def short_text(node: Expr, limit: int = 70) -> str:
+    """A node's text, cut to ``limit`` characters for a certificate."""
+    try:
+        text = str(node)
+    except Exception:  # noqa: BLE001 - printing a huge node
+        return f"<{node.op} node>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
