@@ -63,6 +63,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import SemanticError
+from .face import ExprFace
+from .text import letter_for, quoted
+from .vocabulary import (  # noqa: F401 - MATRIX_FUNCTIONS, NODE_KINDS: still importable from here
+    DIMENSIONED_LEAVES,
+    ELEMENTWISE_FUNCTIONS,
+    MATRIX_FUNCTIONS,
+    NODE_KINDS,
+)
 
 Spec = tuple[int, ...]
 
@@ -146,11 +154,6 @@ def var_dims(name: str, order: int) -> tuple[Dim, ...]:
     """The dimensions of variable ``name``'s axes."""
     return tuple(Dim(name, order, k) for k in range(order))
 
-ELEMENTWISE_FUNCTIONS = (
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
-)
-MATRIX_FUNCTIONS = ("inv", "det", "adj")
-NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det", "slice", "embed")
 FULL_AXIS = (0, None, 1)  # a slice item that keeps the whole axis (`:`)
 #: the most axes a variable, constant or delta may have (NumPy's limit on array
 #: dimensions; evaluation checks every other node, which internal helpers may build
@@ -165,7 +168,7 @@ _serials = itertools.count()
 _lock = threading.RLock()
 
 
-class Expr:
+class Expr(ExprFace):
     """One node of a tensor expression DAG.  Create nodes with the builder API
     (``tenscalc.var``, operators, ``tenscalc.einsum`` ...) or by parsing.
 
@@ -279,161 +282,13 @@ class Expr:
         }
         return dict(sorted(found - set(self.varset)))
 
-    def __str__(self) -> str:
-        from ..printing.text import to_text
-
-        return to_text(self)
-
-    def __repr__(self) -> str:
-        from ..printing.text import text_length, to_text
-
-        variables = ", ".join(f"{k}:{v}" for k, v in self.variables.items())
-        text = to_text(self) if text_length(self) < 20_000 else f"... ({count_nodes(self)} nodes)"
-        if len(text) > 200:
-            text = text[:197] + "..."
-        return f"<Expr order={self.order} vars={{{variables}}}: {text}>"
-
     def __bool__(self) -> bool:
         return True
-
-    # -- builder operators (defined in builder.py to keep this module free of policy) ----
-    def __add__(self, other):
-        from ..frontend import builder
-
-        return builder.add(self, other)
-
-    def __radd__(self, other):
-        from ..frontend import builder
-
-        return builder.add(other, self)
-
-    def __sub__(self, other):
-        from ..frontend import builder
-
-        return builder.sub(self, other)
-
-    def __rsub__(self, other):
-        from ..frontend import builder
-
-        return builder.sub(other, self)
-
-    def __mul__(self, other):
-        from ..frontend import builder
-
-        return builder.multiply(self, other)
-
-    def __rmul__(self, other):
-        from ..frontend import builder
-
-        return builder.multiply(other, self)
-
-    def __truediv__(self, other):
-        from ..frontend import builder
-
-        return builder.divide(self, other)
-
-    def __rtruediv__(self, other):
-        from ..frontend import builder
-
-        return builder.divide(other, self)
-
-    def __pow__(self, other):
-        from ..frontend import builder
-
-        return builder.power(self, other)
-
-    def __rpow__(self, other):
-        from ..frontend import builder
-
-        return builder.power(other, self)
-
-    def __neg__(self):
-        return neg(self)
-
-    # -- NumPy style (tenscalc/frontend/numpy_api.py) -----------------------------------------------
-    def __matmul__(self, other):
-        from ..frontend import numpy_api
-
-        return numpy_api.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from ..frontend import numpy_api
-
-        return numpy_api.matmul(other, self)
-
-    @property
-    def T(self) -> Expr:  # noqa: N802 - NumPy's name
-        """The transpose (axes reversed, as NumPy's ``.T``)."""
-        from ..frontend import numpy_api
-
-        return numpy_api.transpose(self)
-
-    def sum(self, axis=None) -> Expr:
-        """The sum of all entries, or over ``axis`` (see ``tenscalc.sum``)."""
-        from ..frontend import numpy_api
-
-        return numpy_api.sum(self, axis)
-
-    def __getitem__(self, key) -> Expr:
-        """A slice or an entry, NumPy's basic indexing: ``x[1:]``, ``X[:, 0]``, ``x[::2]``."""
-        from ..frontend import numpy_api
-
-        return numpy_api.getitem(self, key)
-
-    def __iter__(self):  # without this, Python would iterate through __getitem__ forever
-        raise TypeError("a tenscalc expression cannot be iterated; slice it (x[1:]) or evaluate it")
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ..frontend import numpy_api
-
-        return numpy_api.array_ufunc(self, ufunc, method, *inputs, **kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from ..frontend import numpy_api
-
-        raise numpy_api.numpy_refusal(func.__name__)
-
-    def __array__(self, *args, **kwargs):
-        raise TypeError(
-            "a tenscalc expression is symbolic and has no array value: evaluate it with tc.evaluate "
-            "(or tc.compile) to get numbers"
-        )
-
-    def __pos__(self):
-        return self
-
-    # notebooks ---------------------------------------------------------------------------
-    def _repr_pretty_(self, p, cycle) -> None:  # IPython plain-text display
-        p.text(repr(self))
-
-    def to_latex(self, notation: str = "auto") -> str:
-        """The expression in LaTeX (see ``tenscalc.latex``)."""
-        from ..printing.latex import latex
-
-        return latex(self, notation)
-
-    def _repr_latex_(self) -> str | None:
-        from ..printing.latex import notebook_latex
-
-        return notebook_latex(self)
-
-    def _repr_svg_(self) -> str | None:  # a drawing of the DAG (needs Graphviz)
-        from ..printing.drawing import svg
-
-        return svg(self)
-
-    def _repr_html_(self) -> str | None:  # text and drawing; None falls back to LaTeX
-        from ..printing.drawing import html
-
-        return html(self)
 
 
 # --------------------------------------------------------------------------------------
 # the factory
 # --------------------------------------------------------------------------------------
-
-
-DIMENSIONED_LEAVES = ("const", "delta")  # leaves whose dimensions come from their context
 
 
 def _to_table(root: Expr) -> list[tuple[str, Any, tuple[int, ...], Dims | None]]:
@@ -786,8 +641,8 @@ def _canon_add(children, coefficients):
     for child in children:
         if child.order != order:
             raise SemanticError(
-                f"cannot add expressions of different orders: {_short(children[0])} has order "
-                f"{order} but {_short(child)} has order {child.order}"
+                f"cannot add expressions of different orders: {quoted(children[0])} has order "
+                f"{order} but {quoted(child)} has order {child.order}"
             )
     # A scaled node (one child with a coefficient) is folded into the enclosing sum:
     # this makes a - b, a + -b and -b + a one node and removes double negations.
@@ -854,11 +709,7 @@ def chain_specs(ins: Sequence[Sequence[Any]], out: Sequence[Any]) -> list[tuple[
 
 
 def _letter(letter: Any) -> str:
-    if isinstance(letter, int):
-        from ..printing.text import letter_for
-
-        return repr(letter_for(letter))
-    return repr(letter)
+    return repr(letter_for(letter)) if isinstance(letter, int) else repr(letter)
 
 
 def _canon_mul(children, arg):
@@ -868,7 +719,7 @@ def _canon_mul(children, arg):
     for child, spec in zip(children, ins):
         if len(spec) != child.order:
             raise SemanticError(
-                f"index spec of length {len(spec)} given for {_short(child)}, which has order {child.order}"
+                f"index spec of length {len(spec)} given for {quoted(child)}, which has order {child.order}"
             )
     ins, out = canonical_specs(ins, out)
     return children, (ins, out), len(out)
@@ -886,7 +737,7 @@ def _canon_pow(children, arg):
     base, exponent = children
     if exponent.order != 0:
         raise SemanticError(
-            f"the exponent {_short(exponent)} has order {exponent.order}; exponents must be of order 0"
+            f"the exponent {quoted(exponent)} has order {exponent.order}; exponents must be of order 0"
         )
     return children, None, base.order
 
@@ -894,14 +745,14 @@ def _canon_pow(children, arg):
 def _canon_inv(children, arg):
     (x,) = children
     if x.order != 2:
-        raise SemanticError(f"inv needs a square matrix (order 2), but {_short(x)} has order {x.order}")
+        raise SemanticError(f"inv needs a square matrix (order 2), but {quoted(x)} has order {x.order}")
     return children, None, 2
 
 
 def _canon_det(children, arg):
     (x,) = children
     if x.order != 2:
-        raise SemanticError(f"det needs a square matrix (order 2), but {_short(x)} has order {x.order}")
+        raise SemanticError(f"det needs a square matrix (order 2), but {quoted(x)} has order {x.order}")
     return children, None, 0
 
 
@@ -930,7 +781,7 @@ def _canon_slice(children, items):
     (x,) = children
     items = tuple(slice_item(i) for i in items)
     if len(items) != x.order:
-        raise SemanticError(f"{len(items)} slice item(s) given for {_short(x)}, which has order {x.order}")
+        raise SemanticError(f"{len(items)} slice item(s) given for {quoted(x)}, which has order {x.order}")
     return children, items, sum(1 for i in items if not isinstance(i, int))
 
 
@@ -940,7 +791,7 @@ def _canon_embed(children, arg):
     items = tuple(slice_item(i) for i in items)
     target = tuple(target)
     if len(target) != len(items) or sum(1 for i in items if not isinstance(i, int)) != x.order:
-        raise SemanticError(f"embed: {len(items)} items and {len(target)} dimensions do not fit {_short(x)}")
+        raise SemanticError(f"embed: {len(items)} items and {len(target)} dimensions do not fit {quoted(x)}")
     for d in target:
         if d is not None and not is_known(d) and not isinstance(d, int):
             raise SemanticError(f"not a dimension: {d!r}")
@@ -960,11 +811,6 @@ _CANONICALIZERS = {
     "slice": _canon_slice,
     "embed": _canon_embed,
 }
-
-
-def _short(node: Expr) -> str:
-    text = str(node)
-    return f"`{text}`" if len(text) <= 60 else f"`{text[:57]}...`"
 
 
 # --------------------------------------------------------------------------------------
@@ -1107,31 +953,3 @@ def topological(roots: Expr | Sequence[Expr]) -> list[Expr]:
                 stack.pop()
                 order.append(node)
     return order
-
-
-def count_nodes(roots: Expr | Sequence[Expr]) -> int:
-    """Number of distinct nodes in the DAG (shared subexpressions count once).
-
-    Examples
-    --------
-    >>> import tenscalc as tc
-    >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
-    4
-    """
-    from .checks import require_exprs
-
-    return len(topological(require_exprs(roots, "count_nodes")))
-
-
-def count_edges(roots: Expr | Sequence[Expr]) -> int:
-    """Number of parent-child edges in the DAG (a child used twice counts twice).
-
-    Examples
-    --------
-    >>> import tenscalc as tc
-    >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
-    4
-    """
-    from .checks import require_exprs
-
-    return sum(len(n.children) for n in topological(require_exprs(roots, "count_edges")))

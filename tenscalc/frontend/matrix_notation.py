@@ -36,16 +36,14 @@ import difflib
 
 from ..core import nodes as N
 from ..core.nodes import Expr
+from ..core.text import quoted
+from ..core.vocabulary import LANGUAGE_FUNCTIONS, NOTATION_FUNCTIONS
 from ..errors import SemanticError
-
-#: Function names of matrix notation, besides the language's own (sin ... inv, det).
-#: They are functions only where a ``(`` follows, so they stay valid variable names.
-NOTATION_FUNCTIONS = ("sum", "norm1", "norm2", "tr", "logdet", "diag", "sqrt", "vector", "matrix")
 
 
 def known_functions() -> tuple[str, ...]:
     """Every function name the text language knows."""
-    return N.ELEMENTWISE_FUNCTIONS + N.MATRIX_FUNCTIONS + ("delta", "embed") + NOTATION_FUNCTIONS
+    return LANGUAGE_FUNCTIONS + ("embed",) + NOTATION_FUNCTIONS
 
 
 def unknown_function_message(name: str) -> str:
@@ -140,7 +138,7 @@ def transpose(a: Expr) -> Expr:
     if a.order == 2:
         return N.mul((a,), ((0, 1),), (1, 0))
     if a.order > 2:
-        raise SemanticError(f"transpose needs an order ≤ 2 operand, but {_short(a)} has order {a.order}")
+        raise SemanticError(f"transpose needs an order ≤ 2 operand, but {quoted(a)} has order {a.order}")
     return a
 
 
@@ -182,18 +180,13 @@ def call(name: str, a: Expr) -> Expr:
             return N.mul((a,), ((0,),), (0, 0))
         if a.order == 2:
             return N.mul((a,), ((0, 0),), (0,))
-        raise SemanticError(f"diag needs a vector or a matrix, but {_short(a)} has order {a.order}")
+        raise SemanticError(f"diag needs a vector or a matrix, but {quoted(a)} has order {a.order}")
     raise AssertionError(name)
 
 
 def _square(name: str, a: Expr) -> None:
     if a.order != 2:
-        raise SemanticError(f"{name} needs a square matrix (order 2), but {_short(a)} has order {a.order}")
-
-
-def _short(node: Expr) -> str:
-    text = str(node)
-    return f"`{text}`" if len(text) <= 60 else f"`{text[:57]}...`"
+        raise SemanticError(f"{name} needs a square matrix (order 2), but {quoted(a)} has order {a.order}")
 
 
 # ----------------------------------------------------------------------------- printing
