@@ -295,9 +295,9 @@ def _to_table(root: Expr) -> list[tuple[str, Any, tuple[int, ...], Dims | None]]
     """The DAG under ``root`` as rows ``(op, arg, child row numbers, leaf dimensions)``,
     children first."""
     nodes = topological(root)
-    row = {id(node): k for k, node in enumerate(nodes)}
+    row = {node: k for k, node in enumerate(nodes)}
     return [
-        (n.op, n.arg, tuple(row[id(c)] for c in n.children), n.dims if n.op in DIMENSIONED_LEAVES else None)
+        (n.op, n.arg, tuple(row[c] for c in n.children), n.dims if n.op in DIMENSIONED_LEAVES else None)
         for n in nodes
     ]
 
@@ -414,22 +414,54 @@ def _specialize_children(op: str, children: tuple[Expr, ...], arg: Any) -> tuple
     """Children with unknown dimensions filled in from their siblings (the context)."""
     if all(c.complete for c in children):
         return children  # the common case: nothing is unknown
-    if op == "add":
-        if len(children) < 2 or any(c.order != children[0].order for c in children):
-            return children  # nothing to share, or invalid (the canonicaliser says why)
-        target = tuple(merge_dims(c.dims[p] for c in children) for p in range(children[0].order))
-        return tuple(specialize(c, target) if _needs(c, target) else c for c in children)
-    if op == "mul":
-        ins = arg[0] if isinstance(arg, tuple) and len(arg) == 2 else None
-        if ins is None or len(ins) != len(children) or any(len(s) != c.order for c, s in zip(children, ins)):
-            return children
-        letters = _letter_dims(children, ins)
-        targets = [tuple(letters[x] for x in spec) for spec in ins]
-        return tuple(specialize(c, t) if _needs(c, t) else c for c, t in zip(children, targets))
-    if op in ("inv", "det") and len(children) == 1 and children[0].order == 2:
-        d = merge_dims(children[0].dims)
-        return (specialize(children[0], (d, d)),) if _needs(children[0], (d, d)) else children
+    return _SHARING_RULES[op](children, arg)
+
+
+def _share_nothing(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """Leaves have no children; the children of the other kinds do not share axes."""
     return children
+
+
+def _share_add(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """Summands share every axis."""
+    if len(children) < 2 or any(c.order != children[0].order for c in children):
+        return children  # nothing to share, or invalid (the canonicaliser says why)
+    target = tuple(merge_dims(c.dims[p] for c in children) for p in range(children[0].order))
+    return tuple(specialize(c, target) if _needs(c, target) else c for c in children)
+
+
+def _share_mul(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """Operands share the lengths of the letters they carry (across deltas too)."""
+    ins = arg[0] if isinstance(arg, tuple) and len(arg) == 2 else None
+    if ins is None or len(ins) != len(children) or any(len(s) != c.order for c, s in zip(children, ins)):
+        return children
+    letters = _letter_dims(children, ins)
+    targets = [tuple(letters[x] for x in spec) for spec in ins]
+    return tuple(specialize(c, t) if _needs(c, t) else c for c, t in zip(children, targets))
+
+
+def _share_square(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """``inv`` and ``det`` read a square matrix: its two axes share their length."""
+    if len(children) != 1 or children[0].order != 2:
+        return children
+    d = merge_dims(children[0].dims)
+    return (specialize(children[0], (d, d)),) if _needs(children[0], (d, d)) else children
+
+
+#: How the children of each kind of node share their dimensions when it is built.
+_SHARING_RULES: dict[str, Callable[[tuple[Expr, ...], Any], tuple[Expr, ...]]] = {
+    "var": _share_nothing,
+    "const": _share_nothing,
+    "delta": _share_nothing,
+    "add": _share_add,
+    "mul": _share_mul,
+    "func": _share_nothing,
+    "pow": _share_nothing,
+    "inv": _share_square,
+    "det": _share_square,
+    "slice": _share_nothing,
+    "embed": _share_nothing,
+}
 
 
 def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
@@ -444,64 +476,111 @@ def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
     >>> specialize(one, (Dim("x", 1, 0),)).dims
     (Dim(name='x', order=1, axis=0),)
     """
-    memo: dict[tuple[int, tuple], Expr] = {}
-    root_key = (id(node), tuple(target))
+    memo: dict[tuple[Expr, tuple], Expr] = {}
+    root_key = (node, tuple(target))
     stack: list[tuple[Expr, tuple, bool]] = [(node, tuple(target), False)]
     while stack:
         current, want, expanded = stack.pop()
-        key = (id(current), want)
+        key = (current, want)
         if key in memo:
             continue
         wanted = _child_targets(current, want)
         if not expanded:
             stack.append((current, want, True))
             for child, child_want in zip(current.children, wanted):
-                if child_want is not None and (id(child), child_want) not in memo:
+                if child_want is not None and (child, child_want) not in memo:
                     stack.append((child, child_want, False))
             continue
-        kids = [
-            child if child_want is None else memo[(id(child), child_want)]
-            for child, child_want in zip(current.children, wanted)
-        ]
-        if current.op == "const":
-            dims = tuple(d if is_known(d) else (t if is_known(t) else d) for d, t in zip(current.dims, want))
-            memo[key] = make("const", (), current.arg, dims)
-        elif current.op == "delta":
-            n = current.arg
-            dims = tuple(
-                current.dims[t] if is_known(current.dims[t]) else merge_dims((want[t], want[n + t]))
-                or current.dims[t]
-                for t in range(n)
-            )
-            memo[key] = make("delta", (), n, dims)
+        leaf = _LEAF_SPECIALIZERS.get(current.op)
+        if leaf is not None:
+            memo[key] = leaf(current, want)
         else:
+            kids = [
+                child if child_want is None else memo[(child, child_want)]
+                for child, child_want in zip(current.children, wanted)
+            ]
             memo[key] = rebuild(current, kids)
     return memo[root_key]
+
+
+def _specialize_const(node: Expr, want: tuple) -> Expr:
+    """A constant takes every dimension it does not know yet from ``want``."""
+    dims = tuple(d if is_known(d) else (t if is_known(t) else d) for d, t in zip(node.dims, want))
+    return make("const", (), node.arg, dims)
+
+
+def _specialize_delta(node: Expr, want: tuple) -> Expr:
+    """A delta takes each unknown pair's dimension from either axis of the pair in ``want``."""
+    n = node.arg
+    dims = tuple(
+        node.dims[t] if is_known(node.dims[t]) else merge_dims((want[t], want[n + t])) or node.dims[t]
+        for t in range(n)
+    )
+    return make("delta", (), n, dims)
+
+
+#: How a leaf of each kind in DIMENSIONED_LEAVES learns its dimensions; every other
+#: kind is rebuilt from its specialised children.
+_LEAF_SPECIALIZERS: dict[str, Callable[[Expr, tuple], Expr]] = {
+    "const": _specialize_const,
+    "delta": _specialize_delta,
+}
 
 
 def _child_targets(node: Expr, want: tuple) -> list[tuple | None]:
     """What each child of ``node`` should learn when ``node`` learns ``want``
     (``None``: the child needs nothing)."""
-    op = node.op
-    if op in ("add", "func") or (op == "pow"):
-        targets: list[tuple | None] = [want] if op != "add" else [want] * len(node.children)
-        if op == "pow":
-            targets = [want, None]
-    elif op == "inv":
-        d = merge_dims(want)
-        targets = [(d, d)]
-    elif op == "mul":
-        ins, out = node.arg
-        letters = _letter_dims(node.children, ins)
-        for letter, d in zip(out, want):
-            if is_known(d) and not is_known(letters.get(letter)):
-                letters[letter] = d
-        if any(c.op == "delta" for c in node.children):  # carry the new letters across deltas
-            letters = _propagate_pairs(node.children, ins, letters)
-        targets = [tuple(letters[x] for x in spec) for spec in ins]
-    else:
-        targets = [None] * len(node.children)
+    targets = _TARGET_RULES[node.op](node, want)
     return [t if t is not None and _needs(c, t) else None for c, t in zip(node.children, targets)]
+
+
+def _targets_none(node: Expr, want: tuple) -> list[tuple | None]:
+    """The children learn nothing from the node's dimensions."""
+    return [None] * len(node.children)
+
+
+def _targets_same(node: Expr, want: tuple) -> list[tuple | None]:
+    """Summands and a function's argument have the node's dimensions."""
+    return [want] * len(node.children)
+
+
+def _targets_pow(node: Expr, want: tuple) -> list[tuple | None]:
+    """The base has the node's dimensions; the exponent is a scalar."""
+    return [want, None]
+
+
+def _targets_inv(node: Expr, want: tuple) -> list[tuple | None]:
+    """The inverted matrix is square, like the inverse."""
+    d = merge_dims(want)
+    return [(d, d)]
+
+
+def _targets_mul(node: Expr, want: tuple) -> list[tuple | None]:
+    """The operands learn the lengths of the output letters they carry."""
+    ins, out = node.arg
+    letters = _letter_dims(node.children, ins)
+    for letter, d in zip(out, want):
+        if is_known(d) and not is_known(letters.get(letter)):
+            letters[letter] = d
+    if any(c.op == "delta" for c in node.children):  # carry the new letters across deltas
+        letters = _propagate_pairs(node.children, ins, letters)
+    return [tuple(letters[x] for x in spec) for spec in ins]
+
+
+#: What the children of each kind of node learn when the node is specialised.
+_TARGET_RULES: dict[str, Callable[[Expr, tuple], list[tuple | None]]] = {
+    "var": _targets_none,
+    "const": _targets_none,
+    "delta": _targets_none,
+    "add": _targets_same,
+    "mul": _targets_mul,
+    "func": _targets_same,
+    "pow": _targets_pow,
+    "inv": _targets_inv,
+    "det": _targets_none,
+    "slice": _targets_none,
+    "embed": _targets_none,
+}
 
 
 def _propagate_pairs(children, ins, letters: dict) -> dict:
@@ -935,19 +1014,19 @@ def topological(roots: Expr | Sequence[Expr]) -> list[Expr]:
     if isinstance(roots, Expr):
         roots = (roots,)
     order: list[Expr] = []
-    seen: set[int] = set()
+    seen: set[Expr] = set()  # nodes hash by identity: interned, equal means identical
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
         stack: list[tuple[Expr, int]] = [(root, 0)]
-        seen.add(id(root))
+        seen.add(root)
         while stack:
             node, i = stack[-1]
             if i < len(node.children):
                 stack[-1] = (node, i + 1)
                 child = node.children[i]
-                if id(child) not in seen:
-                    seen.add(id(child))
+                if child not in seen:
+                    seen.add(child)
                     stack.append((child, 0))
             else:
                 stack.pop()
