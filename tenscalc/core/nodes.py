@@ -154,6 +154,7 @@ def var_dims(name: str, order: int) -> tuple[Dim, ...]:
     """The dimensions of variable ``name``'s axes."""
     return tuple(Dim(name, order, k) for k in range(order))
 
+
 FULL_AXIS = (0, None, 1)  # a slice item that keeps the whole axis (`:`)
 #: the most axes a variable, constant or delta may have (NumPy's limit on array
 #: dimensions; evaluation checks every other node, which internal helpers may build
@@ -297,8 +298,7 @@ def _to_table(root: Expr) -> list[tuple[str, Any, tuple[int, ...], Dims | None]]
     nodes = topological(root)
     row = {node: k for k, node in enumerate(nodes)}
     return [
-        (n.op, n.arg, tuple(row[c] for c in n.children), n.dims if n.op in DIMENSIONED_LEAVES else None)
-        for n in nodes
+        (n.op, n.arg, tuple(row[c] for c in n.children), n.dims if n.op in DIMENSIONED_LEAVES else None) for n in nodes
     ]
 
 
@@ -513,8 +513,7 @@ def _specialize_delta(node: Expr, want: tuple) -> Expr:
     """A delta takes each unknown pair's dimension from either axis of the pair in ``want``."""
     n = node.arg
     dims = tuple(
-        node.dims[t] if is_known(node.dims[t]) else merge_dims((want[t], want[n + t])) or node.dims[t]
-        for t in range(n)
+        node.dims[t] if is_known(node.dims[t]) else merge_dims((want[t], want[n + t])) or node.dims[t] for t in range(n)
     )
     return make("delta", (), n, dims)
 
@@ -585,9 +584,7 @@ _TARGET_RULES: dict[str, Callable[[Expr, tuple], list[tuple | None]]] = {
 
 def _propagate_pairs(children, ins, letters: dict) -> dict:
     """A delta equates its paired letters: share what one of them knows."""
-    pairs = [
-        (spec[t], spec[c.arg + t]) for c, spec in zip(children, ins) if c.op == "delta" for t in range(c.arg)
-    ]
+    pairs = [(spec[t], spec[c.arg + t]) for c, spec in zip(children, ins) if c.op == "delta" for t in range(c.arg)]
     changed = True
     while changed:
         changed = False
@@ -656,6 +653,8 @@ _DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
     "slice": _dims_slice,
     "embed": _dims_embed,
 }
+
+
 def _natural(value: Any, what: str) -> int:
     """``value`` as a Python int in 0 .. MAX_ORDER (bools are refused: ``True`` would
     be interned as a key equal to 1 and print as ``True`` wherever 1 is used later)."""
@@ -815,9 +814,7 @@ def _canon_pow(children, arg):
         raise SemanticError("a power has a base and an exponent")
     base, exponent = children
     if exponent.order != 0:
-        raise SemanticError(
-            f"the exponent {quoted(exponent)} has order {exponent.order}; exponents must be of order 0"
-        )
+        raise SemanticError(f"the exponent {quoted(exponent)} has order {exponent.order}; exponents must be of order 0")
     return children, None, base.order
 
 

@@ -221,8 +221,7 @@ class _TypeChecker:
         for letter in s3:
             if letter not in s1 and letter not in s2:
                 raise SemanticError(
-                    f"output index '{letter}' of *({''.join(s1)},{''.join(s2)}->{''.join(s3)}) "
-                    "occurs in neither input",
+                    f"output index '{letter}' of *({''.join(s1)},{''.join(s2)}->{''.join(s3)}) occurs in neither input",
                     self.text,
                     star,
                 )
@@ -248,9 +247,7 @@ class _TypeChecker:
                 f"embed places an order-{kept} part but {self.snippet(syn.children[0])} has order {nat[0]}", syn
             )
         if len(syn.dims) != len(items):
-            raise self.error(
-                f"embed needs one dimension per item: {len(items)} items, {len(syn.dims)} dimensions", syn
-            )
+            raise self.error(f"embed needs one dimension per item: {len(items)} items, {len(syn.dims)} dimensions", syn)
         return len(items)
 
     def natural_transpose(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
@@ -487,7 +484,9 @@ class _TypeChecker:
             if axis >= order:
                 raise SemanticError(
                     f"the dimension {name}.{axis} names axis {axis} of '{name}', which has order {order} "
-                    f"(axes 0 to {order - 1})" if order else f"'{name}' is a scalar: it has no axis {axis}",
+                    f"(axes 0 to {order - 1})"
+                    if order
+                    else f"'{name}' is a scalar: it has no axis {axis}",
                     self.text,
                     pos,
                 )
