@@ -15,7 +15,8 @@ from .calculus.api import derivative, gradient, hessian, jacobian, nth_derivativ
 from .calculus.directional import hvp
 from .compiler import CompiledFunction, compile
 from .compiler.codegen import to_python
-from .core.nodes import Dim, Expr, count_edges, count_nodes
+from .core.checks import count_edges, count_nodes
+from .core.nodes import Dim, Expr
 from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
 from .frontend.builder import (
     abs,

@@ -24,7 +24,8 @@ from typing import TextIO
 
 from . import __version__
 from .core import nodes as N
-from .core.nodes import Expr, count_nodes
+from .core.checks import count_nodes
+from .core.nodes import Expr
 from .errors import SemanticError, TensCalcError
 from .frontend.typecheck import Problem, build_problem
 from .interpreter import evaluate

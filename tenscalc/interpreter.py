@@ -16,6 +16,7 @@ import opt_einsum
 
 from .core.axes import AxisGraph, axis_graph, derive_lengths
 from .core.nodes import Expr, topological
+from .core.text import einsum_letters as _letters
 from .errors import EvaluationError
 from .limits import check_entries, check_shape, memory_limit
 from .printing.text import text_length, to_text
@@ -337,10 +338,6 @@ def _largest_intermediate(spec: str, shapes: tuple[tuple[int, ...], ...]) -> int
 @functools.lru_cache(maxsize=2048)
 def _contraction(spec: str, shapes: tuple[tuple[int, ...], ...]):
     return opt_einsum.contract_expression(spec, *shapes, optimize="auto")
-
-
-def _letters(spec) -> str:
-    return "".join(opt_einsum.get_symbol(k) for k in spec)
 
 
 def slice_key(items) -> tuple:

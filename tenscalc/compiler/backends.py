@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
+from ..core.text import einsum_letters as letters
 from ..errors import EvaluationError
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
@@ -39,11 +40,6 @@ _REQUIRES = {
     "cupy": (("cupy", "autoray"), "pip install cupy-cuda12x autoray (needs a CUDA GPU)"),
     "dask": (("dask.array", "scipy", "autoray"), 'pip install "tenscalc[dask]"'),
 }
-
-
-def letters(spec: Sequence[int]) -> str:
-    """Int letters as an einsum string."""
-    return "".join(opt_einsum.get_symbol(k) for k in spec)
 
 
 def diagonal_strides(strides: Sequence[int], out: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -19,13 +19,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import opt_einsum
-
 from ..core.axes import axis_graph
 from ..core.checks import require_exprs
 from ..core.letters import LetterClasses
 from ..core.nodes import Expr, topological
 from ..core.products import unite_delta
+from ..core.text import einsum_letters as _letters
+from ..core.text import short
 from ..errors import TensCalcError
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
@@ -82,10 +82,6 @@ def _operand(text: str) -> str:
     """``text`` safe as an operand of ``*`` or unary ``-``: a constant's text can be a
     sum (``_np.exp(2) + _np.sin(1)``), which a bare ``factor * x`` would split."""
     return f"({text})" if " " in text or text.startswith("-") else text
-
-
-def _letters(spec: Sequence[int]) -> str:
-    return "".join(opt_einsum.get_symbol(k) for k in spec)
 
 
 @dataclass
@@ -365,8 +361,9 @@ def _absorb_deltas(children, kids, ins, out):
 
 def _shape_text(node: Expr, shape: tuple[str | None, ...]) -> str:
     if any(a is None for a in shape):
+        what = short(node, 80) if text_length(node) < 400 else f"a node of kind {node.op}"
         raise TensCalcError(
-            f"cannot tell the axis lengths of `{_short(node)}`: no variable fixes them "
+            f"cannot tell the axis lengths of `{what}`: no variable fixes them "
             "(a constant or delta that is not combined with any variable axis)"
         )
     return _tuple_text(shape)
@@ -375,11 +372,6 @@ def _shape_text(node: Expr, shape: tuple[str | None, ...]) -> str:
 def _tuple_text(items) -> str:
     items = list(items)
     return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
-
-
-def _short(node: Expr) -> str:
-    text = to_text(node) if text_length(node) < 400 else f"a node of kind {node.op}"
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _describe(exprs: list[Expr], name: str, single: bool) -> str:

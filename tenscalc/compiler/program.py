@@ -116,7 +116,7 @@ class ShapeResolver:
     def shape(self, node: Expr) -> tuple[int, ...]:
         error: EvaluationError | None = None
         for graph, lengths in zip(self.graphs, self.lengths):
-            if id(node) in graph.first_slot:
+            if node in graph.first_slot:
                 try:
                     return node_shape(graph, lengths, node)
                 except EvaluationError as exc:
@@ -142,7 +142,7 @@ class ShapeResolver:
             return np.broadcast_to(np.float64(1.0), shape)
         check_shape(shape, what=f"a constant {node.op} node")
         for graph, lengths in zip(self.graphs, self.lengths):
-            if id(node) in graph.first_slot:
+            if node in graph.first_slot:
                 value = np.asarray(run_interpreter(graph, {}, lengths, root=node))
                 return value if value.shape == shape else np.broadcast_to(value, shape)
         raise AssertionError("not a node of the compiled expressions")  # pragma: no cover

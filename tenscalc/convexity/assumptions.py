@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.nodes import Expr, topological
+from ..core.text import short as _short
 from ..errors import SemanticError
 from ..simplifier import simplify
 from .facts import Interval
@@ -148,11 +149,6 @@ class Constraint:
             "nonnegative": Interval.nonnegative(),
             "unit": Interval.closed(-1, 1),
         }.get(self.kind)
-
-
-def _short(node: Expr, limit: int = 60) -> str:
-    text = str(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 AddConstraint = Callable[[Expr, str, Expr], None]

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..calculus.api import derivative
 from ..core import nodes as N
-from ..core.nodes import Expr, count_nodes, topological
+from ..core.checks import count_nodes
+from ..core.nodes import Expr, topological
 from ..errors import SemanticError
 from ..simplifier import MUL_RULES, RULES, mul_distribute_power, simplify
 from .analysis import Analyzer

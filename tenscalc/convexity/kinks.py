@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from ..calculus.api import derivative
 from ..core import nodes as N
 from ..core.nodes import Expr, topological
+from ..core.products import is_power_zero
+from ..core.text import short as _short
 from .analysis import Analyzer
 from .assumptions import constant_value
 from .facts import Interval
@@ -83,11 +85,6 @@ class Kink:
         return text
 
 
-def _short(node: Expr, limit: int = 60) -> str:
-    text = str(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _fractional_kink(node: Expr) -> bool:
     if node.op != "pow":
         return False
@@ -121,7 +118,7 @@ def depends_on_values(node: Expr, names: set[str]) -> bool:
         seen.add(n)
         if n.op == "var" and n.arg[0] in names:
             return True
-        if n.op == "pow" and n.children[1].op == "const" and n.children[1].arg[0] == 0:
+        if is_power_zero(n):
             continue
         stack.extend(n.children)
     return False

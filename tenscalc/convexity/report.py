@@ -12,7 +12,9 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.nodes import Expr, count_nodes
+from ..core.checks import count_nodes
+from ..core.nodes import Expr
+from ..core.text import short
 
 VERDICTS = ("convex", "concave", "affine", "not convex", "not concave", "neither", "unknown")
 
@@ -249,11 +251,7 @@ def _values_text(values) -> str:
 
 
 def _short(node: Any, limit: int = 160) -> str:
-    try:
-        text = str(node)
-    except Exception:  # noqa: BLE001 - too large to print
-        return "<expression>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return short(node, limit, fallback="<expression>")  # never raises: too large prints as a placeholder
 
 
 def safe_text(node: Expr, limit: int = 4000) -> str:

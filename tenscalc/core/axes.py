@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .nodes import Dim, Expr, SliceDim, topological
+from .nodes import FULL_AXIS, Dim, Expr, SliceDim, topological
 
 Source = tuple[str, int, int]  # (variable name, variable order, axis)
 
@@ -34,10 +35,12 @@ class AxisGraph:
     """Union-find over the axis slots of one DAG."""
 
     nodes: list[Expr]
-    first_slot: dict[int, int]  # id(node) -> first slot of its axes
+    first_slot: dict[Expr, int]  # node -> first slot of its axes
     parent: list[int]
     var_slots: list[tuple[str, int, int, int]]  # (name, order, axis, anchor slot) per known dimension
-    letter_slots: dict[int, dict[int, int]] = field(default_factory=dict)  # id(mul) -> letter -> slot
+    # id(mul) -> letter -> slot.  Keyed by id, not by the node: convexity/rules.py and
+    # joint.py and compiler/program.py look it up with id(node) (change them together)
+    letter_slots: dict[int, dict[int, int]] = field(default_factory=dict)
     # slices: (slot, base slot, (start, stop, step)): slot's length is that of range(base)[start:stop:step]
     derived: list[tuple[int, int, tuple]] = field(default_factory=list)
     # indices: (slot, index, node): the index must lie inside the axis
@@ -52,11 +55,23 @@ class AxisGraph:
             parent[slot], slot = root, parent[slot]
         return root
 
+    def union(self, a: int, b: int) -> None:
+        """Join the classes of slots ``a`` and ``b`` (named by the smaller root)."""
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def new_slot(self) -> int:
+        """A fresh slot in a class of its own."""
+        slot = len(self.parent)
+        self.parent.append(slot)
+        return slot
+
     def slot(self, node: Expr, axis: int) -> int:
-        return self.first_slot[id(node)] + axis
+        return self.first_slot[node] + axis
 
     def classes(self, node: Expr) -> tuple[int, ...]:
-        start = self.first_slot[id(node)]
+        start = self.first_slot[node]
         return tuple(self.find(start + k) for k in range(node.order))
 
     def value_variables(self) -> dict[str, int]:
@@ -92,25 +107,18 @@ def axis_graph(root: Expr) -> AxisGraph:
 
 def _build(root: Expr) -> AxisGraph:
     nodes = topological(root)
-    first: dict[int, int] = {}
+    first: dict[Expr, int] = {}
     count = 0
     for node in nodes:
-        first[id(node)] = count
+        first[node] = count
         count += node.order
-    parent = list(range(count))
-    graph = AxisGraph(nodes, first, parent, [])
-    anchors: dict[Dim, int] = {}
-
-    def union(a: int, b: int) -> None:
-        ra, rb = graph.find(a), graph.find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+    graph = AxisGraph(nodes, first, list(range(count)), [])
+    anchors: dict[Dim | SliceDim, int] = {}
 
     def anchor(d: Dim | SliceDim) -> int:
         slot = anchors.get(d)
         if slot is None:
-            slot = anchors[d] = len(parent)
-            parent.append(slot)
+            slot = anchors[d] = graph.new_slot()
             if type(d) is SliceDim:  # "x.0[1:]": derived from the axis it slices
                 graph.derived.append((slot, anchor(d.base), (d.start, d.stop, d.step)))
             else:
@@ -118,60 +126,114 @@ def _build(root: Expr) -> AxisGraph:
         return slot
 
     for node in nodes:
-        base = first[id(node)]
+        base = first[node]
         for k, d in enumerate(node.dims):
             if type(d) is Dim or type(d) is SliceDim:
-                union(base + k, anchor(d))
-        op = node.op
-        if op in ("add", "func"):
-            for child in node.children:
-                for k in range(node.order):
-                    union(base + k, first[id(child)] + k)
-        elif op == "pow":
-            child = node.children[0]
-            for k in range(node.order):
-                union(base + k, first[id(child)] + k)
-        elif op == "inv":
-            c = first[id(node.children[0])]
-            union(base, base + 1)
-            union(base, c)
-            union(base + 1, c + 1)
-        elif op == "det":
-            c = first[id(node.children[0])]
-            union(c, c + 1)
-        elif op == "delta":
-            n = node.arg
-            for k in range(n):
-                union(base + k, base + n + k)
-        elif op in ("slice", "embed"):
-            # slice: the child's axes are the whole ones; embed: its own axes are
-            items = node.arg if op == "slice" else node.arg[0]
-            whole, part = (node.children[0], node) if op == "slice" else (node, node.children[0])
-            w, p = first[id(whole)], first[id(part)]
-            k = 0
-            for axis, item in enumerate(items):
-                if isinstance(item, int):
-                    graph.indexed.append((w + axis, item, node))
-                    continue
-                if item == (0, None, 1):
-                    union(p + k, w + axis)
-                else:
-                    graph.derived.append((p + k, w + axis, item))
-                k += 1
-        elif op == "mul":
-            ins, out = node.arg
-            letter_slot: dict[int, int] = {}
-            for letter in sorted(set().union(*ins)):
-                letter_slot[letter] = len(parent)
-                parent.append(len(parent))
-            for child, spec in zip(node.children, ins):
-                c = first[id(child)]
-                for k, letter in enumerate(spec):
-                    union(letter_slot[letter], c + k)
-            for k, letter in enumerate(out):
-                union(base + k, letter_slot[letter])
-            graph.letter_slots[id(node)] = letter_slot
+                graph.union(base + k, anchor(d))
+        AXIS_RULES[node.op](graph, node)
     return graph
+
+
+# ---------------------------------------------------------------- the axis rules
+# What each node kind says about the lengths of its axes and its children's: one
+# rule per kind in NODE_KINDS, run on every node after its known dimensions are
+# anchored.
+
+
+def _no_equalities(graph: AxisGraph, node: Expr) -> None:
+    """A variable's or constant's axes are tied only through their dimensions."""
+
+
+def _axes_as_every_child(graph: AxisGraph, node: Expr) -> None:
+    """A sum or an elementwise function: axis k of every child is axis k of the node."""
+    base = graph.first_slot[node]
+    for child in node.children:
+        c = graph.first_slot[child]
+        for k in range(node.order):
+            graph.union(base + k, c + k)
+
+
+def _axes_as_base(graph: AxisGraph, node: Expr) -> None:
+    """A power has its base's axes (the exponent has none)."""
+    base, c = graph.first_slot[node], graph.first_slot[node.children[0]]
+    for k in range(node.order):
+        graph.union(base + k, c + k)
+
+
+def _axes_inv(graph: AxisGraph, node: Expr) -> None:
+    """``inv(X)``: square, with X's axes."""
+    base, c = graph.first_slot[node], graph.first_slot[node.children[0]]
+    graph.union(base, base + 1)
+    graph.union(base, c)
+    graph.union(base + 1, c + 1)
+
+
+def _axes_det(graph: AxisGraph, node: Expr) -> None:
+    """``det(X)``: X is square."""
+    c = graph.first_slot[node.children[0]]
+    graph.union(c, c + 1)
+
+
+def _axes_delta(graph: AxisGraph, node: Expr) -> None:
+    """``delta(n)``: axis k pairs with axis n + k."""
+    base, n = graph.first_slot[node], node.arg
+    for k in range(n):
+        graph.union(base + k, base + n + k)
+
+
+def _axes_slice(graph: AxisGraph, node: Expr) -> None:
+    """A slice: the child's axes are the whole ones, the node's the parts."""
+    _whole_and_part(graph, node, node.arg, whole=node.children[0], part=node)
+
+
+def _axes_embed(graph: AxisGraph, node: Expr) -> None:
+    """An embedding (a slice's transpose): the node's axes are the whole ones."""
+    _whole_and_part(graph, node, node.arg[0], whole=node, part=node.children[0])
+
+
+def _whole_and_part(graph: AxisGraph, node: Expr, items: tuple, whole: Expr, part: Expr) -> None:
+    """A kept axis (``:``) has the whole axis's length, a sliced one a derived length;
+    an index drops the axis and must lie inside it."""
+    w, p = graph.first_slot[whole], graph.first_slot[part]
+    k = 0
+    for axis, item in enumerate(items):
+        if isinstance(item, int):
+            graph.indexed.append((w + axis, item, node))
+            continue
+        if item == FULL_AXIS:
+            graph.union(p + k, w + axis)
+        else:
+            graph.derived.append((p + k, w + axis, item))
+        k += 1
+
+
+def _axes_mul(graph: AxisGraph, node: Expr) -> None:
+    """A product: every axis labelled with one letter has that letter's length."""
+    ins, out = node.arg
+    letter_slot = {letter: graph.new_slot() for letter in sorted(set().union(*ins))}
+    for child, spec in zip(node.children, ins):
+        c = graph.first_slot[child]
+        for k, letter in enumerate(spec):
+            graph.union(letter_slot[letter], c + k)
+    base = graph.first_slot[node]
+    for k, letter in enumerate(out):
+        graph.union(base + k, letter_slot[letter])
+    graph.letter_slots[id(node)] = letter_slot
+
+
+AXIS_RULES: dict[str, Callable[[AxisGraph, Expr], None]] = {
+    "var": _no_equalities,
+    "const": _no_equalities,
+    "delta": _axes_delta,
+    "add": _axes_as_every_child,
+    "mul": _axes_mul,
+    "func": _axes_as_every_child,
+    "pow": _axes_as_base,
+    "inv": _axes_inv,
+    "det": _axes_det,
+    "slice": _axes_slice,
+    "embed": _axes_embed,
+}
 
 
 def sliced_length(length: int, item: tuple) -> int:

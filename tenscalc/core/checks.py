@@ -1,5 +1,9 @@
 """Argument checks shared by the public functions: a wrong type is a clear
-:class:`~tenscalc.errors.TensCalcError`, not an ``AttributeError`` deep inside."""
+:class:`~tenscalc.errors.TensCalcError`, not an ``AttributeError`` deep inside.
+
+Also here, above :mod:`tenscalc.core.nodes`: the public measures of a DAG
+(``count_nodes``, ``count_edges``), which check their argument, and
+``check_names``, the check every builder runs on its operands."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import SemanticError
-from .nodes import Expr
+from .nodes import Expr, topological
 
 
 def require_expr(value: Any, who: str) -> Expr:
@@ -36,3 +40,53 @@ def require_exprs(value: Any, who: str) -> list[Expr]:
     for root in roots:
         require_expr(root, who)
     return roots
+
+
+def check_names(*exprs: object) -> None:
+    """One name used with two different orders in one expression is an error
+    (``var("x", 1) + var("x", 0)``: the two would be different variables named
+    alike, and one would vanish from ``.variables`` and the gradient).  Arguments
+    that are not expressions (numbers) are skipped.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> tc.var("x", 1) @ tc.var("x", 2)
+    Traceback (most recent call last):
+    ...
+    tenscalc.errors.SemanticError: the name 'x' is used with two different orders, 1 and 2, in one expression
+    """
+    seen: dict[str, int] = {}
+    for e in exprs:
+        if not isinstance(e, Expr):
+            continue
+        for name, order in e.varset:
+            if seen.setdefault(name, order) != order:
+                low, high = sorted((order, seen[name]))
+                raise SemanticError(
+                    f"the name '{name}' is used with two different orders, {low} and {high}, in one expression"
+                )
+
+
+def count_nodes(roots: Expr | Sequence[Expr]) -> int:
+    """Number of distinct nodes in the DAG (shared subexpressions count once).
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
+    4
+    """
+    return len(topological(require_exprs(roots, "count_nodes")))
+
+
+def count_edges(roots: Expr | Sequence[Expr]) -> int:
+    """Number of parent-child edges in the DAG (a child used twice counts twice).
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
+    4
+    """
+    return sum(len(n.children) for n in topological(require_exprs(roots, "count_edges")))

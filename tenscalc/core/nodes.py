@@ -63,6 +63,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import SemanticError
+from .face import ExprFace
+from .text import letter_for, quoted
+from .vocabulary import (  # noqa: F401 - MATRIX_FUNCTIONS, NODE_KINDS: still importable from here
+    DIMENSIONED_LEAVES,
+    ELEMENTWISE_FUNCTIONS,
+    MATRIX_FUNCTIONS,
+    NODE_KINDS,
+)
 
 Spec = tuple[int, ...]
 
@@ -146,11 +154,7 @@ def var_dims(name: str, order: int) -> tuple[Dim, ...]:
     """The dimensions of variable ``name``'s axes."""
     return tuple(Dim(name, order, k) for k in range(order))
 
-ELEMENTWISE_FUNCTIONS = (
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
-)
-MATRIX_FUNCTIONS = ("inv", "det", "adj")
-NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det", "slice", "embed")
+
 FULL_AXIS = (0, None, 1)  # a slice item that keeps the whole axis (`:`)
 #: the most axes a variable, constant or delta may have (NumPy's limit on array
 #: dimensions; evaluation checks every other node, which internal helpers may build
@@ -165,7 +169,7 @@ _serials = itertools.count()
 _lock = threading.RLock()
 
 
-class Expr:
+class Expr(ExprFace):
     """One node of a tensor expression DAG.  Create nodes with the builder API
     (``tenscalc.var``, operators, ``tenscalc.einsum`` ...) or by parsing.
 
@@ -279,153 +283,8 @@ class Expr:
         }
         return dict(sorted(found - set(self.varset)))
 
-    def __str__(self) -> str:
-        from ..printing.text import to_text
-
-        return to_text(self)
-
-    def __repr__(self) -> str:
-        from ..printing.text import text_length, to_text
-
-        variables = ", ".join(f"{k}:{v}" for k, v in self.variables.items())
-        text = to_text(self) if text_length(self) < 20_000 else f"... ({count_nodes(self)} nodes)"
-        if len(text) > 200:
-            text = text[:197] + "..."
-        return f"<Expr order={self.order} vars={{{variables}}}: {text}>"
-
     def __bool__(self) -> bool:
         return True
-
-    # -- builder operators (defined in builder.py to keep this module free of policy) ----
-    def __add__(self, other):
-        from ..frontend import builder
-
-        return builder.add(self, other)
-
-    def __radd__(self, other):
-        from ..frontend import builder
-
-        return builder.add(other, self)
-
-    def __sub__(self, other):
-        from ..frontend import builder
-
-        return builder.sub(self, other)
-
-    def __rsub__(self, other):
-        from ..frontend import builder
-
-        return builder.sub(other, self)
-
-    def __mul__(self, other):
-        from ..frontend import builder
-
-        return builder.multiply(self, other)
-
-    def __rmul__(self, other):
-        from ..frontend import builder
-
-        return builder.multiply(other, self)
-
-    def __truediv__(self, other):
-        from ..frontend import builder
-
-        return builder.divide(self, other)
-
-    def __rtruediv__(self, other):
-        from ..frontend import builder
-
-        return builder.divide(other, self)
-
-    def __pow__(self, other):
-        from ..frontend import builder
-
-        return builder.power(self, other)
-
-    def __rpow__(self, other):
-        from ..frontend import builder
-
-        return builder.power(other, self)
-
-    def __neg__(self):
-        return neg(self)
-
-    # -- NumPy style (tenscalc/frontend/numpy_api.py) -----------------------------------------------
-    def __matmul__(self, other):
-        from ..frontend import numpy_api
-
-        return numpy_api.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from ..frontend import numpy_api
-
-        return numpy_api.matmul(other, self)
-
-    @property
-    def T(self) -> Expr:  # noqa: N802 - NumPy's name
-        """The transpose (axes reversed, as NumPy's ``.T``)."""
-        from ..frontend import numpy_api
-
-        return numpy_api.transpose(self)
-
-    def sum(self, axis=None) -> Expr:
-        """The sum of all entries, or over ``axis`` (see ``tenscalc.sum``)."""
-        from ..frontend import numpy_api
-
-        return numpy_api.sum(self, axis)
-
-    def __getitem__(self, key) -> Expr:
-        """A slice or an entry, NumPy's basic indexing: ``x[1:]``, ``X[:, 0]``, ``x[::2]``."""
-        from ..frontend import numpy_api
-
-        return numpy_api.getitem(self, key)
-
-    def __iter__(self):  # without this, Python would iterate through __getitem__ forever
-        raise TypeError("a tenscalc expression cannot be iterated; slice it (x[1:]) or evaluate it")
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ..frontend import numpy_api
-
-        return numpy_api.array_ufunc(self, ufunc, method, *inputs, **kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from ..frontend import numpy_api
-
-        raise numpy_api.numpy_refusal(func.__name__)
-
-    def __array__(self, *args, **kwargs):
-        raise TypeError(
-            "a tenscalc expression is symbolic and has no array value: evaluate it with tc.evaluate "
-            "(or tc.compile) to get numbers"
-        )
-
-    def __pos__(self):
-        return self
-
-    # notebooks ---------------------------------------------------------------------------
-    def _repr_pretty_(self, p, cycle) -> None:  # IPython plain-text display
-        p.text(repr(self))
-
-    def to_latex(self, notation: str = "auto") -> str:
-        """The expression in LaTeX (see ``tenscalc.latex``)."""
-        from ..printing.latex import latex
-
-        return latex(self, notation)
-
-    def _repr_latex_(self) -> str | None:
-        from ..printing.latex import notebook_latex
-
-        return notebook_latex(self)
-
-    def _repr_svg_(self) -> str | None:  # a drawing of the DAG (needs Graphviz)
-        from ..printing.drawing import svg
-
-        return svg(self)
-
-    def _repr_html_(self) -> str | None:  # text and drawing; None falls back to LaTeX
-        from ..printing.drawing import html
-
-        return html(self)
 
 
 # --------------------------------------------------------------------------------------
@@ -433,17 +292,13 @@ class Expr:
 # --------------------------------------------------------------------------------------
 
 
-DIMENSIONED_LEAVES = ("const", "delta")  # leaves whose dimensions come from their context
-
-
 def _to_table(root: Expr) -> list[tuple[str, Any, tuple[int, ...], Dims | None]]:
     """The DAG under ``root`` as rows ``(op, arg, child row numbers, leaf dimensions)``,
     children first."""
     nodes = topological(root)
-    row = {id(node): k for k, node in enumerate(nodes)}
+    row = {node: k for k, node in enumerate(nodes)}
     return [
-        (n.op, n.arg, tuple(row[id(c)] for c in n.children), n.dims if n.op in DIMENSIONED_LEAVES else None)
-        for n in nodes
+        (n.op, n.arg, tuple(row[c] for c in n.children), n.dims if n.op in DIMENSIONED_LEAVES else None) for n in nodes
     ]
 
 
@@ -559,22 +414,54 @@ def _specialize_children(op: str, children: tuple[Expr, ...], arg: Any) -> tuple
     """Children with unknown dimensions filled in from their siblings (the context)."""
     if all(c.complete for c in children):
         return children  # the common case: nothing is unknown
-    if op == "add":
-        if len(children) < 2 or any(c.order != children[0].order for c in children):
-            return children  # nothing to share, or invalid (the canonicaliser says why)
-        target = tuple(merge_dims(c.dims[p] for c in children) for p in range(children[0].order))
-        return tuple(specialize(c, target) if _needs(c, target) else c for c in children)
-    if op == "mul":
-        ins = arg[0] if isinstance(arg, tuple) and len(arg) == 2 else None
-        if ins is None or len(ins) != len(children) or any(len(s) != c.order for c, s in zip(children, ins)):
-            return children
-        letters = _letter_dims(children, ins)
-        targets = [tuple(letters[x] for x in spec) for spec in ins]
-        return tuple(specialize(c, t) if _needs(c, t) else c for c, t in zip(children, targets))
-    if op in ("inv", "det") and len(children) == 1 and children[0].order == 2:
-        d = merge_dims(children[0].dims)
-        return (specialize(children[0], (d, d)),) if _needs(children[0], (d, d)) else children
+    return _SHARING_RULES[op](children, arg)
+
+
+def _share_nothing(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """Leaves have no children; the children of the other kinds do not share axes."""
     return children
+
+
+def _share_add(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """Summands share every axis."""
+    if len(children) < 2 or any(c.order != children[0].order for c in children):
+        return children  # nothing to share, or invalid (the canonicaliser says why)
+    target = tuple(merge_dims(c.dims[p] for c in children) for p in range(children[0].order))
+    return tuple(specialize(c, target) if _needs(c, target) else c for c in children)
+
+
+def _share_mul(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """Operands share the lengths of the letters they carry (across deltas too)."""
+    ins = arg[0] if isinstance(arg, tuple) and len(arg) == 2 else None
+    if ins is None or len(ins) != len(children) or any(len(s) != c.order for c, s in zip(children, ins)):
+        return children
+    letters = _letter_dims(children, ins)
+    targets = [tuple(letters[x] for x in spec) for spec in ins]
+    return tuple(specialize(c, t) if _needs(c, t) else c for c, t in zip(children, targets))
+
+
+def _share_square(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
+    """``inv`` and ``det`` read a square matrix: its two axes share their length."""
+    if len(children) != 1 or children[0].order != 2:
+        return children
+    d = merge_dims(children[0].dims)
+    return (specialize(children[0], (d, d)),) if _needs(children[0], (d, d)) else children
+
+
+#: How the children of each kind of node share their dimensions when it is built.
+_SHARING_RULES: dict[str, Callable[[tuple[Expr, ...], Any], tuple[Expr, ...]]] = {
+    "var": _share_nothing,
+    "const": _share_nothing,
+    "delta": _share_nothing,
+    "add": _share_add,
+    "mul": _share_mul,
+    "func": _share_nothing,
+    "pow": _share_nothing,
+    "inv": _share_square,
+    "det": _share_square,
+    "slice": _share_nothing,
+    "embed": _share_nothing,
+}
 
 
 def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
@@ -589,71 +476,115 @@ def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
     >>> specialize(one, (Dim("x", 1, 0),)).dims
     (Dim(name='x', order=1, axis=0),)
     """
-    memo: dict[tuple[int, tuple], Expr] = {}
-    root_key = (id(node), tuple(target))
+    memo: dict[tuple[Expr, tuple], Expr] = {}
+    root_key = (node, tuple(target))
     stack: list[tuple[Expr, tuple, bool]] = [(node, tuple(target), False)]
     while stack:
         current, want, expanded = stack.pop()
-        key = (id(current), want)
+        key = (current, want)
         if key in memo:
             continue
         wanted = _child_targets(current, want)
         if not expanded:
             stack.append((current, want, True))
             for child, child_want in zip(current.children, wanted):
-                if child_want is not None and (id(child), child_want) not in memo:
+                if child_want is not None and (child, child_want) not in memo:
                     stack.append((child, child_want, False))
             continue
-        kids = [
-            child if child_want is None else memo[(id(child), child_want)]
-            for child, child_want in zip(current.children, wanted)
-        ]
-        if current.op == "const":
-            dims = tuple(d if is_known(d) else (t if is_known(t) else d) for d, t in zip(current.dims, want))
-            memo[key] = make("const", (), current.arg, dims)
-        elif current.op == "delta":
-            n = current.arg
-            dims = tuple(
-                current.dims[t] if is_known(current.dims[t]) else merge_dims((want[t], want[n + t]))
-                or current.dims[t]
-                for t in range(n)
-            )
-            memo[key] = make("delta", (), n, dims)
+        leaf = _LEAF_SPECIALIZERS.get(current.op)
+        if leaf is not None:
+            memo[key] = leaf(current, want)
         else:
+            kids = [
+                child if child_want is None else memo[(child, child_want)]
+                for child, child_want in zip(current.children, wanted)
+            ]
             memo[key] = rebuild(current, kids)
     return memo[root_key]
+
+
+def _specialize_const(node: Expr, want: tuple) -> Expr:
+    """A constant takes every dimension it does not know yet from ``want``."""
+    dims = tuple(d if is_known(d) else (t if is_known(t) else d) for d, t in zip(node.dims, want))
+    return make("const", (), node.arg, dims)
+
+
+def _specialize_delta(node: Expr, want: tuple) -> Expr:
+    """A delta takes each unknown pair's dimension from either axis of the pair in ``want``."""
+    n = node.arg
+    dims = tuple(
+        node.dims[t] if is_known(node.dims[t]) else merge_dims((want[t], want[n + t])) or node.dims[t] for t in range(n)
+    )
+    return make("delta", (), n, dims)
+
+
+#: How a leaf of each kind in DIMENSIONED_LEAVES learns its dimensions; every other
+#: kind is rebuilt from its specialised children.
+_LEAF_SPECIALIZERS: dict[str, Callable[[Expr, tuple], Expr]] = {
+    "const": _specialize_const,
+    "delta": _specialize_delta,
+}
 
 
 def _child_targets(node: Expr, want: tuple) -> list[tuple | None]:
     """What each child of ``node`` should learn when ``node`` learns ``want``
     (``None``: the child needs nothing)."""
-    op = node.op
-    if op in ("add", "func") or (op == "pow"):
-        targets: list[tuple | None] = [want] if op != "add" else [want] * len(node.children)
-        if op == "pow":
-            targets = [want, None]
-    elif op == "inv":
-        d = merge_dims(want)
-        targets = [(d, d)]
-    elif op == "mul":
-        ins, out = node.arg
-        letters = _letter_dims(node.children, ins)
-        for letter, d in zip(out, want):
-            if is_known(d) and not is_known(letters.get(letter)):
-                letters[letter] = d
-        if any(c.op == "delta" for c in node.children):  # carry the new letters across deltas
-            letters = _propagate_pairs(node.children, ins, letters)
-        targets = [tuple(letters[x] for x in spec) for spec in ins]
-    else:
-        targets = [None] * len(node.children)
+    targets = _TARGET_RULES[node.op](node, want)
     return [t if t is not None and _needs(c, t) else None for c, t in zip(node.children, targets)]
+
+
+def _targets_none(node: Expr, want: tuple) -> list[tuple | None]:
+    """The children learn nothing from the node's dimensions."""
+    return [None] * len(node.children)
+
+
+def _targets_same(node: Expr, want: tuple) -> list[tuple | None]:
+    """Summands and a function's argument have the node's dimensions."""
+    return [want] * len(node.children)
+
+
+def _targets_pow(node: Expr, want: tuple) -> list[tuple | None]:
+    """The base has the node's dimensions; the exponent is a scalar."""
+    return [want, None]
+
+
+def _targets_inv(node: Expr, want: tuple) -> list[tuple | None]:
+    """The inverted matrix is square, like the inverse."""
+    d = merge_dims(want)
+    return [(d, d)]
+
+
+def _targets_mul(node: Expr, want: tuple) -> list[tuple | None]:
+    """The operands learn the lengths of the output letters they carry."""
+    ins, out = node.arg
+    letters = _letter_dims(node.children, ins)
+    for letter, d in zip(out, want):
+        if is_known(d) and not is_known(letters.get(letter)):
+            letters[letter] = d
+    if any(c.op == "delta" for c in node.children):  # carry the new letters across deltas
+        letters = _propagate_pairs(node.children, ins, letters)
+    return [tuple(letters[x] for x in spec) for spec in ins]
+
+
+#: What the children of each kind of node learn when the node is specialised.
+_TARGET_RULES: dict[str, Callable[[Expr, tuple], list[tuple | None]]] = {
+    "var": _targets_none,
+    "const": _targets_none,
+    "delta": _targets_none,
+    "add": _targets_same,
+    "mul": _targets_mul,
+    "func": _targets_same,
+    "pow": _targets_pow,
+    "inv": _targets_inv,
+    "det": _targets_none,
+    "slice": _targets_none,
+    "embed": _targets_none,
+}
 
 
 def _propagate_pairs(children, ins, letters: dict) -> dict:
     """A delta equates its paired letters: share what one of them knows."""
-    pairs = [
-        (spec[t], spec[c.arg + t]) for c, spec in zip(children, ins) if c.op == "delta" for t in range(c.arg)
-    ]
+    pairs = [(spec[t], spec[c.arg + t]) for c, spec in zip(children, ins) if c.op == "delta" for t in range(c.arg)]
     changed = True
     while changed:
         changed = False
@@ -722,6 +653,8 @@ _DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
     "slice": _dims_slice,
     "embed": _dims_embed,
 }
+
+
 def _natural(value: Any, what: str) -> int:
     """``value`` as a Python int in 0 .. MAX_ORDER (bools are refused: ``True`` would
     be interned as a key equal to 1 and print as ``True`` wherever 1 is used later)."""
@@ -786,8 +719,8 @@ def _canon_add(children, coefficients):
     for child in children:
         if child.order != order:
             raise SemanticError(
-                f"cannot add expressions of different orders: {_short(children[0])} has order "
-                f"{order} but {_short(child)} has order {child.order}"
+                f"cannot add expressions of different orders: {quoted(children[0])} has order "
+                f"{order} but {quoted(child)} has order {child.order}"
             )
     # A scaled node (one child with a coefficient) is folded into the enclosing sum:
     # this makes a - b, a + -b and -b + a one node and removes double negations.
@@ -854,11 +787,7 @@ def chain_specs(ins: Sequence[Sequence[Any]], out: Sequence[Any]) -> list[tuple[
 
 
 def _letter(letter: Any) -> str:
-    if isinstance(letter, int):
-        from ..printing.text import letter_for
-
-        return repr(letter_for(letter))
-    return repr(letter)
+    return repr(letter_for(letter)) if isinstance(letter, int) else repr(letter)
 
 
 def _canon_mul(children, arg):
@@ -868,7 +797,7 @@ def _canon_mul(children, arg):
     for child, spec in zip(children, ins):
         if len(spec) != child.order:
             raise SemanticError(
-                f"index spec of length {len(spec)} given for {_short(child)}, which has order {child.order}"
+                f"index spec of length {len(spec)} given for {quoted(child)}, which has order {child.order}"
             )
     ins, out = canonical_specs(ins, out)
     return children, (ins, out), len(out)
@@ -885,23 +814,21 @@ def _canon_pow(children, arg):
         raise SemanticError("a power has a base and an exponent")
     base, exponent = children
     if exponent.order != 0:
-        raise SemanticError(
-            f"the exponent {_short(exponent)} has order {exponent.order}; exponents must be of order 0"
-        )
+        raise SemanticError(f"the exponent {quoted(exponent)} has order {exponent.order}; exponents must be of order 0")
     return children, None, base.order
 
 
 def _canon_inv(children, arg):
     (x,) = children
     if x.order != 2:
-        raise SemanticError(f"inv needs a square matrix (order 2), but {_short(x)} has order {x.order}")
+        raise SemanticError(f"inv needs a square matrix (order 2), but {quoted(x)} has order {x.order}")
     return children, None, 2
 
 
 def _canon_det(children, arg):
     (x,) = children
     if x.order != 2:
-        raise SemanticError(f"det needs a square matrix (order 2), but {_short(x)} has order {x.order}")
+        raise SemanticError(f"det needs a square matrix (order 2), but {quoted(x)} has order {x.order}")
     return children, None, 0
 
 
@@ -930,7 +857,7 @@ def _canon_slice(children, items):
     (x,) = children
     items = tuple(slice_item(i) for i in items)
     if len(items) != x.order:
-        raise SemanticError(f"{len(items)} slice item(s) given for {_short(x)}, which has order {x.order}")
+        raise SemanticError(f"{len(items)} slice item(s) given for {quoted(x)}, which has order {x.order}")
     return children, items, sum(1 for i in items if not isinstance(i, int))
 
 
@@ -940,7 +867,7 @@ def _canon_embed(children, arg):
     items = tuple(slice_item(i) for i in items)
     target = tuple(target)
     if len(target) != len(items) or sum(1 for i in items if not isinstance(i, int)) != x.order:
-        raise SemanticError(f"embed: {len(items)} items and {len(target)} dimensions do not fit {_short(x)}")
+        raise SemanticError(f"embed: {len(items)} items and {len(target)} dimensions do not fit {quoted(x)}")
     for d in target:
         if d is not None and not is_known(d) and not isinstance(d, int):
             raise SemanticError(f"not a dimension: {d!r}")
@@ -960,11 +887,6 @@ _CANONICALIZERS = {
     "slice": _canon_slice,
     "embed": _canon_embed,
 }
-
-
-def _short(node: Expr) -> str:
-    text = str(node)
-    return f"`{text}`" if len(text) <= 60 else f"`{text[:57]}...`"
 
 
 # --------------------------------------------------------------------------------------
@@ -1089,49 +1011,21 @@ def topological(roots: Expr | Sequence[Expr]) -> list[Expr]:
     if isinstance(roots, Expr):
         roots = (roots,)
     order: list[Expr] = []
-    seen: set[int] = set()
+    seen: set[Expr] = set()  # nodes hash by identity: interned, equal means identical
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
         stack: list[tuple[Expr, int]] = [(root, 0)]
-        seen.add(id(root))
+        seen.add(root)
         while stack:
             node, i = stack[-1]
             if i < len(node.children):
                 stack[-1] = (node, i + 1)
                 child = node.children[i]
-                if id(child) not in seen:
-                    seen.add(id(child))
+                if child not in seen:
+                    seen.add(child)
                     stack.append((child, 0))
             else:
                 stack.pop()
                 order.append(node)
     return order
-
-
-def count_nodes(roots: Expr | Sequence[Expr]) -> int:
-    """Number of distinct nodes in the DAG (shared subexpressions count once).
-
-    Examples
-    --------
-    >>> import tenscalc as tc
-    >>> tc.count_nodes(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
-    4
-    """
-    from .checks import require_exprs
-
-    return len(topological(require_exprs(roots, "count_nodes")))
-
-
-def count_edges(roots: Expr | Sequence[Expr]) -> int:
-    """Number of parent-child edges in the DAG (a child used twice counts twice).
-
-    Examples
-    --------
-    >>> import tenscalc as tc
-    >>> tc.count_edges(tc.parse("(x + 1) *(i,i->) (x + 1)", {"x": 1}))
-    4
-    """
-    from .checks import require_exprs
-
-    return sum(len(n.children) for n in topological(require_exprs(roots, "count_edges")))

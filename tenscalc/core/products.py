@@ -4,8 +4,9 @@ simplifier, the compiler's plan, the printers and the convexity rules share.
 A product is ``factor * einsum(operands -> out)`` where every operand is a pair
 ``(node, letters)``.  The operations here are exact rewrites of that form:
 
-* ``scale_parts`` recognises ``c X`` (a one-term sum) and
-  ``constant_value`` a tensor of equal entries (a constant);
+* ``scale_parts`` recognises ``c X`` (a one-term sum),
+  ``constant_value`` a tensor of equal entries (a constant) and
+  ``is_power_zero`` a tensor of ones written ``x^0``;
 * ``inline`` puts a product operand's own operands in its place, renaming
   the inner letters apart and uniting the inner output letters with the outer
   ones (``(A *(ij,j->i) x) *(i,i->) y`` -> ``A *(ij,j,i->) x y``);
@@ -57,6 +58,25 @@ def scale_parts(node: Expr) -> tuple[Expr, int | float] | None:
 def constant_value(node: Expr) -> int | float | None:
     """The value of every entry of a constant tensor; None when ``node`` is not one."""
     return node.arg[0] if node.op == "const" else None
+
+
+def is_power_zero(node: Expr) -> bool:
+    """``x^0``: a tensor of ones of ``x``'s shape (as a user may write it; derivatives
+    carry axis lengths this way), whose value does not depend on ``x``.
+
+    >>> import tenscalc as tc
+    >>> is_power_zero(tc.parse("x^0", {"x": 1})), is_power_zero(tc.parse("x^2", {"x": 1}))
+    (True, False)
+    """
+    return node.op == "pow" and constant_value(node.children[1]) == 0
+
+
+def equal_entries_value(node: Expr) -> int | float | None:
+    """The value of every entry of a tensor of equal entries: a constant, or ``x^0``
+    (ones); None for anything else."""
+    if is_power_zero(node):
+        return 1.0
+    return constant_value(node)
 
 
 def inline(pairs: Sequence[Operand], k: int, out: Sequence[int]) -> tuple[list[Operand], tuple[int, ...]]:

@@ -12,9 +12,10 @@ import numbers
 from collections.abc import Sequence
 
 from ..core import nodes as N
+from ..core.checks import check_names
 from ..core.nodes import Expr
+from ..core.vocabulary import RESERVED
 from ..errors import SemanticError
-from .numpy_api import check_names
 
 Operand = Expr | int | float
 
@@ -30,8 +31,6 @@ def var(name: str, order: int) -> Expr:
     """
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
         raise SemanticError(f"invalid variable name {name!r}: use a letter followed by letters and digits")
-    from .lexer import RESERVED
-
     if name.lower() in RESERVED:
         raise SemanticError(f"'{name}' is reserved and cannot name a variable")
     if isinstance(order, bool) or not isinstance(order, int) or order < 0:
@@ -130,6 +129,11 @@ def sub(a: Operand, b: Operand) -> Expr:
     """``a - b``."""
     x, y = _pair(a, b, "subtract")
     return _chain(x, y, -1)
+
+
+def negate(a: Expr) -> Expr:
+    """``-a`` (a sum with the coefficient -1; ``--a`` is ``a`` again)."""
+    return N.neg(a)
 
 
 def multiply(a: Operand, b: Operand) -> Expr:

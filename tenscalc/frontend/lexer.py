@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.nodes import ELEMENTWISE_FUNCTIONS, MATRIX_FUNCTIONS
+from ..core.vocabulary import KEYWORDS, LANGUAGE_FUNCTIONS
 from ..errors import ParseError
 
-KEYWORDS = ("declare", "expression", "derivative", "wrt")
-RESERVED = frozenset(KEYWORDS + ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",))
 #: the longest number literal (digits, point and exponent included), and the most
 #: digits of an integer: float64's largest has 309 (the parser refuses larger values;
 #: Python's int() refuses 4,300 digits)
@@ -112,7 +110,7 @@ def tokenize(text: str) -> list[Token]:
             lower = word.lower()
             if lower in KEYWORDS:
                 tokens.append(Token("keyword", lower, i))
-            elif lower in ELEMENTWISE_FUNCTIONS or lower in MATRIX_FUNCTIONS or lower == "delta":
+            elif lower in LANGUAGE_FUNCTIONS:
                 tokens.append(Token("function", lower, i))
             else:
                 tokens.append(Token("name", word, i))

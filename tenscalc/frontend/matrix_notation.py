@@ -33,19 +33,18 @@ A'*x + A*x
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
 from ..core import nodes as N
 from ..core.nodes import Expr
+from ..core.text import quoted
+from ..core.vocabulary import LANGUAGE_FUNCTIONS, NOTATION_FUNCTIONS
 from ..errors import SemanticError
-
-#: Function names of matrix notation, besides the language's own (sin ... inv, det).
-#: They are functions only where a ``(`` follows, so they stay valid variable names.
-NOTATION_FUNCTIONS = ("sum", "norm1", "norm2", "tr", "logdet", "diag", "sqrt", "vector", "matrix")
 
 
 def known_functions() -> tuple[str, ...]:
     """Every function name the text language knows."""
-    return N.ELEMENTWISE_FUNCTIONS + N.MATRIX_FUNCTIONS + ("delta", "embed") + NOTATION_FUNCTIONS
+    return LANGUAGE_FUNCTIONS + ("embed",) + NOTATION_FUNCTIONS
 
 
 def unknown_function_message(name: str) -> str:
@@ -140,7 +139,7 @@ def transpose(a: Expr) -> Expr:
     if a.order == 2:
         return N.mul((a,), ((0, 1),), (1, 0))
     if a.order > 2:
-        raise SemanticError(f"transpose needs an order ≤ 2 operand, but {_short(a)} has order {a.order}")
+        raise SemanticError(f"transpose needs an order ≤ 2 operand, but {quoted(a)} has order {a.order}")
     return a
 
 
@@ -182,18 +181,13 @@ def call(name: str, a: Expr) -> Expr:
             return N.mul((a,), ((0,),), (0, 0))
         if a.order == 2:
             return N.mul((a,), ((0, 0),), (0,))
-        raise SemanticError(f"diag needs a vector or a matrix, but {_short(a)} has order {a.order}")
+        raise SemanticError(f"diag needs a vector or a matrix, but {quoted(a)} has order {a.order}")
     raise AssertionError(name)
 
 
 def _square(name: str, a: Expr) -> None:
     if a.order != 2:
-        raise SemanticError(f"{name} needs a square matrix (order 2), but {_short(a)} has order {a.order}")
-
-
-def _short(node: Expr) -> str:
-    text = str(node)
-    return f"`{text}`" if len(text) <= 60 else f"`{text[:57]}...`"
+        raise SemanticError(f"{name} needs a square matrix (order 2), but {quoted(a)} has order {a.order}")
 
 
 # ----------------------------------------------------------------------------- printing
@@ -224,10 +218,10 @@ def to_matrix_notation(root: Expr) -> str:
 
     if text_length(root) > MAX_TEXT:
         return to_text(root)  # raises its clear "too large to print" error
-    texts: dict[int, _Entry] = {}
+    texts: dict[Expr, _Entry] = {}
     for node in N.topological(root):
-        texts[id(node)] = _print_node(node, texts, root)
-    entry = texts[id(root)]
+        texts[node] = _print_node(node, texts, root)
+    entry = texts[root]
     return _oriented(entry, "c")[0] if entry[2] == "r" else entry[0]
 
 
@@ -254,56 +248,106 @@ def _oriented(entry: _Entry, want: str) -> _Entry:
     return entry
 
 
-def _print_node(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry:
+def _print_node(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry:
     from ..printing import text as P
 
     entry = _print_matrix(node, texts, root)
     if entry is not None:
         return entry
-    simple = {id(c): texts[id(c)][:2] for c in node.children}
+    simple = {id(c): texts[c][:2] for c in node.children}  # the text printers look children up by id
     text, prec = P._PRINTERS[node.op](node, simple)
     return text, prec, _default_kind(node.order), None
 
 
-def _print_matrix(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry | None:
+def _print_matrix(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry | None:
+    """The node in matrix notation, or None where the einsum language is needed."""
+    return _MATRIX_PRINTERS[node.op](node, [texts[c] for c in node.children], root)
+
+
+def _m_var(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
     from ..printing import text as P
 
-    op = node.op
-    kids = [texts[id(c)] for c in node.children]
-    if op == "var":
-        return node.arg[0], P.ATOM, _default_kind(node.order), None
-    if op == "const":
-        number = P.format_number(node.arg[0])
-        if node.order:
-            number += P.dimensions_text(node)  # states the order and the lengths
-        return number, (P.FACTOR if number.startswith("-") else P.ATOM), _default_kind(node.order), None
-    if op == "delta":
-        if node.arg == 1 and not any(map(N.is_known, node.dims)) and "eye" not in root.variables:
-            return "eye", P.ATOM, "m", None
-        dims = P.dimensions_text(node) if any(map(N.is_known, node.dims)) else ""
-        return f"delta({node.arg}){dims}", P.ATOM, _default_kind(node.order), None
-    if op == "add":
-        return _print_sum(node, kids)
-    if op == "func":
-        return f"{node.arg}({kids[0][0]})", P.ATOM, kids[0][2], None
-    if op == "pow":
-        base, exponent = kids
-        exp_text = exponent[0] if exponent[1] >= P.ATOM else f"({exponent[0]})"
-        return f"{_wrap(base, P.ATOM)}^{exp_text}", P.POWER, base[2], None
-    if op in ("inv", "det"):
-        return f"{op}({kids[0][0]})", P.ATOM, _default_kind(node.order), None
-    if op == "slice":  # X[0, :] is a row, as the parser reads it
-        text = f"{_wrap(kids[0], P.ATOM)}[{P.slice_text(node.arg)}]"
-        kind = _default_kind(node.order)
-        if node.order == 1:
-            kind = kids[0][2] if node.children[0].order == 1 else ("r" if isinstance(node.arg[0], int) else "c")
-        return text, P.POWER, kind, None
-    if op == "mul":
-        ins, out = node.arg
-        if len(node.children) == 1:
-            return _print_unary(ins[0], tuple(out), kids[0])
-        return _print_chain(ins, tuple(out), kids)
+    return node.arg[0], P.ATOM, _default_kind(node.order), None
+
+
+def _m_const(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+    from ..printing import text as P
+
+    number = P.format_number(node.arg[0])
+    if node.order:
+        number += P.dimensions_text(node)  # states the order and the lengths
+    return number, (P.FACTOR if number.startswith("-") else P.ATOM), _default_kind(node.order), None
+
+
+def _m_delta(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+    from ..printing import text as P
+
+    if node.arg == 1 and not any(map(N.is_known, node.dims)) and "eye" not in root.variables:
+        return "eye", P.ATOM, "m", None
+    dims = P.dimensions_text(node) if any(map(N.is_known, node.dims)) else ""
+    return f"delta({node.arg}){dims}", P.ATOM, _default_kind(node.order), None
+
+
+def _m_add(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+    return _print_sum(node, kids)
+
+
+def _m_func(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+    from ..printing import text as P
+
+    return f"{node.arg}({kids[0][0]})", P.ATOM, kids[0][2], None
+
+
+def _m_pow(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+    from ..printing import text as P
+
+    base, exponent = kids
+    exp_text = exponent[0] if exponent[1] >= P.ATOM else f"({exponent[0]})"
+    return f"{_wrap(base, P.ATOM)}^{exp_text}", P.POWER, base[2], None
+
+
+def _m_matrix_function(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+    from ..printing import text as P
+
+    return f"{node.op}({kids[0][0]})", P.ATOM, _default_kind(node.order), None
+
+
+def _m_slice(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+    from ..printing import text as P
+
+    text = f"{_wrap(kids[0], P.ATOM)}[{P.slice_text(node.arg)}]"  # X[0, :] is a row, as the parser reads it
+    kind = _default_kind(node.order)
+    if node.order == 1:
+        kind = kids[0][2] if node.children[0].order == 1 else ("r" if isinstance(node.arg[0], int) else "c")
+    return text, P.POWER, kind, None
+
+
+def _m_mul(node: Expr, kids: list[_Entry], root: Expr) -> _Entry | None:
+    ins, out = node.arg
+    if len(node.children) == 1:
+        return _print_unary(ins[0], tuple(out), kids[0])
+    return _print_chain(ins, tuple(out), kids)
+
+
+def _m_none(node: Expr, kids: list[_Entry], root: Expr) -> None:
+    """No matrix notation (an embedding): the einsum language's text."""
     return None
+
+
+#: The matrix-notation printer of each node kind (None: use the einsum language).
+_MATRIX_PRINTERS: dict[str, Callable[[Expr, list[_Entry], Expr], _Entry | None]] = {
+    "var": _m_var,
+    "const": _m_const,
+    "delta": _m_delta,
+    "add": _m_add,
+    "mul": _m_mul,
+    "func": _m_func,
+    "pow": _m_pow,
+    "inv": _m_matrix_function,
+    "det": _m_matrix_function,
+    "slice": _m_slice,
+    "embed": _m_none,
+}
 
 
 def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:

@@ -20,8 +20,10 @@ import numbers
 from collections.abc import Sequence
 
 from ..core import nodes as N
+from ..core.checks import check_names
 from ..core.nodes import Expr
 from ..errors import SemanticError
+from . import builder
 from . import matrix_notation as M
 
 
@@ -31,31 +33,6 @@ def _expr(x: object, what: str) -> Expr:
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
         return N.const(x, 0)
     raise SemanticError(f"{what} needs a tenscalc expression, got {type(x).__name__}")
-
-
-def check_names(*exprs: Expr) -> None:
-    """One name used with two different orders in one expression is an error
-    (``var("x", 1) + var("x", 0)``: the two would be different variables named
-    alike, and one would vanish from ``.variables`` and the gradient).
-
-    Examples
-    --------
-    >>> import tenscalc as tc
-    >>> tc.var("x", 1) @ tc.var("x", 2)
-    Traceback (most recent call last):
-    ...
-    tenscalc.errors.SemanticError: the name 'x' is used with two different orders, 1 and 2, in one expression
-    """
-    seen: dict[str, int] = {}
-    for e in exprs:
-        if not isinstance(e, Expr):
-            continue
-        for name, order in e.varset:
-            if seen.setdefault(name, order) != order:
-                low, high = sorted((order, seen[name]))
-                raise SemanticError(
-                    f"the name '{name}' is used with two different orders, {low} and {high}, in one expression"
-                )
 
 
 def matmul(a: object, b: object) -> Expr:
@@ -352,8 +329,6 @@ _SCALAR_UFUNCS = {"add": "add", "subtract": "sub", "multiply": "multiply", "true
 def array_ufunc(self: Expr, ufunc, method: str, *inputs, **kwargs) -> Expr:
     """``Expr.__array_ufunc__``: NumPy scalars combine with an expression as Python
     numbers do (``np.float64(2) * x``); everything else is refused."""
-    from . import builder
-
     name = ufunc.__name__
     if method == "__call__" and name in _SCALAR_UFUNCS and not kwargs and len(inputs) == 2:
         if all(

@@ -35,11 +35,10 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from ..core.nodes import MAX_ORDER
+from ..core.vocabulary import ASSUMPTION_WORDS, KEYWORDS, NOTATION_FUNCTIONS
 from ..errors import ParseError, SemanticError
-from .lexer import KEYWORDS, Token, tokenize
-from .matrix_notation import NOTATION_FUNCTIONS, unknown_function_message
-
-ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
+from .lexer import Token, tokenize
+from .matrix_notation import unknown_function_message
 
 # -------------------------------------------------------------------- syntax tree
 

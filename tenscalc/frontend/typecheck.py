@@ -15,11 +15,12 @@ Both sweeps are iterative, so a 2,000-deep nesting is no problem.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..core import nodes as N
 from ..core.nodes import Expr
+from ..core.text import quoted
 from ..errors import SemanticError
 from . import matrix_notation as M
 from .parser import Declarations, ParsedProblem, Syn, parse_text
@@ -106,100 +107,197 @@ def _default_orders(parsed: ParsedProblem) -> dict[str, int]:
 
 
 class _TypeChecker:
+    """The two sweeps over one syntax tree.  Each sweep dispatches on the syntax
+    kind through a table (``_NATURAL_RULES``, ``_CHILD_ORDER_RULES``,
+    ``_CONSTRUCT_RULES``, one entry per kind in ``SYNTAX_KINDS``).
+
+    Maps over syntax-tree nodes are keyed by ``id(syn)``: ``Syn`` is a frozen
+    dataclass whose hash and equality walk its whole subtree (and two equal
+    subtrees would share one entry), so the object's identity is the key."""
+
     def __init__(self, text: str, orders: dict[str, int]):
         self.text = text
         self.orders = orders
-        self.natural: dict[int, int | None] = {}
-        # matrix notation: whether an order-1 subtree is a row vector (`x'`)
+        self.natural: dict[int, int | None] = {}  # id(syn) -> natural order
+        # matrix notation: whether an order-1 subtree is a row vector (`x'`), by id(syn)
         self.row: dict[int, bool] = {}
 
     def error(self, message: str, syn: Syn) -> SemanticError:
         return SemanticError(message, self.text, syn.pos)
 
     def snippet(self, syn: Syn) -> str:
-        text = self.text[syn.pos : syn.end].strip()
-        return f"`{text}`" if len(text) <= 60 else f"`{text[:57]}...`"
+        return quoted(self.text[syn.pos : syn.end].strip())
 
     # pass 1: natural orders, bottom-up ------------------------------------------
     def natural_orders(self, root: Syn) -> None:
         for syn in _postorder(root):
-            self.natural[id(syn)] = self.natural_order(syn)
-            if syn.kind in _NOTATION_KINDS or syn.kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
-                self.natural[id(syn)] = self.notation_order(syn)
+            nat = [self.natural[id(c)] for c in syn.children]
+            rows = [self.row.get(id(c), False) for c in syn.children]
+            self.natural[id(syn)] = _NATURAL_RULES[syn.kind](self, syn, nat, rows)
 
-    def notation_order(self, syn: Syn) -> int | None:
-        """Natural order of a matrix-notation node; records row orientation."""
-        kind = syn.kind
-        nat = [self.natural[id(c)] for c in syn.children]
-        rows = [self.row.get(id(c), False) for c in syn.children]
-        if kind == "slice":
-            order, items = nat[0], syn.value
-            if order is None or len(items) > order:
-                what = "a number" if order is None else f"order {order}"
+    def keep_row(self, syn: Syn, rows: list[bool]) -> None:
+        """``sin(x')``, ``-x'``, ``x'^2`` stay rows."""
+        if syn.children and rows[0]:
+            self.row[id(syn)] = True
+
+    def natural_num(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        return None if syn.dims is None else len(syn.dims)  # `1{X.0}` states its order
+
+    def natural_name(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        if syn.value == "eye" and "eye" not in self.orders:
+            return 2  # matrixcalculus.org's identity matrix
+        if syn.value not in self.orders:
+            raise self.error(f"variable '{syn.value}' is not declared", syn)
+        return self.orders[syn.value]
+
+    def natural_delta(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        if syn.dims is not None and len(syn.dims) != syn.value:
+            raise self.error(
+                f"delta({syn.value}) has {syn.value} pair{'' if syn.value == 1 else 's'} of axes but "
+                f"{len(syn.dims)} dimension{'' if len(syn.dims) == 1 else 's'} are written",
+                syn,
+            )
+        return 2 * syn.value
+
+    def natural_call(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        if syn.value in M.NOTATION_FUNCTIONS:
+            return self.natural_notation_call(syn, nat, rows)
+        self.keep_row(syn, rows)
+        if syn.value in ("inv", "det", "adj"):
+            if nat[0] not in (None, 2):
                 raise self.error(
-                    f"{len(items)} slice item(s) for {self.snippet(syn.children[0])}, which has {what}", syn
-                )
-            dropped = [k for k, item in enumerate(_padded(items, order)) if isinstance(item, int)]
-            result = order - len(dropped)
-            if result == 1:  # X[0, :] is a row, X[:, 0] a column, as in MATLAB
-                self.row[id(syn)] = rows[0] if order == 1 else dropped == [0]
-            return result
-        if kind == "embed":
-            items = syn.value
-            kept = sum(1 for item in items if not isinstance(item, int))
-            if nat[0] is not None and nat[0] != kept:
-                raise self.error(
-                    f"embed places an order-{kept} part but {self.snippet(syn.children[0])} has order {nat[0]}", syn
-                )
-            if len(syn.dims) != len(items):
-                raise self.error(
-                    f"embed needs one dimension per item: {len(items)} items, {len(syn.dims)} dimensions", syn
-                )
-            return len(items)
-        if kind == "transpose":
-            if nat[0] is not None and nat[0] > 2:
-                raise self.error(
-                    f"transpose (') needs a scalar, vector or matrix, but {self.snippet(syn.children[0])} "
+                    f"{syn.value} needs a square matrix (order 2), but {self.snippet(syn.children[0])} "
                     f"has order {nat[0]}",
                     syn,
                 )
-            self.row[id(syn)] = nat[0] == 1 and not rows[0]
-            return nat[0]
-        if kind == "mprod":
-            a, b = (0 if o is None else o for o in nat)
-            result = M.matmul_type(a, rows[0], b, rows[1])
-            if result is None:
-                left, right = syn.children
-                raise SemanticError(
-                    f"cannot multiply {self.snippet(left)} ({M.shape_name(a, rows[0])}) by {self.snippet(right)} "
-                    f"({M.shape_name(b, rows[1])}) with '*'"
-                    + (
-                        ": the matrix product needs orders up to 2; use an index spec *(...->...)"
-                        if max(a, b) > 2
-                        else ": the columns of the left operand must meet the rows of the right one "
-                        "(a vector is a column, x' a row)"
-                    ),
-                    self.text,
-                    syn.value,
+            return 0 if syn.value == "det" else 2
+        return nat[0]
+
+    def natural_neg(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        self.keep_row(syn, rows)
+        return nat[0]
+
+    def natural_pow(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        self.keep_row(syn, rows)
+        if nat[1] not in (None, 0):
+            raise self.error(
+                f"the exponent {self.snippet(syn.children[1])} has order {nat[1]}; exponents must be of order 0",
+                syn.children[1],
+            )
+        return nat[0]
+
+    def natural_div(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        if nat[1] == 0 and nat[0] not in (None, 0):
+            self.row[id(syn)] = rows[0]
+            return nat[0]  # a tensor divided by a scalar: scaled
+        return self.equal_orders(syn, nat, "divide")
+
+    def natural_sum(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        self.sum_orientation(syn, nat)
+        return self.equal_orders(syn, nat, "add")
+
+    def equal_orders(self, syn: Syn, nat: list, what: str) -> int | None:
+        """The common order of operands that must agree (``None``: only numbers)."""
+        known = [(o, c) for o, c in zip(nat, syn.children) if o is not None]
+        for o, c in known[1:]:
+            if o != known[0][0]:
+                raise self.error(
+                    f"cannot {what} expressions of different orders: {self.snippet(known[0][1])} has "
+                    f"order {known[0][0]} but {self.snippet(c)} has order {o}",
+                    c,
                 )
-            self.row[id(syn)] = result[1]
-            return result[0]
-        if kind in ("ewmul", "ewdiv"):
-            known = [(o, r, c) for o, r, c in zip(nat, rows, syn.children) if o not in (None, 0)]
-            if len(known) == 2 and (known[0][0], known[0][1]) != (known[1][0], known[1][1]):
-                (oa, ra, a), (ob, rb, b) = known
-                op = ".*" if kind == "ewmul" else "./"
+        return known[0][0] if known else None
+
+    def natural_prod(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        (s1, s2, s3), star = syn.value
+        for spec, operand, o in ((s1, syn.children[0], nat[0]), (s2, syn.children[1], nat[1])):
+            if o is not None and len(spec) != o:
                 raise SemanticError(
-                    f"'{op}' needs operands of the same shape (or a scalar), but {self.snippet(a)} is "
-                    f"{M.shape_name(oa, ra)} and {self.snippet(b)} is {M.shape_name(ob, rb)}",
+                    f"index string '{''.join(spec)}' has {len(spec)} letter{'' if len(spec) == 1 else 's'} but "
+                    f"{self.snippet(operand)} has order {o}",
                     self.text,
-                    syn.value,
+                    star,
                 )
-            if known:
-                self.row[id(syn)] = known[0][1]
-                return known[0][0]
-            return 0 if 0 in nat else None
-        # the functions of matrix notation
+        for letter in s3:
+            if letter not in s1 and letter not in s2:
+                raise SemanticError(
+                    f"output index '{letter}' of *({''.join(s1)},{''.join(s2)}->{''.join(s3)}) occurs in neither input",
+                    self.text,
+                    star,
+                )
+        return len(s3)
+
+    # matrix notation: natural orders, with row orientation recorded
+    def natural_slice(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        order, items = nat[0], syn.value
+        if order is None or len(items) > order:
+            what = "a number" if order is None else f"order {order}"
+            raise self.error(f"{len(items)} slice item(s) for {self.snippet(syn.children[0])}, which has {what}", syn)
+        dropped = [k for k, item in enumerate(_padded(items, order)) if isinstance(item, int)]
+        result = order - len(dropped)
+        if result == 1:  # X[0, :] is a row, X[:, 0] a column, as in MATLAB
+            self.row[id(syn)] = rows[0] if order == 1 else dropped == [0]
+        return result
+
+    def natural_embed(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        items = syn.value
+        kept = sum(1 for item in items if not isinstance(item, int))
+        if nat[0] is not None and nat[0] != kept:
+            raise self.error(
+                f"embed places an order-{kept} part but {self.snippet(syn.children[0])} has order {nat[0]}", syn
+            )
+        if len(syn.dims) != len(items):
+            raise self.error(f"embed needs one dimension per item: {len(items)} items, {len(syn.dims)} dimensions", syn)
+        return len(items)
+
+    def natural_transpose(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        if nat[0] is not None and nat[0] > 2:
+            raise self.error(
+                f"transpose (') needs a scalar, vector or matrix, but {self.snippet(syn.children[0])} "
+                f"has order {nat[0]}",
+                syn,
+            )
+        self.row[id(syn)] = nat[0] == 1 and not rows[0]
+        return nat[0]
+
+    def natural_mprod(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        a, b = (0 if o is None else o for o in nat)
+        result = M.matmul_type(a, rows[0], b, rows[1])
+        if result is None:
+            left, right = syn.children
+            raise SemanticError(
+                f"cannot multiply {self.snippet(left)} ({M.shape_name(a, rows[0])}) by {self.snippet(right)} "
+                f"({M.shape_name(b, rows[1])}) with '*'"
+                + (
+                    ": the matrix product needs orders up to 2; use an index spec *(...->...)"
+                    if max(a, b) > 2
+                    else ": the columns of the left operand must meet the rows of the right one "
+                    "(a vector is a column, x' a row)"
+                ),
+                self.text,
+                syn.value,
+            )
+        self.row[id(syn)] = result[1]
+        return result[0]
+
+    def natural_elementwise(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        known = [(o, r, c) for o, r, c in zip(nat, rows, syn.children) if o not in (None, 0)]
+        if len(known) == 2 and (known[0][0], known[0][1]) != (known[1][0], known[1][1]):
+            (oa, ra, a), (ob, rb, b) = known
+            op = ".*" if syn.kind == "ewmul" else "./"
+            raise SemanticError(
+                f"'{op}' needs operands of the same shape (or a scalar), but {self.snippet(a)} is "
+                f"{M.shape_name(oa, ra)} and {self.snippet(b)} is {M.shape_name(ob, rb)}",
+                self.text,
+                syn.value,
+            )
+        if known:
+            self.row[id(syn)] = known[0][1]
+            return known[0][0]
+        return 0 if 0 in nat else None
+
+    def natural_notation_call(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        """The functions of matrix notation."""
         name, order = syn.value, nat[0]
         if name in ("vector", "matrix"):
             if order is not None:
@@ -223,86 +321,6 @@ class _TypeChecker:
             return order
         return 0  # sum, norm1, norm2, tr, logdet
 
-    def natural_order(self, syn: Syn) -> int | None:
-        kind = syn.kind
-        if kind in _NOTATION_KINDS or kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
-            return None  # see notation_order
-        nat = [self.natural[id(c)] for c in syn.children]
-        if kind in ("call", "neg", "pow") and syn.children and self.row.get(id(syn.children[0])):
-            self.row[id(syn)] = True  # sin(x'), -x', x'^2 stay rows
-        if kind == "num":
-            return None if syn.dims is None else len(syn.dims)  # `1{X.0}` states its order
-        if kind == "name":
-            if syn.value == "eye" and "eye" not in self.orders:
-                return 2  # matrixcalculus.org's identity matrix
-            if syn.value not in self.orders:
-                raise self.error(f"variable '{syn.value}' is not declared", syn)
-            return self.orders[syn.value]
-        if kind == "delta":
-            if syn.dims is not None and len(syn.dims) != syn.value:
-                raise self.error(
-                    f"delta({syn.value}) has {syn.value} pair{'' if syn.value == 1 else 's'} of axes but "
-                    f"{len(syn.dims)} dimension{'' if len(syn.dims) == 1 else 's'} are written",
-                    syn,
-                )
-            return 2 * syn.value
-        if kind == "call":
-            if syn.value in ("inv", "det", "adj"):
-                if nat[0] not in (None, 2):
-                    raise self.error(
-                        f"{syn.value} needs a square matrix (order 2), but {self.snippet(syn.children[0])} "
-                        f"has order {nat[0]}",
-                        syn,
-                    )
-                return 0 if syn.value == "det" else 2
-            return nat[0]
-        if kind == "neg":
-            return nat[0]
-        if kind == "pow":
-            if nat[1] not in (None, 0):
-                raise self.error(
-                    f"the exponent {self.snippet(syn.children[1])} has order {nat[1]}; "
-                    "exponents must be of order 0",
-                    syn.children[1],
-                )
-            return nat[0]
-        if kind == "div" and nat[1] == 0 and nat[0] not in (None, 0):
-            self.row[id(syn)] = self.row.get(id(syn.children[0]), False)
-            return nat[0]  # a tensor divided by a scalar: scaled
-        if kind == "sum":
-            self.sum_orientation(syn, nat)
-        if kind in ("sum", "div"):
-            known = [(o, c) for o, c in zip(nat, syn.children) if o is not None]
-            for o, c in known[1:]:
-                if o != known[0][0]:
-                    what = "add" if kind == "sum" else "divide"
-                    raise self.error(
-                        f"cannot {what} expressions of different orders: {self.snippet(known[0][1])} has "
-                        f"order {known[0][0]} but {self.snippet(c)} has order {o}",
-                        c,
-                    )
-            return known[0][0] if known else None
-        if kind == "prod":
-            (s1, s2, s3), star = syn.value
-            for spec, operand, o in ((s1, syn.children[0], nat[0]), (s2, syn.children[1], nat[1])):
-                if o is not None and len(spec) != o:
-                    raise SemanticError(
-                        f"index string '{''.join(spec)}' has {len(spec)} letter{'' if len(spec) == 1 else 's'} but "
-                        f"{self.snippet(operand)} has order {o}",
-                        self.text,
-                        star,
-                    )
-            for letter in s3:
-                if letter not in s1 and letter not in s2:
-                    raise SemanticError(
-                        f"output index '{letter}' of *({''.join(s1)},{''.join(s2)}->{''.join(s3)}) "
-                        "occurs in neither input",
-                        self.text,
-                        star,
-                    )
-            return len(s3)
-        raise AssertionError(kind)
-
     def sum_orientation(self, syn: Syn, nat: list[int | None]) -> None:
         """Rows and columns do not add: ``x' + y`` is refused, ``x' + y'`` is a row."""
         vectors = [(self.row.get(id(c), False), c) for o, c in zip(nat, syn.children) if o == 1]
@@ -321,7 +339,7 @@ class _TypeChecker:
     def build(self, root: Syn) -> Expr:
         self.natural_orders(root)
         top = self.natural[id(root)]
-        built: dict[int, Expr] = {}
+        built: dict[int, Expr] = {}  # id(syn) -> its node
         stack: list[tuple[Syn, int, bool]] = [(root, 0 if top is None else top, False)]
         while stack:
             syn, required, expanded = stack.pop()
@@ -332,7 +350,7 @@ class _TypeChecker:
                 continue
             kids = [built.pop(id(c)) for c in syn.children]
             try:
-                built[id(syn)] = self.construct(syn, required, kids)
+                built[id(syn)] = _CONSTRUCT_RULES[syn.kind](self, syn, required, kids)
             except SemanticError as exc:
                 if exc.text is None:
                     raise SemanticError(exc.reason, self.text, syn.pos) from None
@@ -340,19 +358,29 @@ class _TypeChecker:
         return built[id(root)]
 
     def child_orders(self, syn: Syn, required: int) -> list[int]:
-        kind = syn.kind
-        nat = [self.natural[id(c)] for c in syn.children]
-        if kind in ("mprod", "ewmul", "ewdiv"):  # a bare number is a scalar there
-            if kind != "mprod" and None in nat and nat != [None, None]:
-                return [required if o is None else o for o in nat]
-            return [0 if o is None else o for o in nat]
-        if kind == "transpose":
-            return [required]
-        if kind == "slice":
-            return [nat[0]]
-        if kind == "embed":
-            return [sum(1 for item in syn.value if not isinstance(item, int))]
-        if kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
+        """The order each child of ``syn`` must have when ``syn`` must have ``required``."""
+        return _CHILD_ORDER_RULES[syn.kind](self, syn, required, [self.natural[id(c)] for c in syn.children])
+
+    def orders_none(self, syn: Syn, required: int, nat: list) -> list[int]:
+        return []  # a leaf
+
+    def orders_required(self, syn: Syn, required: int, nat: list) -> list[int]:
+        return [required] * len(syn.children)
+
+    def orders_pow(self, syn: Syn, required: int, nat: list) -> list[int]:
+        return [required, 0]
+
+    def orders_div(self, syn: Syn, required: int, nat: list) -> list[int]:
+        if nat[1] == 0 and nat[0] not in (None, 0):
+            return [required, 0]  # a tensor divided by a scalar
+        return [required, required]
+
+    def orders_prod(self, syn: Syn, required: int, nat: list) -> list[int]:
+        (s1, s2, _), _ = syn.value
+        return [len(s1), len(s2)]
+
+    def orders_call(self, syn: Syn, required: int, nat: list) -> list[int]:
+        if syn.value in M.NOTATION_FUNCTIONS:
             if syn.value in ("vector", "matrix"):
                 return [0]
             if syn.value in ("tr", "logdet"):
@@ -360,72 +388,80 @@ class _TypeChecker:
             if syn.value == "sqrt":
                 return [required]
             return [0 if nat[0] is None else nat[0]]
-        if kind == "div" and nat[1] == 0 and nat[0] not in (None, 0):
-            return [required, 0]
-        if kind == "call":
-            return [2] if syn.value in ("inv", "det", "adj") else [required]
-        if kind == "neg":
-            return [required]
-        if kind == "pow":
-            return [required, 0]
-        if kind in ("sum", "div"):
-            return [required] * len(syn.children)
-        if kind == "prod":
-            (s1, s2, _), _ = syn.value
-            return [len(s1), len(s2)]
-        return []
+        return [2] if syn.value in ("inv", "det", "adj") else [required]
 
-    def construct(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
-        kind = syn.kind
-        if kind == "num":  # written dimensions fixed its natural order: pass 1 checked them
-            return N.const(syn.value, required, self.dimensions(syn))
-        if kind == "name":
-            if syn.value == "eye" and "eye" not in self.orders:
-                return N.delta(1)
-            return N.var(syn.value, self.orders[syn.value])
-        if kind == "mprod":
-            rows = [self.row.get(id(c), False) for c in syn.children]
-            return M.matmul(kids[0], rows[0], kids[1], rows[1])
-        if kind in ("ewmul", "ewdiv"):
-            return M.elementwise(kids[0], kids[1], divide=kind == "ewdiv")
-        if kind == "transpose":
-            return M.transpose(kids[0])
-        if kind == "slice":
-            return N.slice_(kids[0], _padded(syn.value, kids[0].order))
-        if kind == "embed":
-            return N.embed(kids[0], syn.value, self.dimensions(syn))
-        if kind == "call" and syn.value in ("vector", "matrix"):
+    def orders_products(self, syn: Syn, required: int, nat: list) -> list[int]:
+        """``*``, ``.*``, ``./`` of matrix notation: a bare number is a scalar there."""
+        if syn.kind != "mprod" and None in nat and nat != [None, None]:
+            return [required if o is None else o for o in nat]
+        return [0 if o is None else o for o in nat]
+
+    def orders_slice(self, syn: Syn, required: int, nat: list) -> list[int]:
+        return [nat[0]]
+
+    def orders_embed(self, syn: Syn, required: int, nat: list) -> list[int]:
+        return [sum(1 for item in syn.value if not isinstance(item, int))]
+
+    def construct_num(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.const(syn.value, required, self.dimensions(syn))  # pass 1 checked written dimensions
+
+    def construct_name(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        if syn.value == "eye" and "eye" not in self.orders:
+            return N.delta(1)
+        return N.var(syn.value, self.orders[syn.value])
+
+    def construct_delta(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.delta(syn.value, self.dimensions(syn))
+
+    def construct_call(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        name = syn.value
+        if name in ("vector", "matrix"):
             if kids[0].op != "const":
-                raise self.error(f"{syn.value}(c) needs a number c", syn)
-            return N.const(kids[0].arg[0], 1 if syn.value == "vector" else 2)
-        if kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
-            return M.call(syn.value, kids[0])
-        if kind == "div" and kids[1].order == 0 and kids[0].order > 0:
-            return M.scale(kids[0], N.reciprocal(kids[1]))
-        if kind == "delta":
-            return N.delta(syn.value, self.dimensions(syn))
-        if kind == "call":
-            name = syn.value
-            if name == "inv":
-                return N.inv(kids[0])
-            if name == "det":
-                return N.det(kids[0])
-            if name == "adj":
-                return N.adj(kids[0])
-            return N.func(name, kids[0])
-        if kind == "neg":
-            return N.neg(kids[0])
-        if kind == "pow":
-            return N.power(kids[0], kids[1])
-        if kind == "sum":
-            return N.add(kids, syn.value)
-        if kind == "div":
-            return N.divide(kids[0], kids[1])
-        if kind == "prod":
-            (s1, s2, s3), _ = syn.value
-            return N.mul(kids, (s1, s2), s3)
-        raise AssertionError(kind)
+                raise self.error(f"{name}(c) needs a number c", syn)
+            return N.const(kids[0].arg[0], 1 if name == "vector" else 2)
+        if name in M.NOTATION_FUNCTIONS:
+            return M.call(name, kids[0])
+        if name == "inv":
+            return N.inv(kids[0])
+        if name == "det":
+            return N.det(kids[0])
+        if name == "adj":
+            return N.adj(kids[0])
+        return N.func(name, kids[0])
 
+    def construct_neg(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.neg(kids[0])
+
+    def construct_pow(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.power(kids[0], kids[1])
+
+    def construct_sum(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.add(kids, syn.value)
+
+    def construct_div(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        if kids[1].order == 0 and kids[0].order > 0:
+            return M.scale(kids[0], N.reciprocal(kids[1]))
+        return N.divide(kids[0], kids[1])
+
+    def construct_prod(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        (s1, s2, s3), _ = syn.value
+        return N.mul(kids, (s1, s2), s3)
+
+    def construct_mprod(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        rows = [self.row.get(id(c), False) for c in syn.children]
+        return M.matmul(kids[0], rows[0], kids[1], rows[1])
+
+    def construct_elementwise(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return M.elementwise(kids[0], kids[1], divide=syn.kind == "ewdiv")
+
+    def construct_transpose(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return M.transpose(kids[0])
+
+    def construct_slice(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.slice_(kids[0], _padded(syn.value, kids[0].order))
+
+    def construct_embed(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.embed(kids[0], syn.value, self.dimensions(syn))
 
     def dimensions(self, syn: Syn) -> tuple[N.Dim | None, ...] | None:
         """The written dimensions of a number or delta, checked against the declarations."""
@@ -448,7 +484,9 @@ class _TypeChecker:
             if axis >= order:
                 raise SemanticError(
                     f"the dimension {name}.{axis} names axis {axis} of '{name}', which has order {order} "
-                    f"(axes 0 to {order - 1})" if order else f"'{name}' is a scalar: it has no axis {axis}",
+                    f"(axes 0 to {order - 1})"
+                    if order
+                    else f"'{name}' is a scalar: it has no axis {axis}",
                     self.text,
                     pos,
                 )
@@ -463,7 +501,68 @@ class _TypeChecker:
         return tuple(dims)
 
 
-_NOTATION_KINDS = ("mprod", "ewmul", "ewdiv", "transpose", "slice", "embed")
+_T = _TypeChecker
+#: The kinds of the syntax tree (see ``Syn``): the language's, then matrix notation's.
+SYNTAX_KINDS = ("num", "name", "delta", "call", "neg", "pow", "sum", "div", "prod") + (
+    "mprod", "ewmul", "ewdiv", "transpose", "slice", "embed",
+)  # fmt: skip
+
+#: Pass 1: the natural order of a subtree of each kind (None: numbers only, any order).
+_NATURAL_RULES: dict[str, Callable[[_TypeChecker, Syn, list, list[bool]], int | None]] = {
+    "num": _T.natural_num,
+    "name": _T.natural_name,
+    "delta": _T.natural_delta,
+    "call": _T.natural_call,
+    "neg": _T.natural_neg,
+    "pow": _T.natural_pow,
+    "sum": _T.natural_sum,
+    "div": _T.natural_div,
+    "prod": _T.natural_prod,
+    "mprod": _T.natural_mprod,
+    "ewmul": _T.natural_elementwise,
+    "ewdiv": _T.natural_elementwise,
+    "transpose": _T.natural_transpose,
+    "slice": _T.natural_slice,
+    "embed": _T.natural_embed,
+}
+
+#: Pass 2, top-down: the orders the children of each kind must have.
+_CHILD_ORDER_RULES: dict[str, Callable[[_TypeChecker, Syn, int, list], list[int]]] = {
+    "num": _T.orders_none,
+    "name": _T.orders_none,
+    "delta": _T.orders_none,
+    "call": _T.orders_call,
+    "neg": _T.orders_required,
+    "pow": _T.orders_pow,
+    "sum": _T.orders_required,
+    "div": _T.orders_div,
+    "prod": _T.orders_prod,
+    "mprod": _T.orders_products,
+    "ewmul": _T.orders_products,
+    "ewdiv": _T.orders_products,
+    "transpose": _T.orders_required,
+    "slice": _T.orders_slice,
+    "embed": _T.orders_embed,
+}
+
+#: Pass 2, bottom-up: the interned node of each kind, from its children's nodes.
+_CONSTRUCT_RULES: dict[str, Callable[[_TypeChecker, Syn, int, list[Expr]], Expr]] = {
+    "num": _T.construct_num,
+    "name": _T.construct_name,
+    "delta": _T.construct_delta,
+    "call": _T.construct_call,
+    "neg": _T.construct_neg,
+    "pow": _T.construct_pow,
+    "sum": _T.construct_sum,
+    "div": _T.construct_div,
+    "prod": _T.construct_prod,
+    "mprod": _T.construct_mprod,
+    "ewmul": _T.construct_elementwise,
+    "ewdiv": _T.construct_elementwise,
+    "transpose": _T.construct_transpose,
+    "slice": _T.construct_slice,
+    "embed": _T.construct_embed,
+}
 
 
 def _padded(items: tuple, order: int) -> tuple:

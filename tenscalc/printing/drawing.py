@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core.checks import require_exprs
 from ..core.nodes import Expr, topological
+from ..core.text import format_number as _number
 from ..errors import TensCalcError
 from .text import letters_for
 
@@ -129,10 +130,6 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
 
 
 # ------------------------------------------------------------------------- labels
-
-
-def _number(value: int | float) -> str:
-    return repr(value) if isinstance(value, float) else str(value)
 
 
 def node_title(node: Expr) -> str:
@@ -428,7 +425,7 @@ def svg(expr: Expr, max_nodes: int = NOTEBOOK_MAX_NODES) -> str | None:
     """The drawing as SVG text, or None (Graphviz missing or too many nodes)."""
     if not graphviz_available():
         return None
-    from ..core.nodes import count_nodes
+    from ..core.checks import count_nodes
 
     if count_nodes(expr) > max_nodes:
         return None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ..core.nodes import Expr, topological
 from ..core.products import flatten
+from ..core.products import is_power_zero as _is_power_zero
 from ..errors import TensCalcError
 from .text import text_length
 
@@ -184,11 +185,6 @@ def _display_order(node: Expr) -> list[int]:
         for k, (child, coef) in enumerate(zip(node.children, node.arg))
     ]
     return [key[-1] for key in sorted(keys)]
-
-
-def _is_power_zero(node: Expr) -> bool:
-    """``b^0``: a tensor of ones (derivatives use it to carry axis lengths)."""
-    return node.op == "pow" and node.children[1].op == "const" and node.children[1].arg[0] == 0
 
 
 def _negative_constant_exponent(node: Expr) -> int | float | None:

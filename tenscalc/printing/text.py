@@ -13,41 +13,10 @@ from __future__ import annotations
 
 from ..core import nodes as N
 from ..core.nodes import Expr, chain_specs, topological
+from ..core.text import LETTERS, format_number, letter_for, letters_for  # noqa: F401 - part of this module's API
 
 # precedence levels of the grammar: sum < product/quotient < unary minus < power < atom
 SUM, TERM, FACTOR, POWER, ATOM = 0, 1, 2, 3, 4
-LETTERS = "ijklmnopqrstuvwxyzabcdefgh"
-
-
-def letter_for(k: int) -> str:
-    """The index letter for int ``k``: ``i`` .. ``h``, then the same letters with a
-    number (``i1`` .. ``h1``, ``i2`` ...), which the parser reads back as one index.
-
-    >>> letter_for(0), letter_for(25), letter_for(26), letter_for(53)
-    ('i', 'h', 'i1', 'j2')
-    """
-    if k < len(LETTERS):
-        return LETTERS[k]
-    return f"{LETTERS[k % len(LETTERS)]}{k // len(LETTERS)}"
-
-
-def letters_for(spec: tuple[int, ...]) -> str:
-    """Index letters for an int spec (0 -> i, 1 -> j, ...).
-
-    >>> letters_for((0, 1, 27))
-    'ijj1'
-    """
-    return "".join(letter_for(k) for k in spec)
-
-
-def format_number(value: int | float) -> str:
-    """A number as the language writes it (``repr`` keeps floats exact).  ``inf``
-    and ``nan`` have no spelling in the language; they print as Python does."""
-    if isinstance(value, int):
-        return str(value)
-    return repr(float(value))
-
-
 def text_length(root: Expr) -> int:
     """Length the printed text would have, computed without building it.
 

@@ -25,7 +25,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.nodes import Expr, count_nodes
+from ..core.checks import count_nodes
+from ..core.nodes import Expr
 from ..errors import ParseError, SemanticError, TensCalcError
 
 MAX_INPUT = 20_000

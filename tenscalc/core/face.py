@@ -1,0 +1,187 @@
+"""The face of an expression: its Python operators and its display hooks.
+
+:class:`tenscalc.core.nodes.Expr` is the interned DAG node; what a user *does*
+with one (``A @ x``, ``x + 1``, ``X.T``, ``x[1:]``, ``print(f)``, showing it in a
+notebook) is policy of the layers above the foundation: the builder, the NumPy
+style API and the printers.  ``Expr`` inherits that behaviour from
+:class:`ExprFace`, so that ``core/nodes.py`` imports nothing above ``core/``.
+(SymPy does the same with ``sympy.core._print_helpers.Printable``.)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .nodes import Expr
+
+
+class ExprFace:
+    """Operators and display hooks of :class:`~tenscalc.core.nodes.Expr`.
+
+    Every method imports what it needs when it is called: these deferred imports
+    are the only references of the foundation (``tenscalc/core/``) to the layers
+    above it, and they are all here:
+
+    * ``tenscalc.frontend.builder``: ``+ - * / **`` and unary ``-`` (numbers
+      broadcast, sums chain flat as the parser builds them);
+    * ``tenscalc.frontend.numpy_api``: ``@``, ``.T``, ``.sum()``, ``[...]``
+      indexing and NumPy's ``__array_ufunc__`` / ``__array_function__`` protocol;
+    * ``tenscalc.printing.text``: ``str`` and ``repr``;
+    * ``tenscalc.printing.latex``: ``to_latex`` and the notebook's LaTeX;
+    * ``tenscalc.printing.drawing``: the notebook's SVG and HTML (a drawing).
+
+    (``repr`` also imports ``tenscalc.core.checks`` late, for ``count_nodes``:
+    that module imports ``nodes``, which imports this one.)
+    """
+
+    __slots__ = ()
+
+    # -- text ----------------------------------------------------------------------------
+    def __str__(self) -> str:
+        from ..printing.text import to_text
+
+        return to_text(self)
+
+    def __repr__(self) -> str:
+        from ..printing.text import text_length, to_text
+        from .checks import count_nodes
+
+        variables = ", ".join(f"{k}:{v}" for k, v in self.variables.items())
+        text = to_text(self) if text_length(self) < 20_000 else f"... ({count_nodes(self)} nodes)"
+        if len(text) > 200:
+            text = text[:197] + "..."
+        return f"<Expr order={self.order} vars={{{variables}}}: {text}>"
+
+    # -- arithmetic (tenscalc/frontend/builder.py) ---------------------------------------
+    def __add__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.add(self, other)
+
+    def __radd__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.add(other, self)
+
+    def __sub__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.sub(self, other)
+
+    def __rsub__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.sub(other, self)
+
+    def __mul__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.multiply(self, other)
+
+    def __rmul__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.multiply(other, self)
+
+    def __truediv__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.divide(self, other)
+
+    def __rtruediv__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.divide(other, self)
+
+    def __pow__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.power(self, other)
+
+    def __rpow__(self, other: Any) -> Expr:
+        from ..frontend import builder
+
+        return builder.power(other, self)
+
+    def __neg__(self) -> Expr:
+        from ..frontend import builder
+
+        return builder.negate(self)
+
+    def __pos__(self) -> Expr:
+        return self
+
+    # -- NumPy style (tenscalc/frontend/numpy_api.py) ------------------------------------
+    def __matmul__(self, other: Any) -> Expr:
+        from ..frontend import numpy_api
+
+        return numpy_api.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Expr:
+        from ..frontend import numpy_api
+
+        return numpy_api.matmul(other, self)
+
+    @property
+    def T(self) -> Expr:  # noqa: N802 - NumPy's name
+        """The transpose (axes reversed, as NumPy's ``.T``)."""
+        from ..frontend import numpy_api
+
+        return numpy_api.transpose(self)
+
+    def sum(self, axis: int | tuple[int, ...] | None = None) -> Expr:
+        """The sum of all entries, or over ``axis`` (see ``tenscalc.sum``)."""
+        from ..frontend import numpy_api
+
+        return numpy_api.sum(self, axis)
+
+    def __getitem__(self, key: Any) -> Expr:
+        """A slice or an entry, NumPy's basic indexing: ``x[1:]``, ``X[:, 0]``, ``x[::2]``."""
+        from ..frontend import numpy_api
+
+        return numpy_api.getitem(self, key)
+
+    def __iter__(self) -> Any:  # without this, Python would iterate through __getitem__ forever
+        raise TypeError("a tenscalc expression cannot be iterated; slice it (x[1:]) or evaluate it")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Expr:
+        from ..frontend import numpy_api
+
+        return numpy_api.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        from ..frontend import numpy_api
+
+        raise numpy_api.numpy_refusal(func.__name__)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "a tenscalc expression is symbolic and has no array value: evaluate it with tc.evaluate "
+            "(or tc.compile) to get numbers"
+        )
+
+    # -- notebooks (tenscalc/printing/latex.py, tenscalc/printing/drawing.py) --------------
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython plain-text display
+        p.text(repr(self))
+
+    def to_latex(self, notation: str = "auto") -> str:
+        """The expression in LaTeX (see ``tenscalc.latex``)."""
+        from ..printing.latex import latex
+
+        return latex(self, notation)
+
+    def _repr_latex_(self) -> str | None:
+        from ..printing.latex import notebook_latex
+
+        return notebook_latex(self)
+
+    def _repr_svg_(self) -> str | None:  # a drawing of the DAG (needs Graphviz)
+        from ..printing.drawing import svg
+
+        return svg(self)
+
+    def _repr_html_(self) -> str | None:  # text and drawing; None falls back to LaTeX
+        from ..printing.drawing import html
+
+        return html(self)
