@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..core.nodes import Expr
+from ..core.text import short
 from .facts import Curvature, Interval
 
 Perm = tuple[int, ...]
@@ -61,9 +62,5 @@ def number_text(v: float) -> str:
 
 
 def short_text(node: Expr, limit: int = 70) -> str:
-    """A node's text, cut to ``limit`` characters for a certificate."""
-    try:
-        text = str(node)
-    except Exception:  # noqa: BLE001 - printing a huge node
-        return f"<{node.op} node>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """A node's text, cut to ``limit`` characters for a certificate (never raises)."""
+    return short(node, limit, fallback=f"<{node.op} node>")
