@@ -29,25 +29,11 @@ from ..core.products import unite_delta
 from ..errors import TensCalcError
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
+from .numpy_names import numpy_call
 
 # names the generated module defines itself; user names may not start with "_"
 RESERVED = frozenset({"_np", "_contract", "_ValueError"})
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
-
-NUMPY_FUNCTIONS = {
-    "sin": "_np.sin",
-    "cos": "_np.cos",
-    "tan": "_np.tan",
-    "arcsin": "_np.arcsin",
-    "arccos": "_np.arccos",
-    "arctan": "_np.arctan",
-    "tanh": "_np.tanh",
-    "exp": "_np.exp",
-    "log": "_np.log",
-    "abs": "_np.abs",
-    "sign": "_np.sign",
-    "sqrt": "_np.sqrt",
-}
 
 
 def _index_text(items) -> str:
@@ -221,7 +207,7 @@ class _Writer:
 
     def _write_func(self, node, kids, shape):
         (kid,) = kids
-        text = f"_np.maximum({kid.text}, 0.0)" if node.arg == "relu" else f"{NUMPY_FUNCTIONS[node.arg]}({kid.text})"
+        text = numpy_call(node.arg, kid.text)
         return _Value(self.scalar_text(text) if kid.scalar else self.bind(text), kid.scalar, shape)
 
     def _write_pow(self, node, kids, shape):

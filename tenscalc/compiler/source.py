@@ -20,8 +20,8 @@ import opt_einsum
 
 from ..errors import TensCalcError
 from .backends import letters
-from .codegen import NUMPY_FUNCTIONS  # the generated code's spelling of each function
 from .kernels import _identity, gram_pattern
+from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
 from .program import ShapeResolver, _step_shape
 
@@ -145,9 +145,7 @@ class ProgramSource:
 
     def _func(self, step: Step, shape, is_output: bool) -> str:
         (a,) = step.args
-        if step.data == "relu":
-            return f"_np.maximum({self._arg(a)}, 0.0)"
-        return f"{NUMPY_FUNCTIONS[step.data]}({self._arg(a)})"
+        return numpy_call(step.data, self._arg(a))
 
     def _pow(self, step: Step, shape, is_output: bool) -> str:
         if len(step.args) == 2:
