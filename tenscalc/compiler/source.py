@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import opt_einsum
@@ -127,7 +128,7 @@ class ProgramSource:
                 self.names[step.index] = input_names[step.index]
                 continue
             name = f"_s{step.index}"
-            text = self._writers[step.kind](self, step, shape, step.index in outputs)
+            text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
             self.lines.append(f"{name} = {text}")
             self.names[step.index] = name
         return self.lines
@@ -172,7 +173,7 @@ class ProgramSource:
         return f"_np.linalg.det({self._arg(step.args[0])})"
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
-        items: tuple[AddItem, ...] = step.data
+        items = cast("tuple[AddItem, ...]", step.data)
         text = ""
         for item in items:
             if item.kind != "slot":
@@ -201,7 +202,7 @@ class ProgramSource:
         return text
 
     def _product(self, step: Step, shape, is_output: bool) -> str:
-        terms: tuple[Term, ...] = step.data
+        terms = cast("tuple[Term, ...]", step.data)
         return " + ".join(self._term(term, shape, is_output and len(terms) == 1) for term in terms)
 
     # ------------------------------------------------------------------ one einsum
@@ -382,7 +383,8 @@ def _pair(a: str, b: str, keep: set[str], sizes: dict[str, int], xa: str, xb: st
     return f"{_atom(xa)} * {_atom(xb)}", result
 
 
-ProgramSource._writers = {
+#: step kind -> the method writing the step's value as Python source
+SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], str]] = {
     "ones": ProgramSource._ones,
     "constant": ProgramSource._constant_step,
     "func": ProgramSource._func,

@@ -52,3 +52,24 @@ def test_generated_code_spells_functions_from_one_table() -> None:
         if path.stem != "numpy_names":
             assert "NUMPY_FUNCTIONS = {" not in path.read_text(encoding="utf-8"), path.name
     assert NUMPY_FUNCTIONS["exp"] == "_np.exp"
+
+
+def test_dispatch_tables_cover_every_kind() -> None:
+    from tenscalc.compiler.codegen import CODEGEN_RULES
+    from tenscalc.compiler.plan import PLAN_RULES
+    from tenscalc.compiler.program import BIND_RULES
+    from tenscalc.compiler.source import SOURCE_RULES
+    from tenscalc.core.nodes import NODE_KINDS
+
+    assert set(CODEGEN_RULES) == set(NODE_KINDS)
+    # constants and deltas never get a step of their own: they are absorbed or bound once
+    assert set(PLAN_RULES) == set(NODE_KINDS) - {"const", "delta"}
+    step_kinds = {"constant", "product", "add", "func", "pow", "inv", "det", "slice", "embed"}
+    assert set(BIND_RULES) == step_kinds  # inputs are bound by the program itself
+    assert {"constant", "product", "add", "func", "pow", "inv", "det"} <= set(SOURCE_RULES)
+
+
+def test_no_dispatch_by_method_name() -> None:
+    for path in COMPILER.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert 'getattr(self, "_' not in text, path.name
