@@ -260,7 +260,7 @@ def _print_node(node: Expr, texts: dict[int, _Entry], root: Expr) -> _Entry:
     entry = _print_matrix(node, texts, root)
     if entry is not None:
         return entry
-    simple = {id(c): texts[id(c)][:2] for c in node.children}
+    simple = {c: texts[id(c)][:2] for c in node.children}
     text, prec = P._PRINTERS[node.op](node, simple)
     return text, prec, _default_kind(node.order), None
 

@@ -73,3 +73,15 @@ def test_no_dispatch_by_method_name() -> None:
     for path in COMPILER.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert 'getattr(self, "_' not in text, path.name
+
+
+def test_backends_and_cost_are_the_compilers_own() -> None:
+    """Outside the compiler, backends and costs are reached through tenscalc.compiler only."""
+    package = COMPILER.parent
+    for path in package.rglob("*.py"):
+        if path.parent == COMPILER:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                assert not ("compiler" in parts and {"backends", "cost"} & set(parts)), path
