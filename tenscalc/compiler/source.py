@@ -21,7 +21,7 @@ import opt_einsum
 
 from ..errors import TensCalcError
 from .backends import letters
-from .kernels import _identity, gram_pattern
+from .kernels import GramPattern, _identity, gram_pattern
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
 from .program import ShapeResolver, _step_shape
@@ -285,7 +285,7 @@ class ProgramSource:
             core = f"_write_diagonal({core}, {diagonal_eq!r}, {shape!r})"
         return core
 
-    def _gram(self, pattern, specs, texts: list[str], factor: float) -> str:
+    def _gram(self, pattern: GramPattern, specs: list[tuple[int, ...]], texts: list[str], factor: float) -> str:
         p, q, vectors, axis = pattern
         self.helpers.add("_gram")
         x = texts[p] if axis == 0 else f"{texts[p]}.T"
