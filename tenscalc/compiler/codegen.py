@@ -16,10 +16,10 @@ from __future__ import annotations
 import keyword
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..core.axes import axis_graph
+from ..core.axes import AxisGraph, axis_graph
 from ..core.checks import require_exprs
 from ..core.letters import LetterClasses
 from ..core.nodes import Expr, topological
@@ -29,25 +29,11 @@ from ..core.text import short
 from ..errors import TensCalcError
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
+from .numpy_names import numpy_call
 
 # names the generated module defines itself; user names may not start with "_"
 RESERVED = frozenset({"_np", "_contract", "_ValueError"})
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
-
-NUMPY_FUNCTIONS = {
-    "sin": "_np.sin",
-    "cos": "_np.cos",
-    "tan": "_np.tan",
-    "arcsin": "_np.arcsin",
-    "arccos": "_np.arccos",
-    "arctan": "_np.arctan",
-    "tanh": "_np.tanh",
-    "exp": "_np.exp",
-    "log": "_np.log",
-    "abs": "_np.abs",
-    "sign": "_np.sign",
-    "sqrt": "_np.sqrt",
-}
 
 
 def _index_text(items) -> str:
@@ -103,9 +89,10 @@ class _Writer:
         self.roots = roots
         self.name = name
         self.lines: list[str] = []
-        self.values: dict[int, _Value] = {}
-        self.graphs: dict[int, object] = {}  # id(node) -> the axis graph that sizes it
-        self.sources: dict[int, dict[int, str]] = {}  # id(graph) -> class -> "x.shape[k]"
+        self.values: dict[Expr, _Value] = {}
+        self.graphs: dict[Expr, AxisGraph] = {}  # node -> the axis graph that sizes it
+        # id(graph) -> class -> "x.shape[k]" (an AxisGraph is a mutable dataclass: not hashable)
+        self.sources: dict[int, dict[int, str]] = {}
         self.orders: dict[str, int] = {}
         self.checks: list[tuple[str, str]] = []
 
@@ -126,7 +113,7 @@ class _Writer:
             self._derived_sources(graph, source)
             self.sources[id(graph)] = source
             for node in graph.nodes:
-                self.graphs.setdefault(id(node), graph)
+                self.graphs.setdefault(node, graph)
                 if node.op == "var":
                     self.orders[node.arg[0]] = node.arg[1]
         unique: dict[frozenset, tuple[str, str]] = {}
@@ -168,14 +155,15 @@ class _Writer:
 
     def write(self) -> list[_Value]:
         for node in topological(self.roots):
-            graph = self.graphs[id(node)]
+            graph = self.graphs[node]
             shape = self._shape(graph, graph.classes(node))
-            kids = [self.values[id(child)] for child in node.children]
-            self.values[id(node)] = self.build(node, kids, shape)
-        return [self.values[id(root)] for root in self.roots]
+            kids = [self.values[child] for child in node.children]
+            self.values[node] = self.build(node, kids, shape)
+        return [self.values[root] for root in self.roots]
 
     def build(self, node: Expr, kids: list[_Value], shape: tuple[str | None, ...]) -> _Value:
-        return getattr(self, "_write_" + node.op)(node, kids, shape)
+        """The value of ``node`` from its children's, by the rule of its kind."""
+        return CODEGEN_RULES[node.op](self, node, kids, shape)
 
     def scalar_text(self, text: str) -> str:
         """A constant's text, bound to a temporary once it nests deeply (Python's parser
@@ -217,7 +205,7 @@ class _Writer:
 
     def _write_func(self, node, kids, shape):
         (kid,) = kids
-        text = f"_np.maximum({kid.text}, 0.0)" if node.arg == "relu" else f"{NUMPY_FUNCTIONS[node.arg]}({kid.text})"
+        text = numpy_call(node.arg, kid.text)
         return _Value(self.scalar_text(text) if kid.scalar else self.bind(text), kid.scalar, shape)
 
     def _write_pow(self, node, kids, shape):
@@ -330,6 +318,24 @@ class _Writer:
         lines = [header, *imports, "", "", signature]
         lines.extend("    " + line for line in body)
         return "\n".join(lines) + "\n"
+
+
+Shape = tuple[str | None, ...]
+
+#: node kind -> the writer method giving a node's value from its children's values
+CODEGEN_RULES: dict[str, Callable[[_Writer, Expr, list[_Value], Shape], _Value]] = {
+    "var": _Writer._write_var,
+    "const": _Writer._write_const,
+    "delta": _Writer._write_delta,
+    "add": _Writer._write_add,
+    "mul": _Writer._write_mul,
+    "func": _Writer._write_func,
+    "pow": _Writer._write_pow,
+    "inv": _Writer._write_inv,
+    "det": _Writer._write_det,
+    "slice": _Writer._write_slice,
+    "embed": _Writer._write_embed,
+}
 
 
 def _absorb_deltas(children, kids, ins, out):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -179,11 +180,24 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
     return run
 
 
-def gram_pattern(specs: Sequence[tuple[int, ...]], slots: Sequence[object], target: tuple[int, ...]):
+class GramPattern(NamedTuple):
+    """Where a product is ``Xᵀ diag(d) X``: operand positions and X's summed axis."""
+
+    first: int  # the two operands holding X
+    second: int
+    vectors: list[int]  # the other operands: vectors on the summed letter, or scalars
+    axis: int  # X's axis carrying the summed letter (0: Xᵀ diag(d) X, 1: X diag(d) Xᵀ)
+
+
+def gram_pattern(
+    specs: Sequence[tuple[int, ...]], slots: Sequence[object], target: tuple[int, ...]
+) -> GramPattern | None:
     """Recognise ``X[a,j] X[a,k] d1[a] d2[a] ... -> (j, k)`` (or with ``a`` second in
     both): a Gram matrix ``Xᵀ diag(d) X``, symmetric, computable with half the flops.
 
-    Returns ``(first, second, vectors, summed_axis)`` operand positions, or None.
+    This is the compiler's one recogniser of the form: the binder (:mod:`.program`)
+    and the source writer (:mod:`.source`) both ask it.  Returns the operand
+    positions, or None.
     """
     matrices = [k for k, spec in enumerate(specs) if len(spec) == 2]
     if len(matrices) != 2 or len(set(target)) != 2 or len(target) != 2:
@@ -201,11 +215,13 @@ def gram_pattern(specs: Sequence[tuple[int, ...]], slots: Sequence[object], targ
             return None
         vectors = [m for m in range(len(specs)) if m not in (p, q)]
         if all(specs[m] in ((a,), ()) for m in vectors):
-            return p, q, vectors, axis
+            return GramPattern(p, q, vectors, axis)
     return None
 
 
-def gram_contraction(pattern, specs, target, factor: float = 1.0) -> Kernel:
+def gram_contraction(
+    pattern: GramPattern, specs: Sequence[tuple[int, ...]], target: tuple[int, ...], factor: float = 1.0
+) -> Kernel:
     """``Xᵀ diag(d) X`` through ``Bᵀ B`` with ``B = X sqrt(|d|)``, which NumPy hands
     to BLAS ``syrk`` (half the flops of ``gemm``), when ``d`` has one sign;
     ``(X d)ᵀ X`` by ``gemm`` otherwise.  The result is symmetric, so its order is

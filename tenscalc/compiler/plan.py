@@ -23,11 +23,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..core.letters import LetterClasses
-from ..core.nodes import Expr, topological
+from ..core.nodes import Dims, Expr, topological
 from ..core.products import scale_parts, unite_delta, unite_delta_letters
 
 Spec = tuple[int, ...]
@@ -64,6 +65,16 @@ class AddItem:
     items: tuple = ()
 
 
+SliceItems = tuple[int | tuple[int, int | None, int], ...]  # per axis: an index or (start, stop, step)
+
+#: What a step carries, by kind: ``input`` and ``func`` a name, ``constant`` the node,
+#: ``product`` its terms, ``add`` its summands, ``pow`` the constant exponent (or None),
+#: ``slice`` the items, ``embed`` the items and the dimensions of the zeros; others None.
+StepData = (
+    str | int | float | Expr | tuple[Term, ...] | tuple[AddItem, ...] | SliceItems | tuple[SliceItems, Dims] | None
+)
+
+
 @dataclass(frozen=True)
 class Step:
     """One operation of the plan, writing slot ``index``.
@@ -81,7 +92,7 @@ class Step:
     kind: str
     node: Expr  # an original node with this step's shape (for ``constant``: the node computed)
     args: tuple[int, ...] = ()
-    data: object = None
+    data: StepData = None
 
 
 @dataclass
@@ -134,31 +145,55 @@ def _distributes(parent: Expr, k: int) -> bool:
     return any(letter not in others for letter in spec)
 
 
+@dataclass
+class _Expansion:
+    """One term of a product being expanded (a distributed sum forks it in several)."""
+
+    factor: float
+    letters: LetterClasses
+    finished: list[tuple[int, Spec]] = field(default_factory=list)  # (slot, letters) operands
+    constants: list[tuple[Expr, Spec]] = field(default_factory=list)  # constant-only operands
+    pending: list[tuple[Expr, Spec]] = field(default_factory=list)  # operands still to open
+    # letters of absorbed constants and deltas: summed alone, they count lengths
+    absorbed: list[int] = field(default_factory=list)
+
+    def branch(self, coef: float, operand: tuple[Expr, Spec]) -> _Expansion:
+        """A copy for one summand ``coef * operand`` of a distributed sum."""
+        return _Expansion(
+            self.factor * coef,
+            self.letters.copy(),
+            list(self.finished),
+            list(self.constants),
+            self.pending + [operand],
+            list(self.absorbed),
+        )
+
+
 class PlanBuilder:
     """Builds a :class:`Plan` for a list of roots."""
 
     def __init__(self, roots: Sequence[Expr]):
         self.roots = list(roots)
         self.nodes = topological(self.roots)
-        self.root_ids = {id(r) for r in self.roots}
+        self.root_set = set(self.roots)
         # nodes made of constants only are computed once when shapes are bound
         # (or absorbed into the products that use them): they get no step of their own
-        self.constant_only: set[int] = set()
+        self.constant_only: set[Expr] = set()
         for node in self.nodes:
-            if node.op != "var" and all(id(c) in self.constant_only for c in node.children):
-                self.constant_only.add(id(node))
+            if node.op != "var" and all(c in self.constant_only for c in node.children):
+                self.constant_only.add(node)
         self.live = self._live_nodes()
-        self.users: dict[int, list[Expr]] = {id(n): [] for n in self.nodes}
+        self.users: dict[Expr, list[Expr]] = {n: [] for n in self.nodes}
         for node in self.nodes:
-            if id(node) in self.live:
+            if node in self.live:
                 for child in self._reads(node):
-                    self.users[id(child)].append(node)
-        self.inline: set[int] = set()  # products expanded into their users' terms
-        self.materialize: set[int] = set()  # nodes computed into a shared slot
-        self.distributed: set[int] = set()  # sums pushed into their only product
-        self.forced: set[int] = set()
+                    self.users[child].append(node)
+        self.inline: set[Expr] = set()  # products expanded into their users' terms
+        self.materialize: set[Expr] = set()  # nodes computed into a shared slot
+        self.distributed: set[Expr] = set()  # sums pushed into their only product
+        self.forced: set[Expr] = set()
         self.steps: list[Step] = []
-        self.slot_of: dict[int, int] = {}
+        self.slot_of: dict[Expr, int] = {}
         self.inputs: dict[str, int] = {}
         self._fresh = itertools.count(1_000_000)  # letters of inlined products
         self._refs: dict[int, LetterRef] = {}  # fresh letter -> (product node, its letter)
@@ -173,11 +208,11 @@ class PlanBuilder:
             return node.children[:1]
         return node.children
 
-    def _live_nodes(self) -> set[int]:
-        live = set(self.root_ids)
+    def _live_nodes(self) -> set[Expr]:
+        live = set(self.root_set)
         for node in reversed(self.nodes):
-            if id(node) in live:
-                live.update(id(c) for c in self._reads(node))
+            if node in live:
+                live.update(self._reads(node))
         return live
 
     # -------------------------------------------------------------- decisions
@@ -187,39 +222,38 @@ class PlanBuilder:
         Parents are decided before their children (reverse topological order).
         """
         for node in reversed(self.nodes):
-            key = id(node)
-            if key not in self.live or key in self.constant_only:
+            if node not in self.live or node in self.constant_only:
                 continue  # constants are absorbed, or evaluated once at binding
-            users = self.users[key]
-            is_root = key in self.root_ids
+            users = self.users[node]
+            is_root = node in self.root_set
             if node.op == "var":
-                self.materialize.add(key)
+                self.materialize.add(node)
                 continue
             if self._embed_into_sum(node, users, is_root):
-                self.inline.add(key)  # the sum writes the part into its own result
+                self.inline.add(node)  # the sum writes the part into its own result
                 continue
             fusing_users = [u for u in users if self._fuses(u)]
-            if _is_product(node) and not is_root and key not in self.forced:
+            if _is_product(node) and not is_root and node not in self.forced:
                 if _is_free(node) and fusing_users:
-                    self.inline.add(key)
+                    self.inline.add(node)
                     if len(users) > 1:
                         for child in self._data_children(node):
-                            self.forced.add(id(child))  # computed once, relabelled per use
+                            self.forced.add(child)  # computed once, relabelled per use
                 elif len(users) == 1 and fusing_users:
-                    self.inline.add(key)
+                    self.inline.add(node)
             if (
                 node.op == "add"
                 and len(node.children) > 1
                 and not is_root
-                and key not in self.forced
+                and node not in self.forced
                 and len(users) == 1
                 and users[0].op == "mul"
                 and _distributes(users[0], users[0].children.index(node))
             ):
-                self.distributed.add(key)
+                self.distributed.add(node)
                 continue
-            if is_root or key not in self.inline or len(fusing_users) < len(users):
-                self.materialize.add(key)
+            if is_root or node not in self.inline or len(fusing_users) < len(users):
+                self.materialize.add(node)
 
     def _embed_into_sum(self, node: Expr, users: list[Expr], is_root: bool) -> bool:
         """An embedding whose only user is a sum: no zeros of its own, the sum adds
@@ -229,38 +263,38 @@ class PlanBuilder:
             and not is_root
             and len(users) == 1
             and users[0].op == "add"
-            and id(users[0]) not in self.distributed
-            and id(users[0]) not in self.constant_only
+            and users[0] not in self.distributed
+            and users[0] not in self.constant_only
         )
 
     def _fuses(self, user: Expr) -> bool:
         """Whether ``user`` expands its product operands into its own terms."""
-        return _is_product(user) or id(user) in self.distributed
+        return _is_product(user) or user in self.distributed
 
     def _data_children(self, node: Expr) -> list[Expr]:
         parts = _scale_parts(node)
         if parts is not None:
             return [parts[0]]
-        return [c for c in node.children if id(c) not in self.constant_only]
+        return [c for c in node.children if c not in self.constant_only]
 
     # -------------------------------------------------------------- emitting
     def build(self) -> Plan:
         self.decide()
         for node in self.nodes:
-            if id(node) in self.materialize:
+            if node in self.materialize:
                 self._emit(node)
-            elif id(node) in self.root_ids and _is_product(node):
+            elif node in self.root_set and _is_product(node):
                 # a root of constants only (2 delta(1), the Hessian of x.x): its
                 # deltas become a diagonal write, as inside any other product
                 self._add_step(node, "product", data=self._terms(node))
-            elif id(node) in self.root_ids:  # a root made of constants only
+            elif node in self.root_set:  # a root made of constants only
                 self._add_step(node, "constant", data=node)
-        outputs = tuple(self.slot_of[id(r)] for r in self.roots)
+        outputs = tuple(self.slot_of[r] for r in self.roots)
         plan = Plan(self.steps, outputs, self.inputs)
         plan.release = _liveness(plan)
         return plan
 
-    def _add_step(self, node: Expr, kind: str, args: tuple[int, ...] = (), data: object = None) -> int:
+    def _add_step(self, node: Expr, kind: str, args: tuple[int, ...] = (), data: StepData = None) -> int:
         # value numbering: a step equal to an earlier one (the same fused einsum
         # reached through differently nested products, then the same functions of
         # it) reuses that one's slot
@@ -271,43 +305,58 @@ class PlanBuilder:
             self.steps.append(Step(index, kind, node, args, data))
             if key is not None:
                 self._known[key] = index
-        if kind != "constant" or id(node) in self.root_ids:
-            self.slot_of[id(node)] = index
+        if kind != "constant" or node in self.root_set:
+            self.slot_of[node] = index
         return index
 
     def _slot(self, child: Expr) -> int:
         """The slot holding ``child`` (a constant-only child gets a constant step)."""
-        if id(child) in self.constant_only:
+        if child in self.constant_only:
             return self._add_step(child, "constant", data=child)
-        return self.slot_of[id(child)]
+        return self.slot_of[child]
 
     def _emit(self, node: Expr) -> None:
-        op = node.op
-        if op == "var":
-            slot = self._add_step(node, "input", data=node.arg[0])
-            self.inputs[node.arg[0]] = slot
-        elif _is_product(node):
-            self._add_step(node, "product", data=self._terms(node))
-        elif op == "add":
+        """The step computing ``node`` into its own slot, by the rule of its kind."""
+        rule = PLAN_RULES.get(node.op)
+        if rule is None:  # pragma: no cover - constants and deltas are absorbed, never emitted
+            raise AssertionError(f"no plan rule for node kind {node.op!r}")
+        rule(self, node)
+
+    def _emit_var(self, node: Expr) -> None:
+        slot = self._add_step(node, "input", data=node.arg[0])
+        self.inputs[node.arg[0]] = slot
+
+    def _emit_product(self, node: Expr) -> None:
+        self._add_step(node, "product", data=self._terms(node))
+
+    def _emit_add(self, node: Expr) -> None:
+        if _is_product(node):  # a scaling c X is a one-operand product
+            self._emit_product(node)
+        else:
             self._add_step(node, "add", data=self._add_items(node))
-        elif op == "func":
-            self._add_step(node, "func", (self._slot(node.children[0]),), node.arg)
-        elif op == "pow":
-            base, exponent = node.children
-            if exponent.op == "const":
-                self._add_step(node, "pow", (self._slot(base),), exponent.arg[0])
-            else:
-                self._add_step(node, "pow", (self._slot(base), self._slot(exponent)), None)
-        elif op == "inv":
-            self._add_step(node, op, (self._slot(node.children[0]),))
-        elif op == "slice":  # a view of the child
-            self._add_step(node, op, (self._slot(node.children[0]),), node.arg)
-        elif op == "embed":  # a strided write into zeros; the target's dimensions are part of the value
-            self._add_step(node, op, (self._slot(node.children[0]),), node.arg)
-        elif op == "det":
-            self._add_step(node, op, (self.slot_of[id(node.children[0])],))
-        else:  # pragma: no cover - every kind is listed above
-            raise AssertionError(f"no plan rule for node kind {op!r}")
+
+    def _emit_func(self, node: Expr) -> None:
+        self._add_step(node, "func", (self._slot(node.children[0]),), node.arg)
+
+    def _emit_pow(self, node: Expr) -> None:
+        base, exponent = node.children
+        if exponent.op == "const":
+            self._add_step(node, "pow", (self._slot(base),), exponent.arg[0])
+        else:
+            self._add_step(node, "pow", (self._slot(base), self._slot(exponent)), None)
+
+    def _emit_inv(self, node: Expr) -> None:
+        self._add_step(node, "inv", (self._slot(node.children[0]),))
+
+    def _emit_det(self, node: Expr) -> None:
+        self._add_step(node, "det", (self.slot_of[node.children[0]],))
+
+    def _emit_slice(self, node: Expr) -> None:  # a view of the child
+        self._add_step(node, "slice", (self._slot(node.children[0]),), node.arg)
+
+    def _emit_embed(self, node: Expr) -> None:
+        # a strided write into zeros; the target's dimensions are part of the value
+        self._add_step(node, "embed", (self._slot(node.children[0]),), node.arg)
 
     def _add_items(self, node: Expr) -> tuple[AddItem, ...]:
         items = []
@@ -316,7 +365,7 @@ class PlanBuilder:
                 items.append(AddItem("scalar", coef * child.arg[0]))
             elif child.op == "delta":
                 items.append(AddItem("delta", coef, n=child.arg))
-            elif id(child) in self.inline and child.op == "embed":
+            elif child in self.inline and child.op == "embed":
                 items.append(AddItem("embed", coef, slot=self._slot(child.children[0]), items=child.arg[0]))
             else:
                 items.append(AddItem("slot", coef, slot=self._slot(child)))
@@ -328,46 +377,37 @@ class PlanBuilder:
         letters = LetterClasses()
         self._opened = []
         factor, pairs, out = self._open(node, letters, None)
-        # a state: (factor, letters, finished operands, constant operands, pending
-        # operands, letters of absorbed constants: summed alone, they count lengths)
-        states = [(factor, letters, [], [], list(pairs), [])]
+        states = [_Expansion(factor, letters, pending=list(pairs))]
         done_terms = []
         while states:
-            factor, letters, finished, constants, pending, absorbed = states.pop()
+            state = states.pop()
+            pending = state.pending
             while pending:
                 child, spec = pending.pop()
-                key = id(child)
                 if child.op in ("const", "delta"):
-                    absorbed.extend(spec)
+                    state.absorbed.extend(spec)
                 if child.op == "const":
-                    factor *= child.arg[0]
+                    state.factor *= child.arg[0]
                 elif child.op == "delta":
-                    unite_delta(child, spec, letters)
-                elif key in self.distributed:
+                    unite_delta(child, spec, state.letters)
+                elif child in self.distributed:
                     for term, coef in zip(child.children, child.arg):
-                        states.append(
-                            (
-                                factor * coef,
-                                letters.copy(),
-                                list(finished),
-                                list(constants),
-                                pending + [(term, spec)],
-                                list(absorbed),
-                            )
-                        )
+                        states.append(state.branch(coef, (term, spec)))
                     break
-                elif key in self.constant_only and not _is_product(child):
-                    constants.append((child, spec))
-                elif key in self.constant_only or (
-                    key in self.inline and (key not in self.materialize or _is_free(child))
+                elif child in self.constant_only and not _is_product(child):
+                    state.constants.append((child, spec))
+                elif child in self.constant_only or (
+                    child in self.inline and (child not in self.materialize or _is_free(child))
                 ):
-                    f, inner_pairs, _ = self._open(child, letters, spec)
-                    factor *= f
+                    f, inner_pairs, _ = self._open(child, state.letters, spec)
+                    state.factor *= f
                     pending.extend(inner_pairs)
                 else:
-                    finished.append((self.slot_of[key], spec))
+                    state.finished.append((self.slot_of[child], spec))
             else:
-                done_terms.append(self._resolve(factor, letters, finished, constants, out, absorbed))
+                done_terms.append(
+                    self._resolve(state.factor, state.letters, state.finished, state.constants, out, state.absorbed)
+                )
         return tuple(reversed(done_terms))
 
     def _open(self, node: Expr, letters: LetterClasses, spec: Spec | None):
@@ -414,14 +454,29 @@ class PlanBuilder:
         return Term(factor, operands, new_out, tuple(sorted(refs.items(), key=lambda kv: kv[0])), consts)
 
 
-def _step_key(kind: str, node: Expr, args: tuple[int, ...], data: object) -> tuple | None:
+#: node kind -> the builder method writing the step of a node computed into its own slot
+#: (constants and deltas have none: they are absorbed, or evaluated once at binding)
+PLAN_RULES: dict[str, Callable[[PlanBuilder, Expr], None]] = {
+    "var": PlanBuilder._emit_var,
+    "mul": PlanBuilder._emit_product,
+    "add": PlanBuilder._emit_add,
+    "func": PlanBuilder._emit_func,
+    "pow": PlanBuilder._emit_pow,
+    "inv": PlanBuilder._emit_inv,
+    "det": PlanBuilder._emit_det,
+    "slice": PlanBuilder._emit_slice,
+    "embed": PlanBuilder._emit_embed,
+}
+
+
+def _step_key(kind: str, node: Expr, args: tuple[int, ...], data: StepData) -> tuple | None:
     """A key equal for steps that compute the same value (None: never merged)."""
     if kind == "input":
         return (kind, data)
     if kind == "constant":
         return None
     if kind == "product":
-        return (kind, tuple(_term_key(term) for term in data))
+        return (kind, tuple(_term_key(term) for term in cast("tuple[Term, ...]", data)))
     return (kind, args, data)
 
 
@@ -431,15 +486,17 @@ def _term_key(term: Term) -> tuple:
     operands = tuple(
         (term.operands[k][0], tuple(rename.setdefault(x, len(rename)) for x in term.operands[k][1])) for k in order
     )
-    constants = tuple(
-        (id(node), tuple(rename.setdefault(x, len(rename)) for x in spec)) for node, spec in term.constants
-    )
+    constants = tuple((node, tuple(rename.setdefault(x, len(rename)) for x in spec)) for node, spec in term.constants)
     out = tuple(rename.setdefault(x, len(rename)) for x in term.out)
     # a letter no operand carries (summed alone, or an output written from a delta
     # or a constant) takes its length from its product: that is part of the value
     present = set().union(*(s for _, s in term.operands), *(s for _, s in term.constants))
+    # sorted by the renamed letter alone (one entry per letter): nodes have no order
     extra = tuple(
-        sorted((rename.setdefault(x, len(rename)), id(ref[0]), ref[1]) for x, ref in term.refs if x not in present)
+        sorted(
+            ((rename.setdefault(x, len(rename)), ref[0], ref[1]) for x, ref in term.refs if x not in present),
+            key=lambda entry: entry[0],
+        )
     )
     return (term.factor, operands, constants, out, extra)
 
@@ -460,9 +517,9 @@ def _liveness(plan: Plan) -> list[tuple[int, ...]]:
 
 def _reads(step: Step) -> list[int]:
     if step.kind == "product":
-        return [slot for term in step.data for slot, _ in term.operands]
+        return [slot for term in cast("tuple[Term, ...]", step.data) for slot, _ in term.operands]
     if step.kind == "add":
-        return [item.slot for item in step.data if item.kind in ("slot", "embed")]
+        return [item.slot for item in cast("tuple[AddItem, ...]", step.data) if item.kind in ("slot", "embed")]
     return list(step.args)
 
 

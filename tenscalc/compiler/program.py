@@ -103,7 +103,10 @@ class _Shape:
 
 
 class ShapeResolver:
-    """Axis lengths of every node, from the variables' shapes (one axis graph per root)."""
+    """Axis lengths of every node, from the variables' shapes (one axis graph per root).
+
+    The axis graphs of :mod:`tenscalc.core.axes` index nodes by ``id(node)``.
+    """
 
     def __init__(self, graphs: Sequence[AxisGraph], shapes: Mapping[str, tuple[int, ...]], estimate: bool = False):
         self.graphs = list(graphs)
@@ -229,7 +232,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             shapes[step.index] = core_shape
             if step.kind == "product":
                 step = replace(step, data=tuple(_core_term(term) for term in _terms_of(step)))
-            fn, cost = _BINDERS[step.kind](step, core_shape, shapes, resolver, backend, False)
+            fn, cost = BIND_RULES[step.kind](step, core_shape, shapes, resolver, backend, False)
             if step.index in outputs:  # written once into a zeroed array when handed out
                 densify[step.index] = _densifier(backend, pattern, shape)
                 size = math.prod(shape)
@@ -237,7 +240,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             shape = core_shape
         else:
             shapes[step.index] = shape
-            fn, cost = _BINDERS[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
+            fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
             cost = OpCost(
                 cost.flops, cost.operations, cost.largest_intermediate, cost.peak,
@@ -253,7 +256,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
 
 
 def _terms_of(step: Step) -> tuple[Term, ...]:
-    """A product step's terms (``Step.data`` is typed ``object``: it depends on the kind)."""
+    """A product step's terms (``Step.data`` is a union over the step kinds)."""
     return cast("tuple[Term, ...]", step.data)
 
 
@@ -575,7 +578,7 @@ def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 
 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
-    items: tuple[AddItem, ...] = step.data
+    items = _items_of(step)
     arrays = [(it.slot, it.coef) for it in items if it.kind == "slot"]
     # delta(0) is the scalar 1: added as a number (its "diagonal" is no array view)
     scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
@@ -639,7 +642,7 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 
 
 def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
-    terms: tuple[Term, ...] = step.data
+    terms = _terms_of(step)
     alone = is_output and len(terms) == 1
     bound = [_bind_term(term, shape, shapes, resolver, backend, alone) for term in terms]
     size = math.prod(shape)
@@ -659,6 +662,16 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     return run, cost
 
 
+@dataclass(frozen=True)
+class _Operand:
+    """One operand of a term being bound: an array slot, or a constant baked now."""
+
+    slot: int | None  # None: a constant-only operand, ``baked``
+    letters: tuple[int, ...]  # its distinct letters
+    diagonal: str | None  # the einsum reading its diagonal when its spec repeats a letter
+    baked: Any = None  # the constant's array on the backend
+
+
 def _bind_term(
     term: Term, shape: tuple[int, ...], shapes, resolver: ShapeResolver, backend: Backend, is_output: bool = False
 ):
@@ -676,10 +689,9 @@ def _bind_term(
             length = resolver.letter_length(node, original)
             if length is not None:
                 sizes[letter] = length
-    # operands: (slot or None, distinct letters, diagonal-read equation or None, baked constant)
-    operands: list[tuple[int | None, tuple[int, ...], str | None, Any]] = []
+    operands: list[_Operand] = []
     for slot, spec in term.operands:
-        operands.append((slot, *_distinct(spec), None))
+        operands.append(_Operand(slot, *_distinct(spec)))
     for node, spec in term.constants:
         missing = [letter for letter in spec if letter not in sizes]
         if missing:
@@ -687,8 +699,8 @@ def _bind_term(
                 f"cannot tell the axis lengths of the constant `{node}` where it is used: no variable fixes them"
             )
         value = resolver.constant(node, tuple(sizes[letter] for letter in spec))
-        operands.append((None, *_distinct(spec), backend.from_numpy(value)))
-    present = set().union(*(spec for _, spec, _, _ in operands))
+        operands.append(_Operand(None, *_distinct(spec), backend.from_numpy(value)))
+    present = set().union(*(op.letters for op in operands))
     factor = term.factor
     letters_all = set(sizes) | {letter for letter, _ in term.refs}
     for letter in letters_all:
@@ -715,14 +727,14 @@ def _bind_term(
         return (lambda env: backend.full(shape, value, env[-1])), OpCost(out_size, 1, out_size)
 
     target = tuple(letter for letter in unique if letter in present)
-    eq = ",".join(letters(spec) for _, spec, _, _ in operands) + "->" + letters(target)
-    op_shapes = [tuple(sizes[letter] for letter in spec) for _, spec, _, _ in operands]
+    eq = ",".join(letters(op.letters) for op in operands) + "->" + letters(target)
+    op_shapes = [tuple(sizes[letter] for letter in op.letters) for op in operands]
     core_size = math.prod(sizes[letter] for letter in target)
     path, info = choose_path(eq, op_shapes, core_size)
-    specs = [spec for _, spec, _, _ in operands]
+    specs = [op.letters for op in operands]
     gram = None
-    if backend.name == "numpy" and all(d is None for _, _, d, _ in operands):
-        gram = gram_pattern(specs, [slot for slot, _, _, _ in operands], target)
+    if backend.name == "numpy" and all(op.diagonal is None for op in operands):
+        gram = gram_pattern(specs, [op.slot for op in operands], target)
     if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
@@ -736,7 +748,7 @@ def _bind_term(
             f"`{eq}` builds an intermediate of {largest} entries, {largest / proportion:.0f}x its largest "
             f"operand or result ({proportion} entries); no contraction order of this product avoids it",
         )
-    n_ops = len(path) + sum(d is not None for _, _, d, _ in operands)
+    n_ops = len(path) + sum(op.diagonal is not None for op in operands)
 
     # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself)
     scale_at = None
@@ -748,9 +760,9 @@ def _bind_term(
         scale_at = smallest if sizes_in[smallest] < core_size else -1
         flops += min(sizes_in[smallest], core_size)
         n_ops += 1
-    fetch = [(slot, baked, None if d is None else d) for slot, _, d, baked in operands]
-    plain = all(d is None and slot is not None for slot, _, d, _ in operands)
-    slots = [slot for slot, _, _, _ in operands]
+    fetch = [(op.slot, op.baked, op.diagonal) for op in operands]
+    plain = all(op.diagonal is None and op.slot is not None for op in operands)
+    slots = [op.slot for op in operands]
     einsum = backend.einsum
 
     def core(env):
@@ -814,7 +826,8 @@ def _bind_embed(step: Step, shape, shapes, resolver, backend: Backend, is_output
     return (lambda env: backend.embed(env[a], key, shape, env[-1])), OpCost(size, 1, math.prod(shape))
 
 
-_BINDERS: dict[str, Callable] = {
+#: step kind -> the binder turning a step into a closure over the slots, with its cost
+BIND_RULES: dict[str, Callable[..., tuple[StepFn, OpCost]]] = {
     "constant": _bind_constant,
     "func": _bind_func,
     "pow": _bind_pow,

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import opt_einsum
 
 from ..errors import TensCalcError
 from .backends import letters
-from .codegen import NUMPY_FUNCTIONS  # the generated code's spelling of each function
-from .kernels import _identity, gram_pattern
+from .kernels import GramPattern, _identity, gram_pattern
+from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
 from .program import ShapeResolver, _step_shape
 
@@ -127,7 +128,7 @@ class ProgramSource:
                 self.names[step.index] = input_names[step.index]
                 continue
             name = f"_s{step.index}"
-            text = self._writers[step.kind](self, step, shape, step.index in outputs)
+            text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
             self.lines.append(f"{name} = {text}")
             self.names[step.index] = name
         return self.lines
@@ -145,9 +146,7 @@ class ProgramSource:
 
     def _func(self, step: Step, shape, is_output: bool) -> str:
         (a,) = step.args
-        if step.data == "relu":
-            return f"_np.maximum({self._arg(a)}, 0.0)"
-        return f"{NUMPY_FUNCTIONS[step.data]}({self._arg(a)})"
+        return numpy_call(step.data, self._arg(a))
 
     def _pow(self, step: Step, shape, is_output: bool) -> str:
         if len(step.args) == 2:
@@ -174,7 +173,7 @@ class ProgramSource:
         return f"_np.linalg.det({self._arg(step.args[0])})"
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
-        items: tuple[AddItem, ...] = step.data
+        items = cast("tuple[AddItem, ...]", step.data)
         text = ""
         for item in items:
             if item.kind != "slot":
@@ -203,7 +202,7 @@ class ProgramSource:
         return text
 
     def _product(self, step: Step, shape, is_output: bool) -> str:
-        terms: tuple[Term, ...] = step.data
+        terms = cast("tuple[Term, ...]", step.data)
         return " + ".join(self._term(term, shape, is_output and len(terms) == 1) for term in terms)
 
     # ------------------------------------------------------------------ one einsum
@@ -286,7 +285,7 @@ class ProgramSource:
             core = f"_write_diagonal({core}, {diagonal_eq!r}, {shape!r})"
         return core
 
-    def _gram(self, pattern, specs, texts: list[str], factor: float) -> str:
+    def _gram(self, pattern: GramPattern, specs: list[tuple[int, ...]], texts: list[str], factor: float) -> str:
         p, q, vectors, axis = pattern
         self.helpers.add("_gram")
         x = texts[p] if axis == 0 else f"{texts[p]}.T"
@@ -384,7 +383,8 @@ def _pair(a: str, b: str, keep: set[str], sizes: dict[str, int], xa: str, xb: st
     return f"{_atom(xa)} * {_atom(xb)}", result
 
 
-ProgramSource._writers = {
+#: step kind -> the method writing the step's value as Python source
+SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], str]] = {
     "ones": ProgramSource._ones,
     "constant": ProgramSource._constant_step,
     "func": ProgramSource._func,

@@ -254,7 +254,7 @@ def _print_node(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry:
     entry = _print_matrix(node, texts, root)
     if entry is not None:
         return entry
-    simple = {id(c): texts[c][:2] for c in node.children}  # the text printers look children up by id
+    simple = {c: texts[c][:2] for c in node.children}
     text, prec = P._PRINTERS[node.op](node, simple)
     return text, prec, _default_kind(node.order), None
 

@@ -22,14 +22,14 @@ source text (a ``DotSource``) with a hint how to install them.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.checks import require_exprs
 from ..core.nodes import Expr, topological
 from ..core.text import format_number as _number
 from ..errors import TensCalcError
-from .text import letters_for
+from .text import letters_for, slice_text
 
 INSTALL_HINT = (
     "Drawing needs the Python package 'graphviz' (pip install graphviz, or "
@@ -114,14 +114,15 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
     from ..calculus.sweep import reverse_sweep
 
     x = resolve_wrt(expr, wrt)
-    original = {id(n) for n in topological(expr)}
+    original = set(topological(expr))
+    # keyed by id(node), not by node: that is the documented return value
     sources: dict[int, Expr] = {}
 
     def claim(root: Expr, owner: Expr) -> None:
         stack = [root]
         while stack:
             node = stack.pop()
-            if id(node) in original or id(node) in sources:
+            if node in original or id(node) in sources:
                 continue
             sources[id(node)] = owner
             stack.extend(node.children)
@@ -132,48 +133,100 @@ def pullback_sources(expr: Expr, wrt: str | Expr) -> tuple[Expr, dict[int, Expr]
 # ------------------------------------------------------------------------- labels
 
 
+def _title_var(node: Expr) -> str:
+    return node.arg[0]
+
+
+def _title_const(node: Expr) -> str:
+    return _number(node.arg[0])
+
+
+def _title_delta(node: Expr) -> str:
+    return f"delta({node.arg})"
+
+
+def _title_add(node: Expr) -> str:
+    if len(node.children) == 1:
+        return f"scale ×{_number(node.arg[0])}"
+    if all(c == 1 for c in node.arg):
+        return "add +"
+    return "add " + " ".join(("+" if c > 0 else "−") + _number(abs(c)) for c in node.arg)
+
+
+def _title_mul(node: Expr) -> str:
+    ins, out = node.arg
+    return "mul " + ",".join(letters_for(s) for s in ins) + "->" + letters_for(out)
+
+
+def _title_func(node: Expr) -> str:
+    return node.arg
+
+
+def _title_kind(node: Expr) -> str:
+    return node.op
+
+
+def _title_slice(node: Expr) -> str:
+    return f"slice [{slice_text(node.arg)}]"
+
+
+def _title_embed(node: Expr) -> str:
+    return f"embed [{slice_text(node.arg[0])}]"
+
+
+#: node kind -> the first line of a node's label
+DRAWING_TITLES: dict[str, Callable[[Expr], str]] = {
+    "var": _title_var,
+    "const": _title_const,
+    "delta": _title_delta,
+    "add": _title_add,
+    "mul": _title_mul,
+    "func": _title_func,
+    "pow": _title_kind,
+    "inv": _title_kind,
+    "det": _title_kind,
+    "slice": _title_slice,
+    "embed": _title_embed,
+}
+
+
 def node_title(node: Expr) -> str:
     """First label line: the operation and its argument (name, value, index spec)."""
-    op = node.op
-    if op == "var":
-        return node.arg[0]
-    if op == "const":
-        return _number(node.arg[0])
-    if op == "delta":
-        return f"delta({node.arg})"
-    if op == "add":
-        if len(node.children) == 1:
-            return f"scale ×{_number(node.arg[0])}"
-        if all(c == 1 for c in node.arg):
-            return "add +"
-        return "add " + " ".join(("+" if c > 0 else "−") + _number(abs(c)) for c in node.arg)
-    if op == "mul":
-        ins, out = node.arg
-        return "mul " + ",".join(letters_for(s) for s in ins) + "->" + letters_for(out)
-    if op == "func":
-        return node.arg
-    if op in ("slice", "embed"):
-        from .text import slice_text
-
-        return f"{op} [{slice_text(node.arg if op == 'slice' else node.arg[0])}]"
-    return op
+    return DRAWING_TITLES[node.op](node)
 
 
-def _edge_label(parent: Expr, k: int) -> str:
-    if parent.op == "mul":
-        return letters_for(parent.arg[0][k]) or "·"
-    if parent.op == "pow":
-        return "base" if k == 0 else "exponent"
-    if parent.op == "add" and len(parent.children) > 1 and parent.arg[k] != 1:
+def _edge_label_mul(parent: Expr, k: int) -> str:
+    return letters_for(parent.arg[0][k]) or "·"
+
+
+def _edge_label_pow(parent: Expr, k: int) -> str:
+    return "base" if k == 0 else "exponent"
+
+
+def _edge_label_add(parent: Expr, k: int) -> str:
+    if len(parent.children) > 1 and parent.arg[k] != 1:
         return _number(parent.arg[k])
     return ""
 
 
-def _node_shapes(roots: Sequence[Expr], shapes: Mapping[str, Sequence[int]]) -> dict[int, tuple[int, ...]]:
+#: parent kind -> the label of the arrow from its operand ``k`` (kinds not listed: none)
+DRAWING_EDGE_LABELS: dict[str, Callable[[Expr, int], str]] = {
+    "mul": _edge_label_mul,
+    "pow": _edge_label_pow,
+    "add": _edge_label_add,
+}
+
+
+def _edge_label(parent: Expr, k: int) -> str:
+    rule = DRAWING_EDGE_LABELS.get(parent.op)
+    return rule(parent, k) if rule is not None else ""
+
+
+def _node_shapes(roots: Sequence[Expr], shapes: Mapping[str, Sequence[int]]) -> dict[Expr, tuple[int, ...]]:
     """Shape of every node whose axis lengths the given variable shapes fix."""
     from ..core.axes import axis_graph
 
-    found: dict[int, tuple[int, ...]] = {}
+    found: dict[Expr, tuple[int, ...]] = {}
     for root in roots:
         graph = axis_graph(root)
         lengths: dict[int, int] = {}
@@ -182,11 +235,11 @@ def _node_shapes(roots: Sequence[Expr], shapes: Mapping[str, Sequence[int]]) -> 
             if shape is not None and axis < len(shape):
                 lengths.setdefault(graph.find(slot), int(shape[axis]))
         for node in graph.nodes:
-            if id(node) in found:
+            if node in found:
                 continue
             classes = graph.classes(node)
             if all(c in lengths for c in classes):
-                found[id(node)] = tuple(lengths[c] for c in classes)
+                found[node] = tuple(lengths[c] for c in classes)
     return found
 
 
@@ -334,51 +387,53 @@ def dot_source(
         raise TensCalcError("colour_pullbacks needs derivative_wrt (the variable of the derivative)")
 
     original = topological(roots)
-    original_ids = {id(n) for n in original}
-    extra = [n for n in topological(derivatives) if id(n) not in original_ids] if derivatives else []
+    original_set = set(original)
+    extra = [n for n in topological(derivatives) if n not in original_set] if derivatives else []
     total = len(original) + len(extra)
     if total > max_nodes:
         raise TensCalcError(
             f"the drawing would have {total} nodes (more than max_nodes={max_nodes}); "
             "draw a part of the expression or raise max_nodes"
         )
-    names = {id(n): f"n{k}" for k, n in enumerate(original + extra)}
+    names = {n: f"n{k}" for k, n in enumerate(original + extra)}
     node_shapes = _node_shapes(roots + derivatives, all_shapes) if all_shapes else {}
 
-    parents: dict[int, int] = {}
+    parents: dict[Expr, int] = {}
     for node in original + extra:
         for child in node.children:
-            parents[id(child)] = parents.get(id(child), 0) + 1
+            parents[child] = parents.get(child, 0) + 1
     # pullback colours: one per expression node that created derivative nodes
-    owner_colour: dict[int, str] = {}
+    owner_colour: dict[Expr, str] = {}
     if colour_pullbacks:
-        owner_ids = {id(o) for o in sources.values()}
-        owners = [n for n in original if id(n) in owner_ids]
-        owner_colour = {id(n): PALETTE[k % len(PALETTE)] for k, n in enumerate(owners)}
+        owner_set = set(sources.values())
+        owners = [n for n in original if n in owner_set]
+        owner_colour = {n: PALETTE[k % len(PALETTE)] for k, n in enumerate(owners)}
 
+    # node_colours, node_notes and sources are keyed by id(node): the documented
+    # arguments and the return value of pullback_sources
     def fill(node: Expr) -> str:
         if node_colours and id(node) in node_colours:
             return node_colours[id(node)]
         if colour_pullbacks:
-            if id(node) in owner_colour:
-                return owner_colour[id(node)]
+            if node in owner_colour:
+                return owner_colour[node]
             owner = sources.get(id(node))
-            return owner_colour[id(owner)] if owner is not None else "#ffffff"
+            return owner_colour[owner] if owner is not None else "#ffffff"
         return KIND_COLOURS[node.op]
 
     def node_line(node: Expr, indent: str) -> str:
-        label = _label(node, node_shapes.get(id(node)))
+        label = _label(node, node_shapes.get(node))
         if node_notes and id(node) in node_notes:
             label += "\n" + node_notes[id(node)]
         attrs = {
             "label": label,
             "fillcolor": fill(node),
         }
-        if parents.get(id(node), 0) > 1:
+        if parents.get(node, 0) > 1:
             attrs["peripheries"] = "2"
         if any(node is r for r in roots) or any(node is d for d in derivatives):
             attrs["penwidth"] = "2"
-        return f"{indent}{names[id(node)]} [{_attrs(attrs)}]"
+        return f"{indent}{names[node]} [{_attrs(attrs)}]"
 
     lines = ["digraph tenscalc {", f"\trankdir={rankdir}"]
     lines.append('\tnode [shape=box style="rounded,filled" fontname="Helvetica" fontsize=11]')
@@ -403,7 +458,7 @@ def dot_source(
         for k, child in enumerate(node.children):
             label = _edge_label(node, k)
             attrs = f" [{_attrs({'label': label})}]" if label else ""
-            lines.append(f"\t{names[id(child)]} -> {names[id(node)]}{attrs}")
+            lines.append(f"\t{names[child]} -> {names[node]}{attrs}")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -23,10 +23,10 @@ def text_length(root: Expr) -> int:
     Shared subexpressions are printed once per use, so a DAG with heavy sharing
     can have exponentially long text; callers check this first.
     """
-    lengths: dict[int, int] = {}
+    lengths: dict[Expr, int] = {}
     for node in topological(root):
-        lengths[id(node)] = 12 + sum(lengths[id(c)] + 8 for c in node.children)
-    return lengths[id(root)]
+        lengths[node] = 12 + sum(lengths[c] + 8 for c in node.children)
+    return lengths[root]
 
 
 MAX_TEXT = 50_000_000
@@ -63,14 +63,14 @@ def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -
         )
     if temporaries:
         return _with_temporaries(root)
-    texts: dict[int, tuple[str, int]] = {}
-    flexible: dict[int, bool] = {}
+    texts: dict[Expr, tuple[str, int]] = {}
+    flexible: dict[Expr, bool] = {}
     written = written_dimensions(root)
     for node in topological(root):
-        texts[id(node)] = _print_node(node, texts, written)
-        flexible[id(node)] = node not in written and _order_from_context(node, flexible)
-    text = texts[id(root)][0]
-    if flexible[id(root)] and root.order > 0:
+        texts[node] = _print_node(node, texts, written)
+        flexible[node] = node not in written and _order_from_context(node, flexible)
+    text = texts[root][0]
+    if flexible[root] and root.order > 0:
         # Only constants: as text its order would default to 0.  Scaling a ones
         # tensor of the right order states the order (products fix their operands'
         # orders, so this can only happen at the root).
@@ -79,7 +79,7 @@ def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -
     return text
 
 
-def _print_node(node: Expr, texts: dict[int, tuple[str, int]], written: set[Expr]) -> tuple[str, int]:
+def _print_node(node: Expr, texts: dict[Expr, tuple[str, int]], written: set[Expr]) -> tuple[str, int]:
     """The text of ``node`` from its children's, with its dimensions where they are written."""
     text, precedence = _PRINTERS[node.op](node, texts)
     return (text + dimensions_text(node), precedence) if node in written else (text, precedence)
@@ -119,7 +119,7 @@ def written_dimensions(root: Expr) -> set[Expr]:
 def _surviving_marks(root: Expr, written: set[Expr]) -> set[int]:
     """Rebuild ``root`` with the dimensions of unwritten constants and deltas
     replaced by marks (their serial numbers); the marks nothing resolved."""
-    rebuilt: dict[int, Expr] = {}
+    rebuilt: dict[Expr, Expr] = {}
     for node in topological(root):
         if node.op in N.DIMENSIONED_LEAVES:
             if node in written or not any(map(N.is_known, node.dims)):
@@ -128,11 +128,11 @@ def _surviving_marks(root: Expr, written: set[Expr]) -> set[int]:
                 count = node.order if node.op == "const" else node.arg
                 new = N.make(node.op, (), node.arg, (node.serial,) * count)
         else:
-            children = [rebuilt[id(c)] for c in node.children]
+            children = [rebuilt[c] for c in node.children]
             new = node if all(a is b for a, b in zip(children, node.children)) else N.rebuild(node, children)
-        rebuilt[id(node)] = new
+        rebuilt[node] = new
     return {
-        d for n in topological(rebuilt[id(root)]) if n.op in N.DIMENSIONED_LEAVES for d in n.dims if type(d) is int
+        d for n in topological(rebuilt[root]) if n.op in N.DIMENSIONED_LEAVES for d in n.dims if type(d) is int
     }
 TEMPORARY_MIN_LENGTH = 24
 
@@ -147,46 +147,46 @@ def _with_temporaries(root: Expr) -> str:
     written = written_dimensions(root)
     taken = {name for name, _ in root.varset}
     prefix = "t" if not any(name.startswith("t") and name[1:].isdigit() for name in taken) else "tmp"
-    flexible: dict[int, bool] = {}
-    full: dict[int, tuple[str, int]] = {}
+    flexible: dict[Expr, bool] = {}
+    full: dict[Expr, tuple[str, int]] = {}
     for node in nodes:
-        flexible[id(node)] = node not in written and _order_from_context(node, flexible)
-        full[id(node)] = _print_node(node, full, written)
-    named: set[int] = set()
-    uses: dict[int, int] = {id(root): 1}
+        flexible[node] = node not in written and _order_from_context(node, flexible)
+        full[node] = _print_node(node, full, written)
+    named: set[Expr] = set()
+    uses: dict[Expr, int] = {root: 1}
     for node in reversed(nodes):  # parents before children
         if (
             node is not root
             and node.op not in ("var", "const", "delta")
-            and not flexible[id(node)]
-            and uses.get(id(node), 0) >= 2
-            and len(full[id(node)][0]) >= TEMPORARY_MIN_LENGTH
+            and not flexible[node]
+            and uses.get(node, 0) >= 2
+            and len(full[node][0]) >= TEMPORARY_MIN_LENGTH
         ):
-            named.add(id(node))
-        times = 1 if id(node) in named else uses.get(id(node), 0)
+            named.add(node)
+        times = 1 if node in named else uses.get(node, 0)
         for child in node.children:
-            uses[id(child)] = uses.get(id(child), 0) + times
-    texts: dict[int, tuple[str, int]] = {}
+            uses[child] = uses.get(child, 0) + times
+    texts: dict[Expr, tuple[str, int]] = {}
     lines = []
     for node in nodes:
-        texts[id(node)] = _print_node(node, texts, written)
-        if id(node) in named:
+        texts[node] = _print_node(node, texts, written)
+        if node in named:
             name = f"{prefix}{len(lines)}"
-            lines.append(f"{name} = {texts[id(node)][0]}")
-            texts[id(node)] = (name, ATOM)
-    lines.append(texts[id(root)][0])
+            lines.append(f"{name} = {texts[node][0]}")
+            texts[node] = (name, ATOM)
+    lines.append(texts[root][0])
     return "\n".join(lines)
 
 
-def _order_from_context(node: Expr, flexible: dict[int, bool]) -> bool:
+def _order_from_context(node: Expr, flexible: dict[Expr, bool]) -> bool:
     """Whether the printed text of ``node`` takes its order from its context
     (it is built of constants only, without a product or a variable)."""
     if node.op == "const":
         return True
     if node.op in ("add", "func"):
-        return all(flexible[id(c)] for c in node.children)
+        return all(flexible[c] for c in node.children)
     if node.op == "pow":
-        return flexible[id(node.children[0])]
+        return flexible[node.children[0]]
     return False
 
 
@@ -210,15 +210,15 @@ def _print_delta(node, texts):
 
 
 def _print_func(node, texts):
-    return f"{node.arg}({texts[id(node.children[0])][0]})", ATOM
+    return f"{node.arg}({texts[node.children[0]][0]})", ATOM
 
 
 def _print_matrix_func(node, texts):
-    return f"{node.op}({texts[id(node.children[0])][0]})", ATOM
+    return f"{node.op}({texts[node.children[0]][0]})", ATOM
 
 
 def _print_pow(node, texts):
-    base, exponent = (texts[id(c)] for c in node.children)
+    base, exponent = (texts[c] for c in node.children)
     exp_text = exponent[0] if exponent[1] >= ATOM else f"({exponent[0]})"
     return f"{_wrap(base, ATOM)}^{exp_text}", POWER
 
@@ -226,7 +226,7 @@ def _print_pow(node, texts):
 def _print_add(node, texts):
     parts: list[str] = []
     for i, (child, coef) in enumerate(zip(node.children, node.arg)):
-        entry = texts[id(child)]
+        entry = texts[child]
         if coef == 1 and i > 0:
             parts.append(" + " + _wrap(entry, TERM))
         elif coef == 1:
@@ -265,23 +265,23 @@ def _is_quotient(node: Expr) -> bool:
 
 def _print_mul(node, texts):
     if _is_quotient(node):
-        numerator = texts[id(node.children[0])]
-        denominator = texts[id(node.children[1].children[0])]
+        numerator = texts[node.children[0]]
+        denominator = texts[node.children[1].children[0]]
         return f"{_wrap(numerator, TERM)} / {_wrap(denominator, FACTOR)}", TERM
     ins, out = node.arg
     if len(node.children) == 1:  # unary product: write it with a scalar 1
-        operand = texts[id(node.children[0])]
+        operand = texts[node.children[0]]
         return f"{_wrap(operand, TERM)} *({letters_for(ins[0])},->{letters_for(out)}) 1", TERM
     # n operands: print as a left-nested chain of binary products, in an order
     # that keeps the intermediates small (re-parsed text should evaluate well)
     order = _chain_order(ins, out)
     children = [node.children[k] for k in order]
     ins = [ins[k] for k in order]
-    left_text = _wrap(texts[id(children[0])], TERM)
+    left_text = _wrap(texts[children[0]], TERM)
     left_spec = ins[0]
     for k, result in enumerate(chain_specs(ins, out), start=1):
         right_spec = ins[k]
-        right_text = _wrap(texts[id(children[k])], FACTOR)
+        right_text = _wrap(texts[children[k]], FACTOR)
         left_text = (
             f"{left_text} *({letters_for(left_spec)},{letters_for(right_spec)}->{letters_for(result)}) {right_text}"
         )
@@ -331,13 +331,13 @@ def slice_text(items) -> str:
 
 
 def _print_slice(node, texts):
-    return f"{_wrap(texts[id(node.children[0])], ATOM)}[{slice_text(node.arg)}]", POWER
+    return f"{_wrap(texts[node.children[0]], ATOM)}[{slice_text(node.arg)}]", POWER
 
 
 def _print_embed(node, texts):
     items, dims = node.arg
     written = ", ".join(str(d) if N.is_known(d) else "_" for d in dims)
-    return f"embed({texts[id(node.children[0])][0]})[{slice_text(items)}]{{{written}}}", ATOM
+    return f"embed({texts[node.children[0]][0]})[{slice_text(items)}]{{{written}}}", ATOM
 
 
 _PRINTERS = {

@@ -1,0 +1,132 @@
+"""LaTeX spelling shared by both notations: numbers, names, subscripts, precedence
+and parentheses, sums of terms, products and powers.
+
+Every piece of LaTeX travels with its precedence: what it may stand next to without
+parentheses (``wrap`` adds them where needed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..core.nodes import Expr
+
+# precedence: what a piece of LaTeX may stand next to without parentheses
+# (NEG: one term with a leading minus, which a sum may absorb: ``a - x``)
+SUM, NEG, BIGSUM, HADAMARD, PROD, POW, ATOM = 0, 1, 2, 3, 4, 5, 6
+
+GREEK = frozenset(
+    "alpha beta gamma epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi rho sigma tau "
+    "upsilon phi varphi chi psi omega Gamma Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega".split()
+)
+FUNCTION_LATEX = {
+    "sin": r"\sin",
+    "cos": r"\cos",
+    "tan": r"\tan",
+    "arcsin": r"\arcsin",
+    "arccos": r"\arccos",
+    "arctan": r"\arctan",
+    "tanh": r"\tanh",
+    "exp": r"\exp",
+    "log": r"\log",
+    "sign": r"\operatorname{sign}",
+    "relu": r"\operatorname{relu}",
+}
+
+
+def format_number(value: int | float) -> str:
+    """A number in LaTeX: ``2``, ``0.5``, ``1.5 \\cdot 10^{-5}``."""
+    if isinstance(value, int):
+        return str(value)
+    value = float(value)
+    if math.isnan(value):
+        return r"\mathrm{NaN}"
+    if math.isinf(value):
+        return r"\infty" if value > 0 else r"-\infty"
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa} \\cdot 10^{{{int(exponent)}}}"
+    return text
+
+
+def format_name(name: str) -> str:
+    """A variable name: single letters as they are, Greek names as Greek letters,
+    longer names upright-italic (``\\mathit{w1}``) so they never read as products."""
+    if name in GREEK:
+        return "\\" + name
+    if len(name) == 1:
+        return name
+    return "\\mathit{" + name.replace("_", r"\_") + "}"
+
+
+def subscript(letters: Sequence[str]) -> str:
+    joined = "".join(letters) if all(len(x) == 1 for x in letters) else ",".join(letters)
+    return f"_{{{joined}}}" if letters else ""
+
+
+def wrap(text: str, prec: int, minimum: int) -> str:
+    return text if prec >= minimum else f"\\left({text}\\right)"
+
+
+def coefficient_prefix(coef: int | float) -> str:
+    if coef == 1:
+        return ""
+    if coef == -1:
+        return "-"
+    return format_number(coef) + " "
+
+
+def join_terms(terms: list[tuple[int | float, str, int]]) -> tuple[str, int]:
+    """``c1 t1 + c2 t2 - ...`` from (coefficient, text, precedence) triples."""
+    parts: list[str] = []
+    for i, (coef, text, prec) in enumerate(terms):
+        body = wrap(text, prec, NEG if abs(coef) == 1 else BIGSUM)
+        if coef != 1 and coef != -1:
+            body = f"{format_number(abs(coef))} {body}"
+        negative = coef < 0
+        if abs(coef) == 1 and body.startswith("-"):  # a term that carries its own sign
+            negative, body = not negative, body[1:]
+        if i == 0:
+            parts.append(("-" if negative else "") + body)
+        else:
+            parts.append((" - " if negative else " + ") + body)
+    text = "".join(parts)
+    if len(terms) == 1:
+        return text, NEG if text.startswith("-") else (PROD if terms[0][0] != 1 else terms[0][2])
+    return text, SUM
+
+
+def display_order(node: Expr) -> list[int]:
+    """Summands in reading order: positive before negative, variables first, constants last."""
+    keys = [
+        (coef < 0, child.op == "const", child.op != "var", k)
+        for k, (child, coef) in enumerate(zip(node.children, node.arg))
+    ]
+    return [key[-1] for key in sorted(keys)]
+
+
+def negative_constant_exponent(node: Expr) -> int | float | None:
+    if node.op == "pow" and node.children[1].op == "const" and node.children[1].arg[0] < 0:
+        return node.children[1].arg[0]
+    return None
+
+
+def juxtapose(pieces: list[tuple[str, int]]) -> tuple[str, int]:
+    if len(pieces) == 1:
+        return pieces[0]
+    return " ".join(wrap(text, prec, PROD) for text, prec in pieces), PROD
+
+
+def power(base: tuple[str, int], exponent: tuple[str, int], e, hadamard: bool) -> tuple[str, int]:
+    """``base ^ exponent``; with ``hadamard`` the power is the entrywise one, ``^{\\circ e}``."""
+    text, prec = base
+    if e == -1 and not hadamard:
+        return f"\\frac{{1}}{{{text}}}", ATOM
+    if e == 0.5 and not hadamard:
+        return f"\\sqrt{{{text}}}", ATOM
+    circ = "\\circ " if hadamard else ""
+    return f"{wrap(text, prec, ATOM)}^{{{circ}{exponent[0]}}}", POW
