@@ -39,13 +39,13 @@ from .frontend.builder import (
     tanh,
     var,
 )
-from .frontend.matrix_notation import to_matrix_notation
 from .frontend.numpy_api import diag, dot, logdet, logsumexp, norm, outer, sigmoid, softplus, sqrt, sum, trace
 from .frontend.typecheck import Problem, build_problem
 from .interpreter import evaluate
 from .limits import memory_limit, set_memory_limit
 from .printing.drawing import dot_source, to_dot
 from .printing.latex import latex
+from .printing.matrix_notation import to_matrix_notation
 from .printing.text import to_text
 from .simplifier import simplify
 

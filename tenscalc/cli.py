@@ -301,7 +301,7 @@ class Shower:
             chosen = {"matrix": "auto", "einsum": "index", None: "auto"}[self.notation]
             return latex(expr, notation=chosen, temporaries=True)
         if self.notation == "matrix":  # text that parses back (the einsum language where no matrix form exists)
-            from .frontend.matrix_notation import to_matrix_notation
+            from .printing.matrix_notation import to_matrix_notation
 
             return to_matrix_notation(expr)
         return str(expr)

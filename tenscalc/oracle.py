@@ -61,7 +61,7 @@ def expand(expr: Expr, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     or exact numbers such as ``sympy.Rational``).
     """
     graph, checked, lengths = resolve_sizes(expr, arrays, convert=False)
-    return run_interpreter(graph, checked, lengths, _EXPANDERS)
+    return run_interpreter(graph, checked, lengths, ORACLE_EXPANDERS)
 
 
 def _filled(shape, value) -> np.ndarray:
@@ -156,7 +156,7 @@ def _x_embed(node, kids, shape, arrays):
     return out
 
 
-_EXPANDERS = {
+ORACLE_EXPANDERS = {
     "var": _x_var,
     "const": _x_const,
     "delta": _x_delta,

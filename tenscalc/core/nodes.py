@@ -322,7 +322,7 @@ def make(op: str, children: Sequence[Expr], arg: Any = None, dims: Sequence[DimS
     kind's ``arg``.
     """
     children = tuple(children)
-    canon = _CANONICALIZERS.get(op)
+    canon = CANONICALIZERS.get(op)
     if canon is None:
         raise SemanticError(f"unknown node kind {op!r}")
     if children:
@@ -335,7 +335,7 @@ def make(op: str, children: Sequence[Expr], arg: Any = None, dims: Sequence[DimS
         node_dims = _leaf_dims(op, arg, order, dims)
         key: tuple = (op, _arg_key(op, arg), children, node_dims)
     else:
-        node_dims = _DIMENSION_RULES[op](children, arg)
+        node_dims = DIMENSION_RULES[op](children, arg)
         key = (op, _arg_key(op, arg), children)
     with _lock:  # look up and insert as one step: two threads must get one node
         node = _cache.get(key)
@@ -414,7 +414,7 @@ def _specialize_children(op: str, children: tuple[Expr, ...], arg: Any) -> tuple
     """Children with unknown dimensions filled in from their siblings (the context)."""
     if all(c.complete for c in children):
         return children  # the common case: nothing is unknown
-    return _SHARING_RULES[op](children, arg)
+    return SHARING_RULES[op](children, arg)
 
 
 def _share_nothing(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
@@ -449,7 +449,7 @@ def _share_square(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
 
 
 #: How the children of each kind of node share their dimensions when it is built.
-_SHARING_RULES: dict[str, Callable[[tuple[Expr, ...], Any], tuple[Expr, ...]]] = {
+SHARING_RULES: dict[str, Callable[[tuple[Expr, ...], Any], tuple[Expr, ...]]] = {
     "var": _share_nothing,
     "const": _share_nothing,
     "delta": _share_nothing,
@@ -491,7 +491,7 @@ def specialize(node: Expr, target: Sequence[DimSlot]) -> Expr:
                 if child_want is not None and (child, child_want) not in memo:
                     stack.append((child, child_want, False))
             continue
-        leaf = _LEAF_SPECIALIZERS.get(current.op)
+        leaf = LEAF_SPECIALIZERS.get(current.op)
         if leaf is not None:
             memo[key] = leaf(current, want)
         else:
@@ -520,7 +520,7 @@ def _specialize_delta(node: Expr, want: tuple) -> Expr:
 
 #: How a leaf of each kind in DIMENSIONED_LEAVES learns its dimensions; every other
 #: kind is rebuilt from its specialised children.
-_LEAF_SPECIALIZERS: dict[str, Callable[[Expr, tuple], Expr]] = {
+LEAF_SPECIALIZERS: dict[str, Callable[[Expr, tuple], Expr]] = {
     "const": _specialize_const,
     "delta": _specialize_delta,
 }
@@ -529,7 +529,7 @@ _LEAF_SPECIALIZERS: dict[str, Callable[[Expr, tuple], Expr]] = {
 def _child_targets(node: Expr, want: tuple) -> list[tuple | None]:
     """What each child of ``node`` should learn when ``node`` learns ``want``
     (``None``: the child needs nothing)."""
-    targets = _TARGET_RULES[node.op](node, want)
+    targets = TARGET_RULES[node.op](node, want)
     return [t if t is not None and _needs(c, t) else None for c, t in zip(node.children, targets)]
 
 
@@ -567,7 +567,7 @@ def _targets_mul(node: Expr, want: tuple) -> list[tuple | None]:
 
 
 #: What the children of each kind of node learn when the node is specialised.
-_TARGET_RULES: dict[str, Callable[[Expr, tuple], list[tuple | None]]] = {
+TARGET_RULES: dict[str, Callable[[Expr, tuple], list[tuple | None]]] = {
     "var": _targets_none,
     "const": _targets_none,
     "delta": _targets_none,
@@ -642,7 +642,7 @@ def _dims_embed(children, arg) -> Dims:
     return tuple(dims)
 
 
-_DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
+DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
     "var": _dims_var,
     "add": _dims_add,
     "mul": _dims_mul,
@@ -874,7 +874,7 @@ def _canon_embed(children, arg):
     return children, (items, target), len(items)
 
 
-_CANONICALIZERS = {
+CANONICALIZERS = {
     "var": _canon_var,
     "const": _canon_const,
     "delta": _canon_delta,

@@ -81,7 +81,7 @@ def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -
 
 def _print_node(node: Expr, texts: dict[Expr, tuple[str, int]], written: set[Expr]) -> tuple[str, int]:
     """The text of ``node`` from its children's, with its dimensions where they are written."""
-    text, precedence = _PRINTERS[node.op](node, texts)
+    text, precedence = TEXT_PRINTERS[node.op](node, texts)
     return (text + dimensions_text(node), precedence) if node in written else (text, precedence)
 
 
@@ -274,7 +274,7 @@ def _print_mul(node, texts):
         return f"{_wrap(operand, TERM)} *({letters_for(ins[0])},->{letters_for(out)}) 1", TERM
     # n operands: print as a left-nested chain of binary products, in an order
     # that keeps the intermediates small (re-parsed text should evaluate well)
-    order = _chain_order(ins, out)
+    order = chain_order(ins, out)
     children = [node.children[k] for k in order]
     ins = [ins[k] for k in order]
     left_text = _wrap(texts[children[0]], TERM)
@@ -295,7 +295,7 @@ def _letters_after(k: int, current: set, ins, out, remaining: list[int]) -> int:
     return len((current | set(ins[k])) & later)
 
 
-def _chain_order(ins, out) -> list[int]:
+def chain_order(ins, out) -> list[int]:
     """Greedy operand order for printing: start with the largest operand, then
     always take the operand that leaves the fewest letters in the intermediate."""
     if len(ins) <= 2:
@@ -340,7 +340,7 @@ def _print_embed(node, texts):
     return f"embed({texts[node.children[0]][0]})[{slice_text(items)}]{{{written}}}", ATOM
 
 
-_PRINTERS = {
+TEXT_PRINTERS = {
     "var": _print_var,
     "const": _print_const,
     "delta": _print_delta,

@@ -186,8 +186,8 @@ def test_invalid_nodes_are_refused_at_construction():
 
 def test_every_node_kind_has_a_printer_and_an_evaluator():
     from tenscalc.interpreter import EVALUATORS
-    from tenscalc.printing.text import _PRINTERS
+    from tenscalc.printing.text import TEXT_PRINTERS
 
     for kind in N.NODE_KINDS:
         assert kind in EVALUATORS, kind
-        assert kind in _PRINTERS, kind
+        assert kind in TEXT_PRINTERS, kind

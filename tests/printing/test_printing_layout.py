@@ -6,10 +6,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-import pytest
-
 import tenscalc.printing as printing_package
-from tenscalc.core.nodes import NODE_KINDS
 
 PRINTING = pathlib.Path(printing_package.__file__).parent
 
@@ -23,29 +20,8 @@ def _imported_modules(path: pathlib.Path) -> set[str]:
     return found
 
 
-def test_latex_modules_depend_one_way() -> None:
-    # pieces <- index notation, matrix forms <- the latex entry point
-    assert _imported_modules(PRINTING / "latex_pieces.py") == set()
-    assert {"latex", "latex_index"}.isdisjoint(_imported_modules(PRINTING / "matrix_forms.py"))
-    assert "latex" not in _imported_modules(PRINTING / "latex_index.py")
-    assert {"latex_index", "matrix_forms", "latex_pieces"} <= _imported_modules(PRINTING / "latex.py")
 
 
-@pytest.mark.parametrize(
-    ("module", "table"),
-    [
-        ("tenscalc.printing.latex_index", "LATEX_INDEX_RULES"),
-        ("tenscalc.printing.matrix_forms", "MATRIX_RULES"),
-        ("tenscalc.printing.drawing", "DRAWING_TITLES"),
-        ("tenscalc.printing.drawing", "KIND_COLOURS"),
-        ("tenscalc.printing.text", "_PRINTERS"),
-    ],
-)
-def test_every_node_kind_has_a_rule(module: str, table: str) -> None:
-    import importlib
-
-    rules = getattr(importlib.import_module(module), table)
-    assert set(rules) == set(NODE_KINDS)
 
 
 def test_no_dispatch_by_method_name() -> None:
