@@ -103,10 +103,7 @@ class _Shape:
 
 
 class ShapeResolver:
-    """Axis lengths of every node, from the variables' shapes (one axis graph per root).
-
-    The axis graphs of :mod:`tenscalc.core.axes` index nodes by ``id(node)``.
-    """
+    """Axis lengths of every node, from the variables' shapes (one axis graph per root)."""
 
     def __init__(self, graphs: Sequence[AxisGraph], shapes: Mapping[str, tuple[int, ...]], estimate: bool = False):
         self.graphs = list(graphs)
@@ -131,7 +128,7 @@ class ShapeResolver:
     def letter_length(self, node: Expr, letter: int) -> int | None:
         """Length of ``letter`` of product ``node`` when the axis graph fixes it."""
         for graph, lengths in zip(self.graphs, self.lengths):
-            slots = graph.letter_slots.get(id(node))
+            slots = graph.letter_slots.get(node)
             if slots is not None and letter in slots:
                 cls = graph.find(slots[letter])
                 if cls in lengths:

@@ -245,8 +245,7 @@ def gram_rule(
             return None
         order = _order_shared(middle, left, right, shared)
         index = {letter: i for i, letter in enumerate(order)}
-        # core's AxisGraph keys letter_slots by id(mul node), not by the node
-        slots = graph.letter_slots.get(id(node)) if node.op == "mul" else None
+        slots = graph.letter_slots.get(node) if node.op == "mul" else None
         classes = []
         for letter in order:
             if slots is None or letter not in slots:

@@ -83,8 +83,7 @@ def _frame(an, t: Expr, coef: float, k: int, perm: Perm, graph) -> _Frame | None
             return None
         position_of[b] = s_
     summed = sorted({a for _, spec in norm.operands for a in spec} - set(position_of))
-    # core's AxisGraph keys letter_slots by id(mul node), not by the node
-    slots = graph.letter_slots.get(id(t)) if graph is not None else None
+    slots = graph.letter_slots.get(t) if graph is not None else None
     if summed:
         # order the batch letters by their axis class, so that two terms agree
         if slots is None or any(a not in slots for a in summed):
@@ -99,7 +98,7 @@ def _frame(an, t: Expr, coef: float, k: int, perm: Perm, graph) -> _Frame | None
 
 
 def _batch_classes(graph, frame: _Frame) -> tuple:
-    slots = graph.letter_slots.get(id(frame.node)) if graph is not None else None  # keyed by id in core
+    slots = graph.letter_slots.get(frame.node) if graph is not None else None
     if not frame.batch:
         return ()
     return tuple(graph.find(slots[a]) for a in frame.batch)
@@ -320,9 +319,8 @@ def _sum_bound(an, graph, atom, rest, C: float, frame: _Frame, pt: list[int], op
 
 def _same_lengths(graph, frame: _Frame, s: Expr, summed, order, out, atom_positions) -> bool:
     """The letters of ``s`` run over the same axes as the positions they are matched to."""
-    # core's AxisGraph keys letter_slots by id(mul node), not by the node
-    slots = graph.letter_slots.get(id(s))
-    term_slots = graph.letter_slots.get(id(frame.node))
+    slots = graph.letter_slots.get(s)
+    term_slots = graph.letter_slots.get(frame.node)
     if slots is None or term_slots is None:
         return False
     classes = graph.classes(frame.node)

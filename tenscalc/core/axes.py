@@ -38,9 +38,8 @@ class AxisGraph:
     first_slot: dict[Expr, int]  # node -> first slot of its axes
     parent: list[int]
     var_slots: list[tuple[str, int, int, int]]  # (name, order, axis, anchor slot) per known dimension
-    # id(mul) -> letter -> slot.  Keyed by id, not by the node: convexity/rules.py and
-    # joint.py and compiler/program.py look it up with id(node) (change them together)
-    letter_slots: dict[int, dict[int, int]] = field(default_factory=dict)
+    # product node -> its letter -> slot
+    letter_slots: dict[Expr, dict[int, int]] = field(default_factory=dict)
     # slices: (slot, base slot, (start, stop, step)): slot's length is that of range(base)[start:stop:step]
     derived: list[tuple[int, int, tuple]] = field(default_factory=list)
     # indices: (slot, index, node): the index must lie inside the axis
@@ -218,7 +217,7 @@ def _axes_mul(graph: AxisGraph, node: Expr) -> None:
     base = graph.first_slot[node]
     for k, letter in enumerate(out):
         graph.union(base + k, letter_slot[letter])
-    graph.letter_slots[id(node)] = letter_slot
+    graph.letter_slots[node] = letter_slot
 
 
 AXIS_RULES: dict[str, Callable[[AxisGraph, Expr], None]] = {
