@@ -42,6 +42,20 @@ def _add_diagonal(x, eq, coef, shape):
     _np.einsum(eq, x)[...] += coef
     return x
 ''',
+    "_embed": '''
+def _embed(part, key, shape):
+    """Zeros of ``shape`` with ``part`` written at the basic index ``key``."""
+    out = _np.zeros(shape, dtype=_np.result_type(part, float))
+    out[key] = part
+    return out
+''',
+    "_add_embedded": '''
+def _add_embedded(x, part, key, coef, shape):
+    """``x`` (broadcast to ``shape``) plus ``coef * part`` at the basic index ``key``."""
+    x = _np.array(_np.broadcast_to(x, shape), dtype=_np.result_type(x, part, float))
+    x[key] += coef * part
+    return x
+''',
     "_gram": '''
 def _gram(x, d, scale):
     """``scale * xᵀ diag(d) x`` (``d`` None: ``xᵀ x``); through ``bᵀ b`` when ``d`` has one sign."""
@@ -166,6 +180,14 @@ class ProgramSource:
             return f"_np.sqrt({x})"
         return f"_np.power({x}, {literal(e)})"
 
+    def _slice(self, step: Step, shape, is_output: bool) -> str:
+        view = f"{self._arg(step.args[0])}[{_index_text(step.data)}]"
+        return f"_np.array({view})" if is_output else view  # never hand out a view of an input
+
+    def _embed(self, step: Step, shape, is_output: bool) -> str:
+        self.helpers.add("_embed")
+        return f"_embed({self._arg(step.args[0])}, _np.s_[{_index_text(step.data[0])}], {shape!r})"
+
     def _inv(self, step: Step, shape, is_output: bool) -> str:
         return f"_np.linalg.inv({self._arg(step.args[0])})"
 
@@ -187,7 +209,8 @@ class ProgramSource:
                 text += f" - {x}"
             else:
                 text += f" + {literal(coef)} * {x}"
-        scalar = sum(it.coef for it in items if it.kind == "scalar")
+        # delta(0) is the number 1, as in the compiled program
+        scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
         if not text:
             text = f"_np.full({shape!r}, {literal(scalar)})"
         elif scalar != 0:
@@ -195,7 +218,11 @@ class ProgramSource:
         if not any(self.shapes[it.slot] == shape for it in items if it.kind == "slot"):
             text = f"_np.broadcast_to({text}, {shape!r})"
         for item in items:
-            if item.kind == "delta":
+            if item.kind == "embed":  # a part written into its slice of the sum
+                self.helpers.add("_add_embedded")
+                key = f"_np.s_[{_index_text(item.items)}]"
+                text = f"_add_embedded({text}, {self._arg(item.slot)}, {key}, {literal(item.coef)}, {shape!r})"
+            if item.kind == "delta" and item.n > 0:
                 self.helpers.add("_add_diagonal")
                 eq = letters(tuple(range(item.n)) * 2) + "->" + letters(range(item.n))
                 text = f"_add_diagonal({text}, {eq!r}, {literal(item.coef)}, {shape!r})"
@@ -393,7 +420,23 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
     "det": ProgramSource._det,
     "add": ProgramSource._add,
     "product": ProgramSource._product,
+    "slice": ProgramSource._slice,
+    "embed": ProgramSource._embed,
 }
+
+
+def _index_text(items) -> str:
+    """Slice items as Python index text: ``1:``, ``:-1``, ``::2``, ``0`` (comma separated)."""
+    parts = []
+    for item in items:
+        if isinstance(item, int):
+            parts.append(str(item))
+            continue
+        start, stop, step = item  # exactly slice(start, stop, step), as the interpreter reads it
+        omit_start = start is None or (start == 0 and (step is None or step > 0))
+        text = ("" if omit_start else str(start)) + ":" + ("" if stop is None else str(stop))
+        parts.append(text if step in (1, None) else f"{text}:{step}")
+    return ", ".join(parts)
 
 
 def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str) -> str:
