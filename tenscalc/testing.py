@@ -234,8 +234,15 @@ def check_derivative(
         compare_sym, compare_num = np.stack(sym_cols), np.stack(num_cols)
         method = f"{directions} random directional derivatives"
     if compare_sym.shape != compare_num.shape:
-        return DerivativeCheck(False, np.inf, None, np.nan, np.nan, method,
-                               f"shape mismatch: symbolic {compare_sym.shape} vs numeric {compare_num.shape}")
+        return DerivativeCheck(
+            False,
+            np.inf,
+            None,
+            np.nan,
+            np.nan,
+            method,
+            f"shape mismatch: symbolic {compare_sym.shape} vs numeric {compare_num.shape}",
+        )
     difference = np.abs(compare_sym - compare_num)
     scale = max(1.0, float(np.max(np.abs(compare_num))) if compare_num.size else 1.0)
     if difference.size == 0:
@@ -248,8 +255,9 @@ def check_derivative(
         f"max relative error {error:.3g} at entry {tuple(int(i) for i in worst)}: "
         f"symbolic {compare_sym[worst]:.10g}, numeric {compare_num[worst]:.10g}"
     )
-    return DerivativeCheck(ok, error, tuple(int(i) for i in worst), float(compare_sym[worst]),
-                           float(compare_num[worst]), method, message)
+    return DerivativeCheck(
+        ok, error, tuple(int(i) for i in worst), float(compare_sym[worst]), float(compare_num[worst]), method, message
+    )
 
 
 def assert_derivative(expr: Expr, wrt: str | Expr, order: int = 1, **kwargs) -> DerivativeCheck:

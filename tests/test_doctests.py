@@ -9,9 +9,7 @@ import pytest
 import tenscalc
 
 MODULES = sorted(
-    name
-    for _, name, _ in pkgutil.walk_packages(tenscalc.__path__, "tenscalc.")
-    if not name.endswith("__main__")
+    name for _, name, _ in pkgutil.walk_packages(tenscalc.__path__, "tenscalc.") if not name.endswith("__main__")
 )
 
 

@@ -29,9 +29,7 @@ ROOT_PARENT = re.compile(r"\bROOT\.parent\b")
 
 def tracked_text_files() -> list[Path]:
     try:
-        listing = subprocess.run(
-            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, text=True
-        ).stdout
+        listing = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, text=True).stdout
         names = [n for n in listing.split("\0") if n]
     except (OSError, subprocess.CalledProcessError):  # not a git checkout (an sdist): walk the tree
         names = [

@@ -25,10 +25,21 @@ from ..errors import ParseError
 MAX_NUMBER_LENGTH = 330
 MAX_INTEGER_DIGITS = 309
 _SYMBOLS = {
-    "+": "+", "-": "-", "*": "*", "/": "/", "^": "^", "(": "(", ")": ")", ",": ",", ">": ">",
-    "{": "{", "}": "}",  # the dimensions of a constant or delta: 1{X.0}
+    "+": "+",
+    "-": "-",
+    "*": "*",
+    "/": "/",
+    "^": "^",
+    "(": "(",
+    ")": ")",
+    ",": ",",
+    ">": ">",
+    "{": "{",
+    "}": "}",  # the dimensions of a constant or delta: 1{X.0}
     "'": "'",  # matrix notation: postfix transpose
-    "[": "[", "]": "]", ":": ":",  # slices: x[1:], X[:, 0]
+    "[": "[",
+    "]": "]",
+    ":": ":",  # slices: x[1:], X[:, 0]
 }
 # matrix notation's elementwise operators
 _DOT_OPERATORS = {".*": ".*", "./": "./", ".^": ".^"}
@@ -126,9 +137,7 @@ def tokenize(text: str) -> list[Token]:
 
             name = unicodedata.name(ch, f"U+{ord(ch):04X}")
             ascii_ = LOOKALIKES[ch]
-            raise ParseError(
-                f"unexpected character {ch!r} ({name}); type the ASCII {ascii_!r} instead", text, i
-            )
+            raise ParseError(f"unexpected character {ch!r} ({name}); type the ASCII {ascii_!r} instead", text, i)
         else:
             raise ParseError(f"unexpected character {ch!r}", text, i)
 

@@ -274,16 +274,16 @@ class Parser:
 
     def term(self) -> Rule:
         start = self.tok.pos
-        left = (yield self.factor())
+        left = yield self.factor()
         while self.tok.kind in ("*", "/", ".*", "./"):
             op = self.advance()
             if op.kind in ("/", ".*", "./"):
-                right = (yield self.factor())
+                right = yield self.factor()
                 kind = {"/": "div", ".*": "ewmul", "./": "ewdiv"}[op.kind]
                 left = Syn(kind, start, self.prev_end(), (left, right), op.pos)
                 continue
             if not self.at_index_spec():  # matrix notation: `A*x`, `A*(x - z)`
-                right = (yield self.factor())
+                right = yield self.factor()
                 left = Syn("mprod", start, self.prev_end(), (left, right), op.pos)
                 continue
             self.advance()
@@ -378,7 +378,7 @@ class Parser:
         while self.at("-"):
             self.advance()
             minus += 1
-        node = (yield self.atom())
+        node = yield self.atom()
         while self.tok.kind in ("^", ".^", "'", "["):
             if self.at("["):
                 items = self.slice_items()
@@ -454,7 +454,7 @@ class Parser:
             self.advance()
             if self.at("(") and tok.text.lower() == "embed":  # embed(part)[items]{dims}
                 self.advance()
-                part = (yield self.expr())
+                part = yield self.expr()
                 self.expect(")", "')' closing embed(")
                 if not self.at("["):
                     self.fail("'[' and the items where embed( ) places its part, as in embed(p)[1:]{x.0}")
@@ -470,7 +470,7 @@ class Parser:
                 self.advance()
                 if self.at(")"):
                     self.fail(f"an argument for '{name}'")
-                argument = (yield self.expr())
+                argument = yield self.expr()
                 self.expect(")", f"')' closing {name}(")
                 return Syn("call", tok.pos, self.prev_end(), (argument,), name)
             return Syn("name", tok.pos, tok.pos + len(tok.text), (), tok.text)

@@ -17,6 +17,8 @@ from ..core.text import LETTERS, format_number, letter_for, letters_for  # noqa:
 
 # precedence levels of the grammar: sum < product/quotient < unary minus < power < atom
 SUM, TERM, FACTOR, POWER, ATOM = 0, 1, 2, 3, 4
+
+
 def text_length(root: Expr) -> int:
     """Length the printed text would have, computed without building it.
 
@@ -131,9 +133,9 @@ def _surviving_marks(root: Expr, written: set[Expr]) -> set[int]:
             children = [rebuilt[c] for c in node.children]
             new = node if all(a is b for a, b in zip(children, node.children)) else N.rebuild(node, children)
         rebuilt[node] = new
-    return {
-        d for n in topological(rebuilt[root]) if n.op in N.DIMENSIONED_LEAVES for d in n.dims if type(d) is int
-    }
+    return {d for n in topological(rebuilt[root]) if n.op in N.DIMENSIONED_LEAVES for d in n.dims if type(d) is int}
+
+
 TEMPORARY_MIN_LENGTH = 24
 
 

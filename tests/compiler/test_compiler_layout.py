@@ -23,8 +23,6 @@ def _imported_modules(path: pathlib.Path) -> set[str]:
     return found
 
 
-
-
 def test_generated_code_spells_functions_from_one_table() -> None:
     from tenscalc.compiler.numpy_names import NUMPY_FUNCTIONS, numpy_call
 
@@ -36,8 +34,6 @@ def test_generated_code_spells_functions_from_one_table() -> None:
         if path.stem != "numpy_names":
             assert "NUMPY_FUNCTIONS = {" not in path.read_text(encoding="utf-8"), path.name
     assert NUMPY_FUNCTIONS["exp"] == "_np.exp"
-
-
 
 
 def test_no_dispatch_by_method_name() -> None:

@@ -20,10 +20,6 @@ def _imported_modules(path: pathlib.Path) -> set[str]:
     return found
 
 
-
-
-
-
 def test_no_dispatch_by_method_name() -> None:
     for path in PRINTING.glob("*.py"):
         assert 'getattr(self, "_' not in path.read_text(encoding="utf-8"), path.name
