@@ -28,7 +28,7 @@ Kernel = Callable[..., np.ndarray]
 MATVEC_EINSUM_SIZE: float = float("inf")
 
 
-def _identity(perm: Sequence[int]) -> bool:
+def is_identity_permutation(perm: Sequence[int]) -> bool:
     return tuple(perm) == tuple(range(len(perm)))
 
 
@@ -76,8 +76,8 @@ def pair_kernel(
             # the cores are shared (medians of 0.4 ms to 8 ms for one 4000x1000 product on
             # our 2-core machine), its gemm with one column much less often
             shape_a, shape_b = (nl, nk), (nk, nr)
-        ta = None if _identity(perm_a) else tuple(perm_a)
-        tb = None if _identity(perm_b) else tuple(perm_b)
+        ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
+        tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
         if not batch and min(nl, nr) == 1 and nl * nk * nr >= MATVEC_EINSUM_SIZE:
             return _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape), result
         matmul = np.matmul
@@ -90,8 +90,8 @@ def pair_kernel(
         return contract, result
     perm_a = [a2.index(c) for c in batch + left]
     perm_b = [b2.index(c) for c in batch + right]
-    ta = None if _identity(perm_a) else tuple(perm_a)
-    tb = None if _identity(perm_b) else tuple(perm_b)
+    ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
+    tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
     index_a = (slice(None),) * (len(batch) + len(left)) + (None,) * len(right)
     index_b = (slice(None),) * len(batch) + (None,) * len(left) + (slice(None),) * len(right)
     need_a, need_b = bool(right), bool(left)
@@ -157,7 +157,7 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
     drop = "".join(c for c in final if c not in target)
     reduce_final, final = _reducer(final, drop)
     perm = tuple(final.index(c) for c in target)
-    transpose = None if _identity(perm) else perm
+    transpose = None if is_identity_permutation(perm) else perm
     single = len(program) == 1 and len(program[0][0]) == 2
 
     if single:  # the common case: one pair, no bookkeeping

@@ -177,7 +177,7 @@ class Program:
 
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
-    dense = [_step_shape(step, resolver) for step in plan.steps]
+    dense = [step_shape(step, resolver) for step in plan.steps]
     structured = _structured_slots(plan)
     hoisted, rewritten = _shared_pairs(plan, dense, structured)
     n_slots = plan.n_slots + len(hoisted)
@@ -504,7 +504,7 @@ def _densifier(backend: Backend, pattern: tuple[int, ...], shape: tuple[int, ...
 # ------------------------------------------------------------------ step binders
 
 
-def _step_shape(step: Step, resolver: ShapeResolver) -> tuple[int, ...]:
+def step_shape(step: Step, resolver: ShapeResolver) -> tuple[int, ...]:
     return resolver.shape(step.node)
 
 

@@ -21,10 +21,10 @@ import opt_einsum
 
 from ..errors import TensCalcError
 from .backends import letters
-from .kernels import GramPattern, _identity, gram_pattern
+from .kernels import GramPattern, gram_pattern, is_identity_permutation
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
-from .program import ShapeResolver, _step_shape
+from .program import ShapeResolver, step_shape
 
 # helpers the generated module defines when it uses them (NumPy only)
 HELPERS = {
@@ -136,7 +136,7 @@ class ProgramSource:
     def write(self, input_names: Mapping[int, str]) -> list[str]:
         outputs = set(self.plan.outputs)
         for step in self.plan.steps:
-            shape = _step_shape(step, self.resolver)
+            shape = step_shape(step, self.resolver)
             self.shapes.append(shape)
             if step.kind == "input":
                 self.names[step.index] = input_names[step.index]
@@ -351,7 +351,7 @@ class ProgramSource:
         drop = "".join(c for c in final if c not in target)
         text, final = _reduce(text, final, drop)
         perm = tuple(final.index(c) for c in target)
-        if not _identity(perm):
+        if not is_identity_permutation(perm):
             text = f"{_atom(text)}.transpose({perm!r})"
         return text
 
@@ -383,7 +383,7 @@ def _pair(a: str, b: str, keep: set[str], sizes: dict[str, int], xa: str, xb: st
 
     def prepared(x: str, spec: str, order: list[str], shape: tuple[int, ...]) -> str:
         perm = tuple(spec.index(c) for c in order)
-        if not _identity(perm):
+        if not is_identity_permutation(perm):
             x = f"{_atom(x)}.transpose({perm!r})"
         if tuple(sizes[c] for c in order) != shape:
             x = f"{_atom(x)}.reshape({shape!r})"
