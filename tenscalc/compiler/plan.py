@@ -23,12 +23,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..core.letters import LetterClasses
 from ..core.nodes import Expr, topological
 from ..core.products import scale_parts, unite_delta, unite_delta_letters
+from ..interpreter import ELEMENTWISE
 
 Spec = tuple[int, ...]
 LetterRef = tuple[Expr, int]  # a product node of the DAG and one of its own letters
@@ -156,6 +160,11 @@ class PlanBuilder:
         self.inline: set[int] = set()  # products expanded into their users' terms
         self.materialize: set[int] = set()  # nodes computed into a shared slot
         self.distributed: set[int] = set()  # sums pushed into their only product
+        # a bound on the constant factor of the fused term a product or distributed sum
+        # lies in (inf: a constant that may not be finite, such as 2^2222 or exp(1000))
+        self.term_scale: dict[int, float] = {}
+        self._constant_scales: dict[int, float] = {}
+        self._constant_values: dict[int, float] = {}
         self.forced: set[int] = set()
         self.steps: list[Step] = []
         self.slot_of: dict[int, int] = {}
@@ -207,6 +216,14 @@ class PlanBuilder:
                             self.forced.add(id(child))  # computed once, relabelled per use
                 elif len(users) == 1 and fusing_users:
                     self.inline.add(key)
+            if _is_product(node):
+                own = self._own_scale(node)
+                outer = max((self.term_scale.get(id(u), 1.0) for u in fusing_users), default=1.0)
+                if key in self.inline and not math.isfinite(own * outer):
+                    # a constant that may not be finite (2^2222, 1e308 * 1e10 once fused) is
+                    # applied where it is written: fused, it would move across a sum
+                    self.inline.discard(key)
+                self.term_scale[key] = own * outer if key in self.inline else own
             if (
                 node.op == "add"
                 and len(node.children) > 1
@@ -215,8 +232,12 @@ class PlanBuilder:
                 and len(users) == 1
                 and users[0].op == "mul"
                 and _distributes(users[0], users[0].children.index(node))
+                # c (a - b) is not c a - c b when c is inf: a constant that may not be
+                # finite keeps the sum whole, as evaluate computes it
+                and math.isfinite(self.term_scale.get(id(users[0]), 1.0) * max(map(abs, node.arg)))
             ):
                 self.distributed.add(key)
+                self.term_scale[key] = self.term_scale.get(id(users[0]), 1.0) * max(map(abs, node.arg))
                 continue
             if is_root or key not in self.inline or len(fusing_users) < len(users):
                 self.materialize.add(key)
@@ -232,6 +253,68 @@ class PlanBuilder:
             and id(users[0]) not in self.distributed
             and id(users[0]) not in self.constant_only
         )
+
+    def _own_scale(self, node: Expr) -> float:
+        """A bound on the constant factor that product ``node``'s own operands give its term."""
+        parts = _scale_parts(node)
+        if parts is not None:
+            return abs(parts[1])
+        scale = 1.0
+        for child in node.children:
+            if id(child) in self.constant_only:
+                scale *= self._constant_scale(child)
+        return scale
+
+    def _constant_scale(self, node: Expr) -> float:
+        """A bound on the entries of a node made of constants only (lengths aside):
+        the value of a number (``log(2)``, ``2^2222``: inf), a bound for products and
+        sums of numbers and deltas, inf (may not be finite) for anything else."""
+        known = self._constant_scales.get(id(node))
+        if known is not None:
+            return known
+        for n in topological(node):  # children first, iteratively (constants nest deeply)
+            if id(n) not in self._constant_scales:
+                self._constant_scales[id(n)] = self._scale_from_children(n)
+        return self._constant_scales[id(node)]
+
+    def _scale_from_children(self, node: Expr) -> float:
+        scales = [self._constant_scales[id(c)] for c in node.children]
+        if node.order == 0 and all(c.order == 0 for c in node.children):
+            with np.errstate(all="ignore"):
+                value = self._scalar_value(node)
+            if value is not None:
+                return abs(value) if math.isfinite(value) else math.inf
+        if node.op == "const":
+            return abs(node.arg[0])
+        if node.op == "delta":
+            return 1.0
+        if node.op == "mul":
+            return math.prod(scales)
+        if node.op == "add":
+            return sum(abs(c) * b for b, c in zip(scales, node.arg))
+        return math.inf
+
+    def _scalar_value(self, node: Expr) -> float | None:
+        """The value of an order-0 constant whose children are order-0 constants with
+        known values (as evaluate computes it), else None."""
+        values = self._constant_values
+        kids = [values.get(id(c)) for c in node.children]
+        value = None
+        if node.op == "const":
+            value = float(node.arg[0])
+        elif None in kids:
+            return None
+        elif node.op == "func":
+            value = float(ELEMENTWISE[node.arg](np.float64(kids[0])))
+        elif node.op == "pow":
+            value = float(np.power(np.float64(kids[0]), np.float64(kids[1])))
+        elif node.op == "add":
+            value = float(sum(np.float64(c) * v for v, c in zip(kids, node.arg)))
+        elif node.op == "mul":
+            value = float(math.prod(np.float64(v) for v in kids))
+        if value is not None:
+            values[id(node)] = value
+        return value
 
     def _fuses(self, user: Expr) -> bool:
         """Whether ``user`` expands its product operands into its own terms."""
@@ -332,11 +415,18 @@ class PlanBuilder:
         # operands, letters of absorbed constants: summed alone, they count lengths)
         states = [(factor, letters, [], [], list(pairs), [])]
         done_terms = []
+        # with a constant that may not be finite, a delta's zeros times inf are nan (as
+        # evaluate computes them): the delta stays an operand instead of renaming letters
+        scale = self.term_scale.get(id(node))  # none for a root made of constants only
+        keep_deltas = not math.isfinite(self._own_scale(node) if scale is None else scale)
         while states:
             factor, letters, finished, constants, pending, absorbed = states.pop()
             while pending:
                 child, spec = pending.pop()
                 key = id(child)
+                if child.op == "delta" and keep_deltas:
+                    constants.append((child, spec))
+                    continue
                 if child.op in ("const", "delta"):
                     absorbed.extend(spec)
                 if child.op == "const":
@@ -356,8 +446,10 @@ class PlanBuilder:
                             )
                         )
                     break
-                elif key in self.constant_only and not _is_product(child):
-                    constants.append((child, spec))
+                elif key in self.constant_only and (
+                    not _is_product(child) or not math.isfinite(self._constant_scale(child))
+                ):
+                    constants.append((child, spec))  # delta(1) 2^2222 is nan off the diagonal
                 elif key in self.constant_only or (
                     key in self.inline and (key not in self.materialize or _is_free(child))
                 ):
