@@ -127,6 +127,18 @@ def _is_free(node: Expr) -> bool:
     return all(classes.find(letter) in kept for letter in data[0])
 
 
+def _as_float(value: int | float) -> float:
+    """``value`` as a float; an integer beyond float64's range is inf, as NumPy makes it."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _magnitude(value: int | float) -> float:
+    return abs(_as_float(value))
+
+
 def _distributes(parent: Expr, k: int) -> bool:
     """Whether operand ``k`` (a sum) of product ``parent`` is better pushed inside:
     the product reads its diagonal or sums an axis no other operand has."""
@@ -234,10 +246,10 @@ class PlanBuilder:
                 and _distributes(users[0], users[0].children.index(node))
                 # c (a - b) is not c a - c b when c is inf: a constant that may not be
                 # finite keeps the sum whole, as evaluate computes it
-                and math.isfinite(self.term_scale.get(id(users[0]), 1.0) * max(map(abs, node.arg)))
+                and math.isfinite(self.term_scale.get(id(users[0]), 1.0) * max(map(_magnitude, node.arg)))
             ):
                 self.distributed.add(key)
-                self.term_scale[key] = self.term_scale.get(id(users[0]), 1.0) * max(map(abs, node.arg))
+                self.term_scale[key] = self.term_scale.get(id(users[0]), 1.0) * max(map(_magnitude, node.arg))
                 continue
             if is_root or key not in self.inline or len(fusing_users) < len(users):
                 self.materialize.add(key)
@@ -258,7 +270,7 @@ class PlanBuilder:
         """A bound on the constant factor that product ``node``'s own operands give its term."""
         parts = _scale_parts(node)
         if parts is not None:
-            return abs(parts[1])
+            return _magnitude(parts[1])
         scale = 1.0
         for child in node.children:
             if id(child) in self.constant_only:
@@ -285,13 +297,13 @@ class PlanBuilder:
             if value is not None:
                 return abs(value) if math.isfinite(value) else math.inf
         if node.op == "const":
-            return abs(node.arg[0])
+            return _magnitude(node.arg[0])
         if node.op == "delta":
             return 1.0
         if node.op == "mul":
             return math.prod(scales)
         if node.op == "add":
-            return sum(abs(c) * b for b, c in zip(scales, node.arg))
+            return sum(_magnitude(c) * b for b, c in zip(scales, node.arg))
         return math.inf
 
     def _scalar_value(self, node: Expr) -> float | None:
@@ -301,7 +313,7 @@ class PlanBuilder:
         kids = [values.get(id(c)) for c in node.children]
         value = None
         if node.op == "const":
-            value = float(node.arg[0])
+            value = _as_float(node.arg[0])
         elif None in kids:
             return None
         elif node.op == "func":
@@ -309,7 +321,7 @@ class PlanBuilder:
         elif node.op == "pow":
             value = float(np.power(np.float64(kids[0]), np.float64(kids[1])))
         elif node.op == "add":
-            value = float(sum(np.float64(c) * v for v, c in zip(kids, node.arg)))
+            value = float(sum(np.float64(_as_float(c)) * v for v, c in zip(kids, node.arg)))
         elif node.op == "mul":
             value = float(math.prod(np.float64(v) for v in kids))
         if value is not None:

@@ -88,3 +88,11 @@ def test_finite_constants_still_fuse_distribute_and_absorb_deltas():
     s = tc.parse("(relu(x) - relu(x - 1)) *(i,->) 2^10 *(,->) sin(1)", {"x": 1})
     product = tc.compile(s).plan.steps[-1]
     assert len(product.data) == 2  # the sum is pushed into the product: two terms
+
+
+def test_an_integer_coefficient_beyond_float_range_compiles():
+    # 10**200 * 10**200 simplifies to an exact integer coefficient; compile raised
+    # OverflowError (int too large to convert to float) where evaluate gave inf
+    e = tc.simplify(tc.constant(10**200) * tc.constant(10**200) * tc.var("x", 0))
+    for value in _three([e], {"x": 1.0}):
+        assert float(value[0]) == np.inf
