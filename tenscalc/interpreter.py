@@ -271,7 +271,10 @@ def _eval_mul(node, kids, shape, arrays):
 def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
     """Contract ``kids`` labelled by int specs into ``out`` (repeated letters allowed).
 
-    Scalar constants become a factor; repeated letters inside an operand read its
+    Scalar constants become a factor, applied to the contraction of the other
+    operands (an order-0 constant such as ``2^2222`` or ``exp(1000)`` too: with an
+    inf, multiplying it in before summing could turn a 0 entry into nan, so every
+    evaluator applies it after); repeated letters inside an operand read its
     diagonal (a view); repeated output letters write the result onto a diagonal.
     """
     factor = 1.0
@@ -283,7 +286,7 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
     # its length (`x *(i,j->i) 1` is x times the length of j).
     kept: set[int] = set()
     for child, spec in zip(children, ins):
-        if child.op != "const":
+        if child.op != "const" and not is_constant_scalar(child):
             kept.update(spec)
     for child, spec, value in zip(children, ins, kids):
         if child.op == "const":
@@ -293,6 +296,9 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
                 factor *= child.arg[0]
                 continue
             kept.update(spec)
+        elif is_constant_scalar(child):
+            factor *= np.asarray(value)[()]
+            continue
         unique = tuple(dict.fromkeys(spec))
         if len(unique) != len(spec):
             value = np.einsum(_letters(spec) + "->" + _letters(unique), value)
@@ -317,6 +323,12 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
         np.einsum(_letters(out) + "->" + _letters(unique_out), full)[...] = result
         return full
     return result
+
+
+def is_constant_scalar(node: Expr) -> bool:
+    """Whether ``node`` is one number made of constants only (order 0, no variable):
+    a product takes it as a factor of its result."""
+    return node.order == 0 and not node.varset
 
 
 def _check_intermediates(spec_text: str, specs, shapes) -> None:

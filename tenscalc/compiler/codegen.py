@@ -27,6 +27,7 @@ from ..core.products import unite_delta
 from ..core.text import einsum_letters as _letters
 from ..core.text import short
 from ..errors import TensCalcError
+from ..interpreter import is_constant_scalar
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
 from .numpy_names import numpy_call
@@ -235,15 +236,17 @@ class _Writer:
             return _Value(f"_np.zeros({_shape_text(node, shape)})" if shape else "0.0", not shape, shape)
         children, kids, ins, out = _absorb_deltas(node.children, kids, ins, out)
         kept: set[int] = set()
-        for kid, spec in zip(kids, ins):
-            if not kid.scalar:
+        for child, kid, spec in zip(children, kids, ins):
+            if not kid.scalar and not is_constant_scalar(child):
                 kept.update(spec)
         factors: list[str] = []
         operands: list[str] = []
         specs: list[tuple[int, ...]] = []
         for child, kid, spec in zip(children, kids, ins):
-            if kid.scalar and set(spec) <= kept:
-                factors.append(kid.text)  # a broadcast scalar is just a factor
+            if (kid.scalar and set(spec) <= kept) or is_constant_scalar(child):
+                # a broadcast scalar is just a factor, applied after the contraction like
+                # any order-0 constant (det of a constant matrix too), as in evaluate
+                factors.append(kid.text)
                 continue
             if kid.scalar:
                 kept.update(spec)
@@ -395,9 +398,7 @@ def _describe(exprs: list[Expr], name: str, single: bool) -> str:
     return "\n".join(lines)
 
 
-def to_python(
-    exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str, Sequence[int]] | None = None
-) -> str:
+def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str, Sequence[int]] | None = None) -> str:
     """Source of a standalone function computing ``exprs`` with NumPy and opt_einsum.
 
     Parameters

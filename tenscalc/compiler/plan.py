@@ -23,13 +23,17 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+import numpy as np
+
 from ..core.letters import LetterClasses
 from ..core.nodes import Dims, Expr, topological
 from ..core.products import scale_parts, unite_delta, unite_delta_letters
+from ..interpreter import ELEMENTWISE
 
 Spec = tuple[int, ...]
 LetterRef = tuple[Expr, int]  # a product node of the DAG and one of its own letters
@@ -134,6 +138,37 @@ def _is_free(node: Expr) -> bool:
     return all(classes.find(letter) in kept for letter in data[0])
 
 
+def _as_float(value: int | float) -> float:
+    """``value`` as a float; an integer beyond float64's range is inf, as NumPy makes it."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _magnitude(value: int | float) -> float:
+    return abs(_as_float(value))
+
+
+#: node kind -> a bound on the entries of a constant-only node, from its children's
+#: bounds (kinds not here: inf, the value may not be finite)
+CONSTANT_BOUNDS: dict[str, Callable[[Expr, list[float]], float]] = {
+    "const": lambda node, scales: _magnitude(node.arg[0]),
+    "delta": lambda node, scales: 1.0,
+    "mul": lambda node, scales: math.prod(scales),
+    "add": lambda node, scales: sum(_magnitude(c) * b for b, c in zip(scales, node.arg)),
+}
+
+#: node kind -> the value of an order-0 node from its children's values, as evaluate
+#: computes it in float64 (kinds not here: not folded)
+SCALAR_FOLDS: dict[str, Callable[[Expr, list], float]] = {
+    "func": lambda node, kids: float(ELEMENTWISE[node.arg](kids[0])),
+    "pow": lambda node, kids: float(np.power(kids[0], kids[1])),
+    "add": lambda node, kids: float(sum(np.float64(_as_float(c)) * v for v, c in zip(kids, node.arg))),
+    "mul": lambda node, kids: float(math.prod(kids)),
+}
+
+
 def _distributes(parent: Expr, k: int) -> bool:
     """Whether operand ``k`` (a sum) of product ``parent`` is better pushed inside:
     the product reads its diagonal or sums an axis no other operand has."""
@@ -191,6 +226,11 @@ class PlanBuilder:
         self.inline: set[Expr] = set()  # products expanded into their users' terms
         self.materialize: set[Expr] = set()  # nodes computed into a shared slot
         self.distributed: set[Expr] = set()  # sums pushed into their only product
+        # a bound on the constant factor of the fused term a product or distributed sum
+        # lies in (inf: a constant that may not be finite, such as 2^2222 or exp(1000))
+        self.term_scale: dict[Expr, float] = {}
+        self._constant_scales: dict[Expr, float] = {}
+        self._constant_values: dict[Expr, float] = {}
         self.forced: set[Expr] = set()
         self.steps: list[Step] = []
         self.slot_of: dict[Expr, int] = {}
@@ -241,6 +281,14 @@ class PlanBuilder:
                             self.forced.add(child)  # computed once, relabelled per use
                 elif len(users) == 1 and fusing_users:
                     self.inline.add(node)
+            if _is_product(node):
+                own = self._own_scale(node)
+                outer = max((self.term_scale.get(u, 1.0) for u in fusing_users), default=1.0)
+                if node in self.inline and not math.isfinite(own * outer):
+                    # a constant that may not be finite (2^2222, 1e308 * 1e10 once fused) is
+                    # applied where it is written: fused, it would move across a sum
+                    self.inline.discard(node)
+                self.term_scale[node] = own * outer if node in self.inline else own
             if (
                 node.op == "add"
                 and len(node.children) > 1
@@ -249,8 +297,12 @@ class PlanBuilder:
                 and len(users) == 1
                 and users[0].op == "mul"
                 and _distributes(users[0], users[0].children.index(node))
+                # c (a - b) is not c a - c b when c is inf: a constant that may not be
+                # finite keeps the sum whole, as evaluate computes it
+                and math.isfinite(self.term_scale.get(users[0], 1.0) * max(map(_magnitude, node.arg)))
             ):
                 self.distributed.add(node)
+                self.term_scale[node] = self.term_scale.get(users[0], 1.0) * max(map(_magnitude, node.arg))
                 continue
             if is_root or node not in self.inline or len(fusing_users) < len(users):
                 self.materialize.add(node)
@@ -266,6 +318,54 @@ class PlanBuilder:
             and users[0] not in self.distributed
             and users[0] not in self.constant_only
         )
+
+    def _own_scale(self, node: Expr) -> float:
+        """A bound on the constant factor that product ``node``'s own operands give its term."""
+        parts = _scale_parts(node)
+        if parts is not None:
+            return _magnitude(parts[1])
+        scale = 1.0
+        for child in node.children:
+            if child in self.constant_only:
+                scale *= self._constant_scale(child)
+        return scale
+
+    def _constant_scale(self, node: Expr) -> float:
+        """A bound on the entries of a node made of constants only (lengths aside):
+        the value of a number (``log(2)``, ``2^2222``: inf), a bound for products and
+        sums of numbers and deltas, inf (may not be finite) for anything else."""
+        known = self._constant_scales.get(node)
+        if known is not None:
+            return known
+        for n in topological(node):  # children first, iteratively (constants nest deeply)
+            if n not in self._constant_scales:
+                self._constant_scales[n] = self._scale_from_children(n)
+        return self._constant_scales[node]
+
+    def _scale_from_children(self, node: Expr) -> float:
+        scales = [self._constant_scales[c] for c in node.children]
+        if node.order == 0 and all(c.order == 0 for c in node.children):
+            with np.errstate(all="ignore"):
+                value = self._scalar_value(node)
+            if value is not None:
+                return abs(value) if math.isfinite(value) else math.inf
+        rule = CONSTANT_BOUNDS.get(node.op)
+        return rule(node, scales) if rule is not None else math.inf  # anything else may not be finite
+
+    def _scalar_value(self, node: Expr) -> float | None:
+        """The value of an order-0 constant whose children are order-0 constants with
+        known values (as evaluate computes it), else None."""
+        values = self._constant_values
+        kids = [values.get(c) for c in node.children]
+        if node.op == "const":
+            value: float | None = _as_float(node.arg[0])
+        elif None in kids or node.op not in SCALAR_FOLDS:
+            return None
+        else:
+            value = SCALAR_FOLDS[node.op](node, [np.float64(v) for v in kids])
+        if value is not None:
+            values[node] = value
+        return value
 
     def _fuses(self, user: Expr) -> bool:
         """Whether ``user`` expands its product operands into its own terms."""
@@ -379,11 +479,18 @@ class PlanBuilder:
         factor, pairs, out = self._open(node, letters, None)
         states = [_Expansion(factor, letters, pending=list(pairs))]
         done_terms = []
+        # with a constant that may not be finite, a delta's zeros times inf are nan (as
+        # evaluate computes them): the delta stays an operand instead of renaming letters
+        scale = self.term_scale.get(node)  # none for a root made of constants only
+        keep_deltas = not math.isfinite(self._own_scale(node) if scale is None else scale)
         while states:
             state = states.pop()
             pending = state.pending
             while pending:
                 child, spec = pending.pop()
+                if child.op == "delta" and keep_deltas:
+                    state.constants.append((child, spec))
+                    continue
                 if child.op in ("const", "delta"):
                     state.absorbed.extend(spec)
                 if child.op == "const":
@@ -394,8 +501,10 @@ class PlanBuilder:
                     for term, coef in zip(child.children, child.arg):
                         states.append(state.branch(coef, (term, spec)))
                     break
-                elif child in self.constant_only and not _is_product(child):
-                    state.constants.append((child, spec))
+                elif child in self.constant_only and (
+                    not _is_product(child) or not math.isfinite(self._constant_scale(child))
+                ):
+                    state.constants.append((child, spec))  # delta(1) 2^2222 is nan off the diagonal
                 elif child in self.constant_only or (
                     child in self.inline and (child not in self.materialize or _is_free(child))
                 ):

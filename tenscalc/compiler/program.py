@@ -689,7 +689,15 @@ def _bind_term(
     operands: list[_Operand] = []
     for slot, spec in term.operands:
         operands.append(_Operand(slot, *_distinct(spec)))
+    # an order-0 constant (2^2222, exp(1000), sin(1)) is one number that multiplies the
+    # contraction of the other operands after it, as in evaluate and the generated code:
+    # with an inf, multiplying it in before summing could turn a 0 entry into nan
+    after = 1.0
+    others = bool(term.operands) or any(spec for _, spec in term.constants)
     for node, spec in term.constants:
+        if not spec and others:
+            after = after * float(resolver.constant(node, ()))
+            continue
         missing = [letter for letter in spec if letter not in sizes]
         if missing:
             raise EvaluationError(
@@ -730,7 +738,8 @@ def _bind_term(
     path, info = choose_path(eq, op_shapes, core_size)
     specs = [op.letters for op in operands]
     gram = None
-    if backend.name == "numpy" and all(op.diagonal is None for op in operands):
+    finite = math.isfinite(factor)  # else the factor goes onto the result, as `after` does
+    if backend.name == "numpy" and finite and all(op.diagonal is None for op in operands):
         gram = gram_pattern(specs, [op.slot for op in operands], target)
     if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = backend.contraction(eq, op_shapes, path)
@@ -754,7 +763,7 @@ def _bind_term(
     elif factor != 1:
         sizes_in = [math.prod(s) for s in op_shapes]
         smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
-        scale_at = smallest if sizes_in[smallest] < core_size else -1
+        scale_at = smallest if sizes_in[smallest] < core_size and finite else -1
         flops += min(sizes_in[smallest], core_size)
         n_ops += 1
     fetch = [(op.slot, op.baked, op.diagonal) for op in operands]
@@ -775,6 +784,8 @@ def _bind_term(
         result = contract(*arrays)
         if scale_at == -1:
             result = result * factor
+        if after != 1.0:
+            result = result * after
         return result
 
     broadcast = len(target) != len(unique)

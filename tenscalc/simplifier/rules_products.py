@@ -286,10 +286,31 @@ def mul_distribute_delta_sum(node: Expr, ctx: Context) -> Expr | None:
             _rewrite_locally(_rebuild(pairs[:k] + [(t, spec)] + pairs[k + 1 :], node.arg[1]), local, ctx)
             for t in child.children
         ]
-        if any(_carries_delta(t) or (t.op == "add" and any(map(_carries_delta, t.children))) for t in terms):
-            continue  # a delta between free axes stays: distributing would only grow the DAG
+        carriers = {_unscaled(t) for t in child.children if _carries_delta(t)}
+        if any(_keeps_delta(t, carriers) for t in terms):
+            # a delta between free axes stays: distributing would only grow the DAG, and
+            # add_factor_common would factor the same operands back out (a rule loop)
+            continue
         return N.add(terms, child.arg)
     return None
+
+
+def _unscaled(node: Expr) -> Expr:
+    """``X`` for a scale ``c X`` (a one-term sum), else ``node``."""
+    parts = P.scale_parts(node)
+    return node if parts is None else parts[0]
+
+
+def _keeps_delta(term: Expr, carriers: set[Expr]) -> bool:
+    """Whether a distributed term still holds a delta: as an operand, or inside one of
+    the sum's delta-carrying terms that was not fused into it (fusion is bounded by
+    MAX_FUSED_OPERANDS), or so in one of its summands."""
+    if term.op == "add" and len(term.children) > 1:
+        return any(_keeps_delta(t, carriers) for t in term.children)
+    if _carries_delta(term):
+        return True
+    inner = _unscaled(term)
+    return inner.op == "mul" and any(_unscaled(c) in carriers for c in inner.children)
 
 
 def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:

@@ -225,6 +225,46 @@ def test_simplifier_reaches_a_fixed_point():
         assert tc.simplify(once) is once, str(e)
 
 
+# ones (a delta summed over one axis) times seven scalars: 8 operands, so fusing it into
+# a product with two more operands would pass MAX_FUSED_OPERANDS and it stays nested
+_ONES_TIMES_SCALARS = (
+    "delta(1){y.0} *(kl,->k) sin(c) *(k,->k) cos(c) *(k,->k) tanh(c) *(k,->k) exp(c) "
+    "*(k,->k) arctan(c) *(k,->k) sin(2 *(,->) c) *(k,->k) tanh(2 *(,->) c)"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"sin(d) *(,k->k) ((0.8 *(,k->k) ({_ONES_TIMES_SCALARS})) + y) *(k,->k) cos(d)",
+        f"(sin(d) *(,k->k) (0.8 *(,k->k) ({_ONES_TIMES_SCALARS}) + 2 *(,k->k) y *(k,k->k) tanh(y))"
+        " *(k,->k) cos(d)) *(k,->) 1",
+    ],
+)
+def test_distributing_over_a_delta_sum_and_factoring_do_not_undo_each_other(text):
+    # found by the fuzz campaign (a second derivative): mul_distribute_delta_sum pushed
+    # sin(d), cos(d) into the sum although the delta term could not be fused (so its
+    # delta stayed), and add_factor_common pulled them out again: a rule loop
+    e = tc.parse(text, {"c": 0, "d": 0, "y": 1})
+    once = tc.simplify(e)
+    assert tc.simplify(once) is once
+    assert sum(n.op == "delta" for n in topological(once)) == 1  # nothing was distributed
+    values = {"c": 0.3, "d": 0.7, "y": np.array([0.5, -1.0, 2.0])}
+    np.testing.assert_allclose(tc.evaluate(once, values), tc.evaluate(e, values), rtol=1e-12)
+
+
+def test_second_derivative_found_by_the_fuzz_campaign_simplifies():
+    text = (
+        "((-(((len *(ki,->ki) 0.1)) *(j2j2,kp->kp) (len))) *(mm,mm->) (arctan(-(len)))) / (2 + cos(((-((B *(j,->) "
+        "0.1))) / (2 + cos(((B *(p,->) 0.1)) + ((B *(n,->) 0.1))))) + ((tanh((tanh((B *(j2,->) 2)))^2))^2)))"
+    )
+    e = tc.parse(text, {"len": 2, "B": 1})
+    B = tc.var("B", 1)
+    hessian = tc.derivative(tc.derivative(e, B), B)  # raised the rule-loop TensCalcError
+    values = random_values(e, seed=3)
+    assert tc.evaluate(hessian, values).shape == (values["B"].size,) * 2
+
+
 def test_simplify_preserves_values_of_raw_bench_hessians():
     bench = _bench()
     sizes = {
