@@ -2,7 +2,7 @@
 
 A rule is a function ``rule(node, ctx) -> Expr | None`` returning the rewritten
 node, or ``None`` when it does not apply.  :class:`Context` tells a rule how many
-parents each node has; ``_rewrite_locally`` applies a node kind's rules to one
+parents each node has; ``rewrite_locally`` applies a node kind's rules to one
 node until none applies (the driver calls it on every node of a pass, and the
 rule that distributes products over sums on the products it builds).
 """
@@ -41,7 +41,7 @@ def _overflowed(node: Expr) -> bool:
     return any(c.op == "const" and not math.isfinite(c.arg[0]) for c in node.children)
 
 
-def _rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> Expr:
+def rewrite_locally(node: Expr, table: dict[str, list[Rule]], ctx: Context) -> Expr:
     """Apply ``table``'s rules for ``node``'s kind, the first that applies each time, until none does."""
     for _ in range(MAX_LOCAL_REWRITES):
         for rule in table.get(node.op, ()):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from ..core import nodes as N
 from ..core.nodes import Expr, topological
 from ..errors import TensCalcError
-from .context import Context, Rule, _rewrite_locally
+from .context import Context, Rule, rewrite_locally
 from .rules import RULES
 
 MAX_PASSES = 60
@@ -83,6 +83,6 @@ def _one_pass_many(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr
             for old, new in zip(node.children, children):
                 if old is not new:
                     ctx.uses[new] = ctx.uses.get(new, 0) + ctx.uses.get(old, 0)
-        current = _rewrite_locally(current, table, ctx)
+        current = rewrite_locally(current, table, ctx)
         mapped[node] = current
     return [mapped[root] for root in roots]

@@ -10,7 +10,7 @@ import numpy as np
 from ..core import nodes as N
 from ..core.nodes import Expr
 from .context import Context, Rule
-from .rules_sums import _const_power
+from .rules_sums import const_power
 
 _NUMERIC = {
     "sin": math.sin,
@@ -88,8 +88,8 @@ FUNC_RULES: list[Rule] = [func_constant]
 
 def pow_of_pow(node: Expr, ctx: Context) -> Expr | None:
     # (b^a)^c -> b^(a c) for an integer c ((b^2)^0.5 is |b|, so never for a fractional c)
-    outer = _const_power(node)
-    inner = None if outer is None else _const_power(outer[0])
+    outer = const_power(node)
+    inner = None if outer is None else const_power(outer[0])
     if inner is None or outer[1] != int(outer[1]):
         return None
     return N.power(inner[0], N.const(N.normalize_number(inner[1] * outer[1]), 0))

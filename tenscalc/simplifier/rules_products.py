@@ -8,9 +8,9 @@ from __future__ import annotations
 from ..core import nodes as N
 from ..core import products as P
 from ..core.nodes import Expr
-from .context import Context, Rule, _rewrite_locally
+from .context import Context, Rule, rewrite_locally
 from .rules_slices import mul_pull_embed
-from .rules_sums import ADD_RULES, _const_power, _embedded
+from .rules_sums import ADD_RULES, const_power, embedded_parts
 
 # Fusing products (and flattening sums) without a bound turns a chain of n
 # single-use products into products of n, n-1, ... operands: O(n^2) work.  Bounded
@@ -168,7 +168,7 @@ def mul_sort_operands(node: Expr, ctx: Context) -> Expr | None:
     # b *(j,ij->i) A -> A *(ij,j->i) b  (a canonical operand order lets equal products merge)
     pairs = _operands(node)
     ordered = sorted(pairs, key=lambda p: p[0].digest)
-    if [id(p[0]) for p in ordered] == [id(p[0]) for p in pairs]:
+    if all(a[0] is b[0] for a, b in zip(ordered, pairs)):
         return None
     return _rebuild(ordered, node.arg[1])
 
@@ -183,14 +183,14 @@ def _power_parts(node: Expr) -> tuple[Expr, int | float]:
 def mul_merge_powers(node: Expr, ctx: Context) -> Expr | None:
     # det(X)^(-1) *(,->) det(X) -> det(X)^0 -> 1 ;  x *(i,i->i) x^2 -> x^3
     pairs = _operands(node)
-    groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    groups: dict[tuple[Expr, tuple[int, ...]], list[int]] = {}
     for k, (child, spec) in enumerate(pairs):
         if len(set(spec)) != len(spec):
             continue
         base, _ = _power_parts(child)
         if base.op == "const":
             continue
-        groups.setdefault((id(base), spec), []).append(k)
+        groups.setdefault((base, spec), []).append(k)
     for members in groups.values():
         if len(members) < 2:
             continue
@@ -233,16 +233,16 @@ def mul_ones_on_diagonal(node: Expr, ctx: Context) -> Expr | None:
 def mul_distribute_power(node: Expr, ctx: Context) -> Expr | None:
     # q^-2 ⊙ p^2 ⊙ (p ⊙ q^-1)^-1 -> q^-2 ⊙ p^2 ⊙ p^-1 ⊙ q   (then powers merge: -p/q in KL)
     pairs = _operands(node)
-    bases = {id(_power_parts(child)[0]) for child, _ in pairs}
+    bases = {_power_parts(child)[0] for child, _ in pairs}
     for k, (child, spec) in enumerate(pairs):
-        power = _const_power(child)
+        power = const_power(child)
         if power is None or power[1] != int(power[1]) or power[0].op != "mul":
             continue
-        parts = _embedded(power[0])
+        parts = embedded_parts(power[0])
         if parts is None or parts[1] != parts[2] or parts[3] != 1 or power[0].order != len(spec):
             continue
         factors = parts[0]
-        if not any(id(_power_parts(f)[0]) in bases for f in factors):
+        if not any(_power_parts(f)[0] in bases for f in factors):
             continue  # nothing to merge with: distributing would only add nodes
         exponent = N.const(power[1], 0)
         inner = [(N.power(f, exponent), spec) for f in factors]
@@ -283,7 +283,7 @@ def mul_distribute_delta_sum(node: Expr, ctx: Context) -> Expr | None:
         # each new product is rewritten on its own (fusion, delta absorption), nothing deeper
         local = {"mul": [r for r in MUL_RULES if r is not mul_distribute_delta_sum], "add": ADD_RULES}
         terms = [
-            _rewrite_locally(_rebuild(pairs[:k] + [(t, spec)] + pairs[k + 1 :], node.arg[1]), local, ctx)
+            rewrite_locally(_rebuild(pairs[:k] + [(t, spec)] + pairs[k + 1 :], node.arg[1]), local, ctx)
             for t in child.children
         ]
         carriers = {_unscaled(t) for t in child.children if _carries_delta(t)}

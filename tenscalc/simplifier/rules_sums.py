@@ -1,7 +1,7 @@
 """Rules for sums: zero terms, equal terms merged, constants folded, common factors.
 
-Also the two pattern readers the power rules share: ``_const_power`` (``b^c``
-with a constant ``c``) and ``_embedded`` (a term as a scaled elementwise product).
+Also the two pattern readers the power rules share: ``const_power`` (``b^c``
+with a constant ``c``) and ``embedded_parts`` (a term as a scaled elementwise product).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ MAX_FLATTENED_TERMS = 64
 
 def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
     # x + 0 -> x ; x + x -> 2 x ; 2 + 3 -> 5 ; (a + b) + c -> a + b + c (single use)
-    merged: dict[int, list] = {}
-    order: list[int] = []
+    merged: dict[Expr, list] = {}
+    order: list[Expr] = []
     constant = 0
     constant_terms = 0
     changed = False
@@ -38,12 +38,12 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
                 constant_terms += 1
                 changed = changed or c.arg[0] == 0 or constant_terms > 1  # a zero, or constants to fold
                 continue
-            if id(c) in merged:
-                merged[id(c)][1] += k
+            if c in merged:
+                merged[c][1] += k
                 changed = True
             else:
-                merged[id(c)] = [c, k]
-                order.append(id(c))
+                merged[c] = [c, k]
+                order.append(c)
     has_constant_child = any(c.op == "const" and c.arg[0] != 0 for c in node.children)
     if not changed and not any(merged[i][1] == 0 for i in order):
         return None
@@ -65,9 +65,9 @@ def add_scale_constant(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
-def _positional_operands(term: Expr) -> dict[tuple[int, tuple[int, ...]], int] | None:
+def _positional_operands(term: Expr) -> dict[tuple[Expr, tuple[int, ...]], int] | None:
     """Operands of a product whose letters are all distinct output letters, keyed
-    by (node id, output positions); None when the output writes a diagonal."""
+    by (node, output positions); None when the output writes a diagonal."""
     ins, out = term.arg
     if len(set(out)) != len(out):
         return None
@@ -75,7 +75,7 @@ def _positional_operands(term: Expr) -> dict[tuple[int, tuple[int, ...]], int] |
     for k, (child, spec) in enumerate(zip(term.children, ins)):
         if child.op == "const" or len(set(spec)) != len(spec) or not set(spec) <= set(out):
             continue
-        found.setdefault((id(child), tuple(out.index(letter) for letter in spec)), k)
+        found.setdefault((child, tuple(out.index(letter) for letter in spec)), k)
     return found
 
 
@@ -88,10 +88,9 @@ def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
     if any(k is None for k in keyed):
         return None
     common = set(keyed[0]).intersection(*keyed[1:])
-    # ties broken by the factor's digest, never by id(): the result must not depend
-    # on what the process built before
-    digests = {id(c): c.digest for c in terms[0].children}
-    for key in sorted(common, key=lambda key: (-len(key[1]), key[1], digests[key[0]])):
+    # ties broken by the factor's digest, never by identity: the result must not
+    # depend on what the process built before
+    for key in sorted(common, key=lambda key: (-len(key[1]), key[1], key[0].digest)):
         rests, rest_positions = [], None
         for term, keys in zip(terms, keyed):
             ins, out = term.arg
@@ -107,13 +106,13 @@ def add_factor_common(node: Expr, ctx: Context) -> Expr | None:
                 break
             rests.append(_rebuild(remaining, tuple(out[p] for p in positions)))
         else:
-            shared = next(c for c in terms[0].children if id(c) == key[0])
+            shared = key[0]
             total = N.add(rests, node.arg)
             return N.mul((shared, total), (key[1], rest_positions), tuple(range(node.order)))
     return None
 
 
-def _embedded(term: Expr) -> tuple[list[Expr], tuple[int, ...], tuple[int, ...], int | float] | None:
+def embedded_parts(term: Expr) -> tuple[list[Expr], tuple[int, ...], tuple[int, ...], int | float] | None:
     """A term as ``scale * (f1 ⊙ f2 ...)`` laid out by one spec: ``(factors, s, out, scale)``.
 
     ``e ⊙ q`` is ``([e, q], s, s, 1)``; ``q *(i,->ii) 1`` (``diag(q)``) is
@@ -138,7 +137,7 @@ def _embedded(term: Expr) -> tuple[list[Expr], tuple[int, ...], tuple[int, ...],
     return factors, spec, out, scale
 
 
-def _const_power(node: Expr) -> tuple[Expr, int | float] | None:
+def const_power(node: Expr) -> tuple[Expr, int | float] | None:
     """``b^c`` with a constant ``c`` as ``(b, c)``."""
     if node.op == "pow" and node.children[1].op == "const":
         return node.children[0], node.children[1].arg[0]
@@ -147,14 +146,14 @@ def _const_power(node: Expr) -> tuple[Expr, int | float] | None:
 
 def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
     # c1 u ⊙ q^-2 + c2 q^-1 with q = a u + b k, c1 + a c2 = 0  ->  c2 b k q^-2   (σ(1-σ): e/(e+1)^2)
-    terms = [(t, c, _embedded(t)) for t, c in zip(node.children, node.arg)]
+    terms = [(t, c, embedded_parts(t)) for t, c in zip(node.children, node.arg)]
     for i, (_, c1, parts_i) in enumerate(terms):
         if parts_i is None or len(parts_i[0]) != 2:
             continue
         factors, spec, out, scale1 = parts_i
         for slot in (0, 1):
             square, u = factors[slot], factors[1 - slot]
-            power = _const_power(square)
+            power = const_power(square)
             if power is None or power[1] != -2 or power[0].op != "add" or len(power[0].children) != 2:
                 continue
             q = power[0]
@@ -164,7 +163,7 @@ def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
             for j, (_, c2, parts_j) in enumerate(terms):
                 if j == i or parts_j is None or len(parts_j[0]) != 1 or parts_j[1:3] != (spec, out):
                     continue
-                if _const_power(parts_j[0][0]) != (q, -1) or c1 * scale1 + a * c2 * parts_j[3] != 0:
+                if const_power(parts_j[0][0]) != (q, -1) or c1 * scale1 + a * c2 * parts_j[3] != 0:
                     continue
                 if spec == out:
                     merged = square
