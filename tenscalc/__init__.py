@@ -1,5 +1,12 @@
 """tenscalc: symbolic derivatives of tensor expressions in Einstein-like notation.
 
+The package is a pipeline and its folders are the stages: ``frontend`` (text or
+Python in, DAG out) -> ``calculus`` (reverse-mode derivatives) -> ``simplifier``
+-> evaluation (``interpreter``, ``compiler``), ``printing`` and ``convexity``, all
+on one kind of object, the interned immutable node of ``core`` (the foundation,
+which imports nothing above it).  Every stage dispatches on a node's kind through
+a table; ``docs/architecture.md`` maps the modules and lists the tables.
+
 >>> import numpy as np, tenscalc as tc
 >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
 >>> f.order, f.variables

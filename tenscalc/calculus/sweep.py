@@ -6,7 +6,7 @@ For a root ``y`` of order ``q`` the *pullback* of a node ``v`` is the tensor
 the rule for its kind (:mod:`tenscalc.calculus.pullbacks`), a contribution to the
 child's pullback, and the contributions a child receives from several parents are
 summed (Laue, Mitterreiter and Giesen's tensor calculus).  ``P_x`` for the
-variable ``x`` is the derivative, laid out as in LANGUAGE.md §4 (jax.jacobian's
+variable ``x`` is the derivative, laid out as in docs/language.md, "Derivatives" (jax.jacobian's
 layout).  The sweep is iterative (no recursion), so deep DAGs are fine.
 """
 

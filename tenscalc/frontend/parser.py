@@ -1,8 +1,8 @@
 """Recursive-descent parser: tokens -> syntax tree (with source positions).
 
 The syntax tree is untyped: a number does not know its order yet, because that
-comes from its context (LANGUAGE.md, "Constants and broadcasting").  The typing
-pass in :mod:`tenscalc.typing_pass` turns it into interned DAG nodes.
+comes from its context (docs/language.md, "Constants and broadcasting").  The typing
+pass in :mod:`tenscalc.frontend.typecheck` turns it into interned DAG nodes.
 
 The four rules that nest (``expr``, ``term``, ``factor``, ``atom``) are
 generators: where they would call another rule they ``yield`` its generator and
@@ -10,7 +10,7 @@ receive its result, and :meth:`Parser.run` drives them with an explicit stack.
 So nesting depth is bounded by memory, not by Python's recursion limit, and no
 process-wide setting is touched (threads parse safely side by side).
 
-Grammar (LANGUAGE.md §2, plus what the 2022 thesis tool also accepted: repeated
+Grammar (docs/language.md, "Expressions", plus what the 2022 thesis tool also accepted: repeated
 ``^``, a bare ``delta`` meaning ``delta(0)``, ``- >`` split by spaces)::
 
     problem = [ "declare" { name natural } "expression" ] expr [ "derivative" "wrt" name ]

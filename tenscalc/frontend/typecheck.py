@@ -1,6 +1,6 @@
 """Typing pass: syntax tree -> interned, order-checked DAG.
 
-A number's order comes from its context (LANGUAGE.md): in a sum it takes the other
+A number's order comes from its context (docs/language.md): in a sum it takes the other
 summand's order, in a product the length of its index string, under an
 elementwise function the order required of the function's result; where nothing
 fixes it, it is a scalar.  This needs two sweeps over the tree:

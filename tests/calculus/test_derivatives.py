@@ -661,7 +661,7 @@ def test_derivative_orders():
     ],
 )
 def test_derivatives_print_and_parse_back(text, wrt):
-    """LANGUAGE.md §4: a derivative prints as text that parses back to the same values."""
+    """docs/language.md, "Derivatives": a derivative prints as text that parses back to the same values."""
     f = parse(text)
     for d in (tc.derivative(f, wrt), tc.hessian(f, wrt)):
         values = random_values([f, d], low=0.2, high=1.5)

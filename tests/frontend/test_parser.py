@@ -1,7 +1,7 @@
 """Golden tests of the parser and typing pass: every grammar piece, every function,
 the problem form, constants' orders, and the print -> parse round trip.
 
-Expected values are written by hand from LANGUAGE.md (index letters are renumbered
+Expected values are written by hand from docs/language.md (index letters are renumbered
 0, 1, 2 ... by first appearance, inputs left to right then the output, and print as
 i, j, k ...), never copied from the code's output.
 """
@@ -423,7 +423,7 @@ def test_bare_expression_with_orders_from_python():
 
 
 def test_thesis_examples():
-    # LANGUAGE.md section 5
+    # docs/language.md, "Examples"
     examples = {
         "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x": 0,
         "declare X 2 y 1 w 1 expression log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1": 0,
