@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -25,6 +26,7 @@ from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import check_entries, check_shape
 from .backends import Backend, letters
+from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, LetterRef, Plan, Step, Term
@@ -179,8 +181,12 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
     dense = [step_shape(step, resolver) for step in plan.steps]
     structured = _structured_slots(plan)
-    hoisted, rewritten = _shared_pairs(plan, dense, structured)
+    banded, twins, early = _banded_slots(plan, dense, structured, resolver, backend)
+    hoisted, rewritten = _shared_pairs(plan, dense, {**structured, **dict.fromkeys(banded, ())})
     n_slots = plan.n_slots + len(hoisted)
+    for slot in twins:  # a dense copy of a banded slot for the readers that need one
+        twins[slot] = n_slots
+        n_slots += 1
     # per slot: the array it holds (a diagonal core for structured slots)
     shapes: list[tuple[int, ...]] = [()] * n_slots
     ops: list[tuple[StepFn, int, tuple[int, ...]]] = []
@@ -218,8 +224,28 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             shapes[pair.slot] = pair.shape
             fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
             account(fn, pair.slot, (), cost, pair.shape)
+        dead = plan.release[step.index] + tuple(release.get(step.index, ()))
+        dead += tuple(twins[slot] for slot in dead if slot in twins)
+        if step.index in banded:  # bands only: a dense twin or the output is written once
+            band_step = banded[step.index]
+            layout = band_step.layout
+            shapes[step.index] = (layout.entries,)
+            cost = band_step.cost
+            if step.index in outputs:
+                densify[step.index] = partial(write_bands, layout)
+                cost = cost + OpCost(math.prod(shape), 1, math.prod(shape), math.prod(shape) + layout.entries)
+            twin = twins.get(step.index)
+            account(band_step.run, step.index, () if twin is not None else dead, cost, (layout.entries,))
+            if twin is not None:
+                shapes[twin] = shape
+                size = math.prod(shape)
+                write = partial(_write_twin, layout, step.index)
+                account(write, twin, dead + early.get(step.index, ()), OpCost(size, 1, size), shape)
+            continue
         if step.index in rewritten:
             step = rewritten[step.index]
+        if twins:
+            step = _rename_reads(step, twins)
         if structured:
             step = _read_structure(step, structured)
         pattern = structured.get(step.index)
@@ -243,10 +269,59 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
                 cost.flops, cost.operations, cost.largest_intermediate, cost.peak,
                 tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags),
             )  # fmt: skip
-        account(fn, step.index, plan.release[step.index] + tuple(release.get(step.index, ())), cost, shape)
+        account(fn, step.index, dead, cost, shape)
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
     return Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
+
+
+# ------------------------------------------------------------------ banded slots
+
+
+def _banded_slots(
+    plan: Plan, dense: list[tuple[int, ...]], structured: dict[int, tuple[int, ...]], resolver, backend: Backend
+) -> tuple[dict[int, BandStep], dict[int, int], dict[int, tuple[int, ...]]]:
+    """The steps computed as bands (:mod:`.banded`; NumPy only), the banded slots some
+    other step reads densely (to be given a dense twin slot, numbered by the caller),
+    and per such slot itself when only its twin is read (released once the twin is written).
+
+    A banded constant read densely stays a dense (cached) constant: its banded readers
+    take its numbers.
+    """
+    if backend.name != "numpy":
+        return {}, {}, {}
+    banded, constants = band_steps(plan, dense, set(structured), resolver, backend, _bind_term)
+    dense_read: set[int] = set()
+    band_read: set[int] = set()
+    for step in plan.steps:
+        (band_read if step.index in banded else dense_read).update(_step_reads(step))
+    outputs = set(plan.outputs)
+    for slot in constants & dense_read:
+        del banded[slot]
+    twins = {slot: -1 for slot in banded if slot in dense_read}
+    early = {slot: (slot,) for slot in twins if slot not in band_read and slot not in outputs}
+    return banded, twins, early
+
+
+def _write_twin(layout: Layout, slot: int, env: list) -> Any:
+    return write_bands(layout, env[slot])
+
+
+def _rename_reads(step: Step, names: Mapping[int, int]) -> Step:
+    """``step`` reading ``names[slot]`` wherever it read ``slot``."""
+    if step.kind == "product":
+        terms = tuple(
+            replace(term, operands=tuple((names.get(slot, slot), spec) for slot, spec in term.operands))
+            for term in _terms_of(step)
+        )
+        return replace(step, data=terms)
+    if step.kind == "add":
+        items = tuple(
+            replace(item, slot=names.get(item.slot, item.slot)) if item.kind in ("slot", "embed") else item
+            for item in _items_of(step)
+        )
+        return replace(step, data=items)
+    return replace(step, args=tuple(names.get(slot, slot) for slot in step.args))
 
 
 # ------------------------------------------------------------------ shared sub-products

@@ -1,0 +1,372 @@
+"""Banded order-2 values of a compiled program: sums of diagonals, kept as vectors.
+
+A Hessian built from slices (the chained Rosenbrock function's
+``x[1:] - x[:-1]^2``) is a sum of diagonal matrices shifted by ``embed`` and
+``slice``, scaled by vectors along one axis: written densely, ~10 passes over
+n×n arrays for a matrix with three nonzero diagonals.  Like scipy.sparse's DIA
+format, a *banded* slot holds such a value as a list of bands instead:
+
+* a :class:`Band` is one stretch of one diagonal of an ``R × C`` matrix: the
+  entries ``A[row + t, row + offset + t]`` for ``t < length`` (``offset`` is
+  column minus row; several bands may share an offset);
+* at run time the slot holds one value per band, a 1-D array of ``length``
+  entries or a number (constant bands: ``delta(1)`` stays the number 1).
+
+:func:`band_steps` finds, in plan order, the steps whose value is banded and
+binds them to closures over those band values:
+
+* a product term writing a diagonal (``v *(i,->ii) 1``, ``out`` ``(a, a)``) is
+  its core vector on offset 0;
+* a product term scaling a banded operand by vectors along its axes
+  (``(ij,j->ij)``, ``(ij,i->ij)``), by a number, or transposing it, scales each
+  band by the matching stretch of the vectors;
+* ``embed`` shifts the bands, ``slice`` clips them;
+* a sum adds bands (``delta(1)`` summands and embedded parts included); bands
+  with the same stretch are added into one;
+* a constant made of ``delta(1)``, ``embed`` and ``slice`` is banded with numbers.
+
+Any other reader gets the dense value, written once (:func:`write_bands`: a
+zeroed array, each band written through a strided view of its diagonal), as
+are the outputs.  Off the bands such a value is exactly 0 (as a diagonal core's
+dense form is).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+import numpy as np
+
+from ..core.nodes import Expr
+from .cost import OpCost
+from .plan import AddItem, Plan, Step, Term
+
+BandValues = tuple[Any, ...]  # per band: a 1-D array of its length, or a number
+BandFn = Callable[[list], BandValues]
+
+
+@dataclass(frozen=True)
+class Band:
+    """The entries ``A[row + t, row + offset + t]``, ``0 <= t < length``."""
+
+    offset: int
+    row: int
+    length: int
+
+    def shifted(self, rows: int, cols: int) -> Band:
+        """The band of a matrix written at rows ``rows:``, columns ``cols:`` of a larger one."""
+        return Band(self.offset + cols - rows, self.row + rows, self.length)
+
+    def transposed(self) -> Band:
+        return Band(-self.offset, self.row + self.offset, self.length)
+
+    def clipped(self, rows: range, cols: range) -> tuple[Band, int] | None:
+        """The band of ``A[rows, cols]`` (unit steps) and the first ``t`` kept; None when empty."""
+        first = max(0, rows.start - self.row, cols.start - self.row - self.offset)
+        stop = min(self.length, rows.stop - self.row, cols.stop - self.row - self.offset)
+        if stop <= first:
+            return None
+        offset = self.offset - cols.start + rows.start
+        return Band(offset, self.row + first - rows.start, stop - first), first
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a banded ``shape`` matrix's bands lie (the slot holds one value per band)."""
+
+    shape: tuple[int, int]
+    bands: tuple[Band, ...]
+
+    @property
+    def entries(self) -> int:
+        return sum(band.length for band in self.bands)
+
+
+@dataclass
+class BandStep:
+    """A banded step bound: its layout, the closure computing its band values, its cost."""
+
+    layout: Layout
+    run: BandFn
+    cost: OpCost
+
+
+def write_bands(layout: Layout, values: BandValues) -> np.ndarray:
+    """The dense matrix: zeros, each band added through a strided view of its diagonal."""
+    arrays = [v for v in values if not isinstance(v, (int, float))]
+    out = np.zeros(layout.shape, dtype=np.result_type(*arrays, np.float64))
+    flat = out.reshape(-1)
+    step = layout.shape[1] + 1
+    for band, value in zip(layout.bands, values):
+        start = band.row * layout.shape[1] + band.row + band.offset
+        flat[start : start + (band.length - 1) * step + 1 : step] += value
+    return out
+
+
+def _merge(parts: list[tuple[Band, Callable[[list], Any]]]) -> tuple[tuple[Band, ...], BandFn]:
+    """Bands of a sum: parts with the same stretch added into one."""
+    groups: dict[Band, list[Callable[[list], Any]]] = {}
+    for band, fn in parts:
+        groups.setdefault(band, []).append(fn)
+    bands = tuple(groups)
+    fns = [groups[band] for band in bands]
+
+    def run(env: list) -> BandValues:
+        values = []
+        for group in fns:
+            total = group[0](env)
+            for fn in group[1:]:
+                total = total + fn(env)
+            values.append(total)
+        return tuple(values)
+
+    return bands, run
+
+
+def _number(coef: Any) -> float | None:
+    """``coef`` as a finite float, or None (coefficients beyond float64 stay dense)."""
+    try:
+        value = float(coef)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _unit_ranges(items: Sequence, shape: Sequence[int]) -> list[range] | None:
+    """Per axis, the rows a slice (or embed) key selects; None unless plain unit-step slices."""
+    if len(items) != len(shape) or any(isinstance(item, int) for item in items):
+        return None
+    ranges = []
+    for item, length in zip(items, shape):
+        start, stop, step = slice(*item).indices(length)
+        if step != 1:
+            return None
+        ranges.append(range(start, max(start, stop)))
+    return ranges
+
+
+class _Binder:
+    """The forward pass of :func:`band_steps`."""
+
+    def __init__(self, plan: Plan, dense: list[tuple[int, ...]], skip: set[int], resolver, backend, bind_term):
+        self.plan = plan
+        self.dense = dense
+        self.skip = skip
+        self.resolver = resolver
+        self.backend = backend
+        self.bind_term = bind_term
+        self.steps: dict[int, BandStep] = {}
+        self.static: dict[int, BandValues] = {}  # constant steps: their band numbers
+
+    def fetch(self, slot: int, k: int) -> Callable[[list], Any]:
+        """The value of band ``k`` of banded ``slot`` (a constant's number is baked in)."""
+        if slot in self.static:
+            value = self.static[slot][k]
+            return lambda env: value
+        return lambda env: env[slot][k]
+
+    def bind(self, step: Step) -> BandStep | None:
+        shape = self.dense[step.index]
+        if len(shape) != 2 or step.index in self.skip:
+            return None
+        if step.kind == "constant":
+            found = self.constant(cast(Expr, step.data), shape)
+            if found is None:
+                return None
+            bands, values = found
+            self.static[step.index] = values
+            return BandStep(Layout(shape, bands), lambda env: values, OpCost(0, 0, 0))
+        if step.kind == "product":
+            parts = self.product(step, shape)
+        elif step.kind == "add":
+            parts = self.add(step, shape)
+        elif step.kind in ("slice", "embed"):
+            parts = self.reshaped(step, shape)
+        else:
+            return None
+        if parts is None:
+            return None
+        parts, cost = parts
+        bands, run = _merge(parts)
+        layout = Layout(shape, bands)
+        largest = max((band.length for band in bands), default=0)
+        return BandStep(layout, run, cost + OpCost(layout.entries, len(bands), largest, layout.entries))
+
+    # -------------------------------------------------------------- constants
+    def constant(self, node: Expr, shape: tuple[int, ...]) -> tuple[tuple[Band, ...], BandValues] | None:
+        """A constant of ``delta(1)``, ``embed`` and ``slice`` nodes as bands of numbers."""
+        if node.op == "delta" and node.arg == 1 and shape[0] == shape[1]:
+            return ((Band(0, 0, shape[0]),), (1.0,)) if shape[0] else ((), ())
+        if node.op not in ("embed", "slice"):
+            return None
+        (child,) = node.children
+        if node.op == "embed":
+            ranges = _unit_ranges(node.arg[0], shape)
+            if ranges is None:
+                return None
+            inner = self.constant(child, (len(ranges[0]), len(ranges[1])))
+            if inner is None:
+                return None
+            rows, cols = ranges[0].start, ranges[1].start
+            return tuple(band.shifted(rows, cols) for band in inner[0]), inner[1]
+        try:
+            child_shape = self.resolver.shape(child)
+        except Exception:  # noqa: BLE001 - no axis information: stays dense
+            return None
+        ranges = _unit_ranges(node.arg, child_shape) if len(child_shape) == 2 else None
+        inner = self.constant(child, child_shape) if ranges is not None else None
+        if inner is None or ranges is None:
+            return None
+        bands, values = [], []
+        for band, value in zip(*inner):
+            kept = band.clipped(ranges[0], ranges[1])
+            if kept is not None:
+                bands.append(kept[0])
+                values.append(value)
+        return tuple(bands), tuple(values)
+
+    # -------------------------------------------------------------- products
+    def product(self, step: Step, shape: tuple[int, ...]):
+        parts: list[tuple[Band, Callable[[list], Any]]] = []
+        cost = OpCost(0, 0, 0)
+        for term in cast("tuple[Term, ...]", step.data):
+            if any(slot in self.skip for slot, _ in term.operands):
+                return None
+            if len(term.out) == 2 and term.out[0] == term.out[1]:
+                found = self.diagonal_term(term, shape)
+            else:
+                found = self.scaled_term(term, shape)
+            if found is None:
+                return None
+            parts.extend(found[0])
+            cost = cost + found[1]
+        return parts, cost
+
+    def diagonal_term(self, term: Term, shape: tuple[int, ...]):
+        """A term writing the main diagonal: its core vector, bound as a dense product."""
+        if any(slot in self.steps for slot, _ in term.operands):
+            return None
+        n = shape[0]
+        core = replace(term, out=term.out[:1])
+        fn, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend)
+        return ([(Band(0, 0, n), fn)] if n else []), cost
+
+    def scaled_term(self, term: Term, shape: tuple[int, ...]):
+        """``factor * A[p, q] * u[p] * v[q] ...`` written as ``(p, q)`` or ``(q, p)``, A banded."""
+        factor = _number(term.factor)
+        at = [i for i, (slot, _) in enumerate(term.operands) if slot in self.steps]
+        if len(at) != 1 or term.constants or factor is None:
+            return None
+        slot, spec = term.operands[at[0]]
+        if len(spec) != 2 or spec[0] == spec[1] or set(term.out) != set(spec) or len(term.out) != 2:
+            return None
+        p, q = spec
+        if any(letter not in spec for letter, _ in term.refs):
+            return None
+        others = [op for i, op in enumerate(term.operands) if i != at[0]]
+        if any(len(other) != 1 or other[0] not in spec for _, other in others):
+            return None
+        vectors = [(s, other[0] == p) for s, other in others]
+        transpose = term.out == (q, p)
+        layout = self.steps[slot].layout
+        parts = []
+        for k, band in enumerate(layout.bands):
+            stretches = []
+            for s, on_rows in vectors:
+                start = band.row if on_rows else band.row + band.offset
+                stretches.append((s, slice(start, start + band.length)))
+            parts.append((band.transposed() if transpose else band, _scaled(self.fetch(slot, k), stretches, factor)))
+        flops = layout.entries * (len(vectors) + (factor != 1))
+        return parts, OpCost(flops, len(layout.bands), 0)
+
+    # -------------------------------------------------------------- sums, embed, slice
+    def add(self, step: Step, shape: tuple[int, ...]):
+        parts: list[tuple[Band, Callable[[list], Any]]] = []
+        for item in cast("tuple[AddItem, ...]", step.data):
+            coef = _number(item.coef)
+            if coef is None:
+                return None
+            if item.kind == "delta" and item.n == 1 and shape[0] == shape[1]:
+                if shape[0]:
+                    parts.append((Band(0, 0, shape[0]), lambda env, c=coef: c))
+                continue
+            if item.kind not in ("slot", "embed") or item.slot not in self.steps:
+                return None
+            layout = self.steps[item.slot].layout
+            rows = cols = 0
+            if item.kind == "embed":
+                ranges = _unit_ranges(item.items, shape)
+                if ranges is None:
+                    return None
+                rows, cols = ranges[0].start, ranges[1].start
+            elif layout.shape != shape:
+                return None
+            for k, band in enumerate(layout.bands):
+                parts.append((band.shifted(rows, cols), _scaled(self.fetch(item.slot, k), [], coef)))
+        return parts, OpCost(0, 0, 0)
+
+    def reshaped(self, step: Step, shape: tuple[int, ...]):
+        (source,) = step.args
+        if source not in self.steps:
+            return None
+        layout = self.steps[source].layout
+        parts = []
+        if step.kind == "embed":
+            ranges = _unit_ranges(cast(tuple, step.data)[0], shape)
+            if ranges is None:
+                return None
+            for k, band in enumerate(layout.bands):
+                parts.append((band.shifted(ranges[0].start, ranges[1].start), self.fetch(source, k)))
+            return parts, OpCost(0, 0, 0)
+        ranges = _unit_ranges(cast(tuple, step.data), layout.shape)
+        if ranges is None:
+            return None
+        for k, band in enumerate(layout.bands):
+            kept = band.clipped(ranges[0], ranges[1])
+            if kept is not None:
+                parts.append((kept[0], _stretch(self.fetch(source, k), kept[1], kept[0].length)))
+        return parts, OpCost(0, 0, 0)
+
+
+def _scaled(value: Callable[[list], Any], stretches: list[tuple[int, slice]], factor: float) -> Callable[[list], Any]:
+    """A band value times ``factor`` and the stretches of vector slots."""
+    if not stretches and factor == 1:
+        return value
+
+    def run(env: list) -> Any:
+        result = value(env)
+        for slot, key in stretches:
+            result = result * env[slot][key]
+        return result * factor if factor != 1 else result
+
+    return run
+
+
+def _stretch(value: Callable[[list], Any], first: int, length: int) -> Callable[[list], Any]:
+    """Entries ``first:first + length`` of a band value (a number stays a number)."""
+
+    def run(env: list) -> Any:
+        v = value(env)
+        return v if isinstance(v, (int, float)) else v[first : first + length]
+
+    return run
+
+
+def band_steps(
+    plan: Plan, dense: list[tuple[int, ...]], skip: set[int], resolver, backend, bind_term
+) -> tuple[dict[int, BandStep], set[int]]:
+    """The banded steps of ``plan`` bound to the shapes ``dense``, and which of them
+    are constants (their readers take the numbers; the slot stays dense if read densely).
+
+    ``skip``: slots that are not to be read or made banded (diagonal cores);
+    ``bind_term``: :func:`tenscalc.compiler.program._bind_term`, for diagonal cores.
+    """
+    binder = _Binder(plan, dense, skip, resolver, backend, bind_term)
+    for step in plan.steps:
+        found = binder.bind(step)
+        if found is not None:
+            binder.steps[step.index] = found
+    return binder.steps, set(binder.static)

@@ -1,0 +1,129 @@
+"""Banded order-2 values (tenscalc.compiler.banded): Hessians of functions of
+slices are sums of shifted, scaled diagonals, kept as band vectors and written
+once into a zeroed result.  Checked against evaluate and by the cost model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc.compiler.banded import Band, Layout, write_bands
+
+ROSENBROCK = "sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)"
+VECTOR_CASES = [
+    ROSENBROCK,
+    "sum((x[1:] - x[:-1]) .^ 2)",
+    "sum(x[2:] .* x[:-2])",
+    "sum(x[1:] .* x[:-1] .^ 2 .* sin(x[:-1]))",
+    "sum(x[:-3] .* exp(x[3:])) + sum(x .^ 3)",
+    "sum((x[2:] - 2 * x[1:-1] + x[:-2]) .^ 2)",
+]
+
+
+def assert_matches_evaluate(expr, data):
+    got = tc.compile(expr)(data)
+    expected = tc.evaluate(expr, data)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    return got
+
+
+@pytest.mark.parametrize("src", VECTOR_CASES)
+@pytest.mark.parametrize("n", [5, 6, 11])
+def test_hessians_of_slices_match_evaluate(src, n):
+    H = tc.hessian(tc.parse(src), "x")
+    x = np.random.default_rng(n).uniform(-2, 2, n)
+    got = assert_matches_evaluate(H, {"x": x})
+    np.testing.assert_allclose(got, got.T, rtol=1e-12, atol=1e-12)
+    assert got.flags.writeable
+
+
+def test_rosenbrock_hessian_matches_scipy_closed_form():
+    optimize = pytest.importorskip("scipy.optimize")
+    H = tc.compile(tc.hessian(tc.parse(ROSENBROCK), "x"))
+    for n in (2, 3, 7):
+        x = np.random.default_rng(n).uniform(-2, 2, n)
+        np.testing.assert_allclose(H(x=x), optimize.rosen_hess(x), rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("src", VECTOR_CASES[:3])
+def test_band_hessians_allocate_no_other_square_array(src):
+    n = 1000
+    cost = tc.compile(tc.hessian(tc.parse(src), "x")).cost({"x": (n,)})
+    # before: ~10 dense n×n passes (Rosenbrock: 6e6 flops, peak 5e6 entries); now
+    # vectors of length about n and one write of the result
+    assert cost.largest_intermediate == n * n
+    assert cost.peak_memory <= n * n + 20 * n
+    assert cost.flops <= n * n + 40 * n
+    assert not cost.flagged
+
+
+def test_rosenbrock_hessian_cost():
+    n = 3000
+    cost = tc.compile(tc.hessian(tc.parse(ROSENBROCK), "x")).cost({"x": (n,)})
+    assert cost.largest_intermediate == n * n  # the output only
+    assert cost.peak_memory <= n * n + 20 * n
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (5, 2)])
+def test_matrix_variable_sliced_along_one_axis(shape):
+    # X (n×m) sliced along its rows: the Hessian by X is order 4 (dense path), the
+    # Hessian by the vector w of the rows' weights is banded
+    src = "sum((X[1:, :] - X[:-1, :] .^ 2) .^ 2 *(ij,j->i) a) + sum((X *(ij,j->i) w)[1:] .* (X *(ij,j->i) w)[:-1])"
+    f = tc.parse(src, {"X": 2, "a": 1, "w": 1})
+    rng = np.random.default_rng(shape[0])
+    data = {"X": rng.standard_normal(shape), "a": rng.standard_normal(shape[1]), "w": rng.standard_normal(shape[1])}
+    for var in ("X", "w"):
+        assert_matches_evaluate(tc.hessian(f, var), data)
+    assert_matches_evaluate(tc.gradient(f, "X"), data)
+
+
+@pytest.mark.parametrize("n", [4, 7])
+def test_rectangular_jacobian_of_slices(n):
+    # (n-2)×n: the bands lie off the main diagonal of a non-square matrix
+    J = tc.jacobian(tc.parse("x[2:] .* x[:-2] - 3 * x[1:-1] .^ 2"), "x")
+    x = np.random.default_rng(n).standard_normal(n)
+    got = assert_matches_evaluate(J, {"x": x})
+    assert got.shape == (n - 2, n)
+
+
+def test_band_values_read_densely_get_the_dense_matrix():
+    # other readers (a function, a contraction, a transpose, a diagonal read) of the
+    # banded Hessian get its dense form, written once from the bands
+    H = tc.hessian(tc.parse(ROSENBROCK), "x")
+    v = tc.parse("v")
+    roots = [
+        H,
+        tc.sin(H),
+        tc.einsum("ij,j->i", H, v),
+        tc.einsum("ij->ji", H),
+        tc.einsum("ii->i", H),
+        tc.einsum("ij,ij->ij", H, H),
+        H[1:, :-2],
+    ]
+    n = 6
+    rng = np.random.default_rng(3)
+    data = {"x": rng.uniform(-2, 2, n), "v": rng.standard_normal(n)}
+    got = tc.compile(roots)(data)
+    for root, value in zip(roots, got):
+        np.testing.assert_allclose(value, tc.evaluate(root, data), rtol=1e-12, atol=1e-12)
+    for root in roots[1:]:  # alone: the bands are only read densely
+        assert_matches_evaluate(root, data)
+
+
+def test_write_bands_adds_overlapping_bands():
+    layout = Layout((3, 4), (Band(1, 0, 3), Band(1, 1, 2), Band(-2, 2, 1), Band(0, 0, 3)))
+    values = (np.array([1.0, 2.0, 3.0]), 10.0, np.array([5.0]), 7.0)
+    expected = np.array([[7.0, 1, 0, 0], [0, 7, 12, 0], [5, 0, 7, 13]])
+    np.testing.assert_array_equal(write_bands(layout, values), expected)
+
+
+def test_band_clipping_and_shifting():
+    band = Band(1, 0, 4)  # A[t, t + 1] of a 4×5 matrix
+    assert band.shifted(2, 0) == Band(-1, 2, 4)
+    assert band.transposed() == Band(-1, 1, 4)
+    # A[1:3, 0:4]: entries (1, 2) and (2, 3) -> (0, 2) and (1, 3) of the slice, first t = 1
+    assert band.clipped(range(1, 3), range(0, 4)) == (Band(2, 0, 2), 1)
+    assert band.clipped(range(0, 4), range(0, 1)) is None
