@@ -33,7 +33,7 @@ from ..printing.text import text_length, to_text
 from .numpy_names import numpy_call
 
 # names the generated module defines itself; user names may not start with "_"
-RESERVED = frozenset({"_np", "_contract", "_ValueError"})
+RESERVED = frozenset({"_np", "_contract", "_ValueError", "_len", "_range"})
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
 
 
@@ -137,7 +137,7 @@ class _Writer:
                 cb, cls = graph.find(base), graph.find(slot)
                 if cb not in source:
                     continue
-                length = f"len(range({source[cb]})[{start}:{'' if stop is None else stop}:{step}])"
+                length = f"_len(_range({source[cb]})[{start}:{'' if stop is None else stop}:{step}])"
                 if cls not in source:
                     source[cls] = length
                     changed = True
@@ -317,7 +317,10 @@ class _Writer:
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         signature = f"def {self.name}(*, {', '.join(params)}):" if params else f"def {self.name}():"
         imports = ["import numpy as _np", "from opt_einsum import contract as _contract"]
-        imports += ["", "_ValueError = ValueError"]  # a variable may be named ValueError
+        # a variable may be named ValueError, len or range: the code uses private aliases
+        imports += ["", "_ValueError = ValueError"]
+        if "_len(" in "\n".join(body):
+            imports += ["_len, _range = len, range"]
         lines = [header, *imports, "", "", signature]
         lines.extend("    " + line for line in body)
         return "\n".join(lines) + "\n"

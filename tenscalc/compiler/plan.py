@@ -150,6 +150,18 @@ def _magnitude(value: int | float) -> float:
     return abs(_as_float(value))
 
 
+# A constant factor above this may overflow float64 with ordinary data (1e308 times
+# entries of a few units): such a factor is applied where it is written, as evaluate
+# applies it, because moving it across a sum (c a + c b for c (a + b)) can overflow
+# a partial result that the written order keeps finite.
+REGROUP_LIMIT = 1e150
+
+
+def _regroupable(scale: float) -> bool:
+    """Whether a term's constant factor is small enough to fuse or distribute."""
+    return scale < REGROUP_LIMIT
+
+
 #: node kind -> a bound on the entries of a constant-only node, from its children's
 #: bounds (kinds not here: inf, the value may not be finite)
 CONSTANT_BOUNDS: dict[str, Callable[[Expr, list[float]], float]] = {
@@ -284,7 +296,7 @@ class PlanBuilder:
             if _is_product(node):
                 own = self._own_scale(node)
                 outer = max((self.term_scale.get(u, 1.0) for u in fusing_users), default=1.0)
-                if node in self.inline and not math.isfinite(own * outer):
+                if node in self.inline and not _regroupable(own * outer):
                     # a constant that may not be finite (2^2222, 1e308 * 1e10 once fused) is
                     # applied where it is written: fused, it would move across a sum
                     self.inline.discard(node)
@@ -297,9 +309,9 @@ class PlanBuilder:
                 and len(users) == 1
                 and users[0].op == "mul"
                 and _distributes(users[0], users[0].children.index(node))
-                # c (a - b) is not c a - c b when c is inf: a constant that may not be
-                # finite keeps the sum whole, as evaluate computes it
-                and math.isfinite(self.term_scale.get(users[0], 1.0) * max(map(_magnitude, node.arg)))
+                # c (a - b) is not c a - c b when c is inf (or c a overflows): a constant
+                # that may overflow keeps the sum whole, as evaluate computes it
+                and _regroupable(self.term_scale.get(users[0], 1.0) * max(map(_magnitude, node.arg)))
             ):
                 self.distributed.add(node)
                 self.term_scale[node] = self.term_scale.get(users[0], 1.0) * max(map(_magnitude, node.arg))

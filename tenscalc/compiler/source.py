@@ -469,7 +469,7 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
     body = writer.write({slot: var_name for var_name, slot in plan.inputs.items()})
     writer.helpers.add("_out")
     results = [f"_out({writer.names[slot]})" for slot in plan.outputs]
-    lines = [header, "import numpy as _np", ""]
+    lines = [header, "import numpy as _np", "", "_ValueError = ValueError  # a variable may be named ValueError"]
     lines += writer.constants
     for helper in sorted(writer.helpers):
         lines.append(HELPERS[helper].rstrip())
@@ -478,7 +478,7 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
         lines.append(f"    {p} = _np.asarray({p}, dtype=float)")
         lines.append(f"    if {p}.shape != {fixed[p]!r}:")
         lines.append(
-            f'        raise ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{p}.shape}}: '
+            f'        raise _ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{p}.shape}}: '
             f'generate it again with tc.to_python(..., shapes=...)")'
         )
     lines += [f"    {line}" for line in body]

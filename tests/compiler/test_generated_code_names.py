@@ -58,3 +58,19 @@ def test_constant_subexpressions_mean_the_same_in_generated_code(text):
         expected = tc.evaluate(e, values)
         got = _function(e)(**values)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["len", "range", "ValueError"])
+@pytest.mark.parametrize("with_shapes", [False, True], ids=["generic", "shape-specialised"])
+def test_sliced_variables_named_like_builtins(name, with_shapes, rng):
+    # the slice-length checks called len(range(...)) and the shape check raised
+    # ValueError: a variable of that name shadowed them (found by the fuzz harness)
+    e = tc.parse(f"{name}[1:, :] *(ij,ij->) tanh({name}[:-1, :])", {name: 2})
+    x = rng.standard_normal((4, 3))
+    namespace: dict = {}
+    exec(tc.to_python([e, tc.gradient(e, name)], shapes={name: (4, 3)} if with_shapes else None), namespace)  # noqa: S102
+    value, grad = namespace["f"](**{name: x})
+    assert float(value) == pytest.approx(float(tc.evaluate(e, {name: x})))
+    np.testing.assert_allclose(grad, tc.evaluate(tc.gradient(e, name), {name: x}))
+    with pytest.raises(ValueError):  # the checks still raise the builtin
+        namespace["f"](**{name: np.ones((4, 3, 2))})

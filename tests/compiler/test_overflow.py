@@ -1,8 +1,9 @@
 """Constants beyond float64's range (``2^2222``, ``exp(1000)``, ``10^400 * 0``): they
 are never folded to inf, and evaluate, compile and the generated code give the same
 IEEE result.  An order-0 constant multiplies the contraction of a product's other
-operands after it; a term with a constant that may not be finite is computed as
-written (no sum pushed inside, no delta turned into a renaming)."""
+operands after it; a term with a constant that may not be finite, or so large that
+moving it across a sum could overflow a partial result (above ``REGROUP_LIMIT``), is
+computed as written (no sum pushed inside, no delta turned into a renaming)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,10 @@ def _three(exprs: list[tc.Expr], values: dict) -> list[list[np.ndarray]]:
         "x *(i,->i) (2^2222 - 2^2222)",
         "(delta(1){x.0} *(ij,->ij) exp(1000)) *(ij,j->i) x",
         "x *(i,->) det(1e200 *(,ij->ij) delta(1){x.0})",
+        # finite factors whose product overflows: regrouped over the sum, a partial
+        # result overflowed (nan or inf where evaluate gives inf or 0)
+        "(x - x) *(i,->) 1e308 *(,->) 1e10",
+        "(A + 1 *(i,j->ij) x) *(ij,->) 1e308",  # found by the fuzz harness (mutated:5002322)
     ],
 )
 def test_evaluators_agree_on_overflowing_constants(text):

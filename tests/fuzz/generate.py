@@ -79,7 +79,7 @@ class Generator:
         rng = self.rng
         if depth <= 0:
             return self.leaf(order)
-        kind = rng.choice(["product", "product", "sum", "func", "power", "quotient", "neg", "leaf", "matrix"])
+        kind = rng.choice(["product", "product", "sum", "func", "power", "quotient", "neg", "leaf", "matrix", "shift"])
         sub = depth - 1
         if kind == "product":
             return self.product(order, sub)
@@ -113,6 +113,8 @@ class Generator:
             return f"({self.expr(order, sub)}) / (2 + cos({self.expr(order, sub)}))"
         if kind == "neg":
             return f"-({self.expr(order, sub)})"
+        if kind == "shift" and order == 0 and self.top:
+            return self.shifted_pair()
         if kind == "matrix" and order in (0, 2) and self.top:
             m = self.expr(2, sub)
             well_conditioned = f"3 *(,ij->ij) delta(1) + 0.1 *(,ij->ij) ({m})"
@@ -120,6 +122,16 @@ class Generator:
                 return f"det({well_conditioned})"
             return f"inv({well_conditioned})"
         return self.leaf(order)
+
+    def shifted_pair(self) -> str:
+        """Neighbours along the first axis of a variable, ``v[1:] . f(v[:-1])``: slices
+        whose derivatives are embeddings and banded (shifted diagonal) Hessians."""
+        rng = self.rng
+        name = rng.choice([n for n, o in self.orders.items() if o >= 1])
+        rest = ", :" * (self.orders[name] - 1)
+        letters = "".join(LETTERS[: self.orders[name]])
+        func = rng.choice(["sin", "tanh", "cos"])
+        return f"{name}[1:{rest}] *({letters},{letters}->) {func}({name}[:-1{rest}])"
 
     def product(self, order: int, depth: int) -> str:
         rng = self.rng
