@@ -414,6 +414,8 @@ class Parser:
                     self.advance()
                     if not (self.at(",") or self.at("]")):
                         step = self.slice_bound()
+                        if step is None:  # `x[:::-1]`: a third colon where the step belongs
+                            self.fail("a slice step (a positive integer)")
                         if step < 1:
                             where = self.tokens[self.i - 1].pos
                             raise ParseError("slice steps are positive integers", self.text, where)

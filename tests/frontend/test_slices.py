@@ -202,3 +202,11 @@ def test_slices_on_every_backend(backend):
     expected[:-1, 2] += data[1:, 0]
     expected[0, 1] += 2 * data[0, 1]
     np.testing.assert_allclose(np.asarray(tc.compile(g, backend=backend)(X=data)), expected)
+
+
+@pytest.mark.parametrize("text", ["x[:::-1", "x[:::-1]", "x[1:::2]"])
+def test_a_third_colon_is_a_parse_error(text):
+    # the parser compared None with 1 (a TypeError): found by the fuzz harness
+    with pytest.raises(tc.ParseError, match=r"expected a slice step \(a positive integer\) but found ':'") as info:
+        tc.parse(text, {"x": 1})
+    assert "column" in str(info.value)
