@@ -20,6 +20,7 @@ import numpy as np
 import opt_einsum
 
 from ..errors import TensCalcError
+from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .backends import letters
 from .kernels import GramPattern, gram_pattern, is_identity_permutation
 from .numpy_names import numpy_call  # the generated code's spelling of each function
@@ -181,12 +182,12 @@ class ProgramSource:
         return f"_np.power({x}, {literal(e)})"
 
     def _slice(self, step: Step, shape, is_output: bool) -> str:
-        view = f"{self._arg(step.args[0])}[{_index_text(step.data)}]"
+        view = f"{self._arg(step.args[0])}[{slice_text(step.data)}]"
         return f"_np.array({view})" if is_output else view  # never hand out a view of an input
 
     def _embed(self, step: Step, shape, is_output: bool) -> str:
         self.helpers.add("_embed")
-        return f"_embed({self._arg(step.args[0])}, _np.s_[{_index_text(step.data[0])}], {shape!r})"
+        return f"_embed({self._arg(step.args[0])}, _np.s_[{slice_text(step.data[0])}], {shape!r})"
 
     def _inv(self, step: Step, shape, is_output: bool) -> str:
         return f"_np.linalg.inv({self._arg(step.args[0])})"
@@ -220,7 +221,7 @@ class ProgramSource:
         for item in items:
             if item.kind == "embed":  # a part written into its slice of the sum
                 self.helpers.add("_add_embedded")
-                key = f"_np.s_[{_index_text(item.items)}]"
+                key = f"_np.s_[{slice_text(item.items)}]"
                 text = f"_add_embedded({text}, {self._arg(item.slot)}, {key}, {literal(item.coef)}, {shape!r})"
             if item.kind == "delta" and item.n > 0:
                 self.helpers.add("_add_diagonal")
@@ -423,20 +424,6 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
     "slice": ProgramSource._slice,
     "embed": ProgramSource._embed,
 }
-
-
-def _index_text(items) -> str:
-    """Slice items as Python index text: ``1:``, ``:-1``, ``::2``, ``0`` (comma separated)."""
-    parts = []
-    for item in items:
-        if isinstance(item, int):
-            parts.append(str(item))
-            continue
-        start, stop, step = item  # exactly slice(start, stop, step), as the interpreter reads it
-        omit_start = start is None or (start == 0 and (step is None or step > 0))
-        text = ("" if omit_start else str(start)) + ":" + ("" if stop is None else str(stop))
-        parts.append(text if step in (1, None) else f"{text}:{step}")
-    return ", ".join(parts)
 
 
 def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str) -> str:
