@@ -6,7 +6,7 @@ For each size n, times ``tc.compile`` of the value, gradient and Hessian of the
 chained Rosenbrock function ``sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)``
 against SciPy's closed forms ``rosen``, ``rosen_der`` and ``rosen_hess`` (NumPy
 code), checks that they agree, and prints the ratio (tenscalc / closed form; the
-median of ``--repeats`` runs after a warm-up call).  Say how loaded the machine
+medians of ``--repeats`` alternating batches of calls after a warm-up call).  Say how loaded the machine
 was when you quote the numbers.
 """
 
@@ -19,14 +19,27 @@ import time
 import numpy as np
 
 
-def median_time(fn, repeats: int) -> float:
-    fn()  # warm-up: binding, path search
-    times = []
+def paired_times(ours, theirs, repeats: int) -> tuple[float, float]:
+    """Median seconds of ``ours`` and ``theirs``, timed alternately.
+
+    Alternating the two (rather than timing one, then the other) makes the
+    ratio robust to the load of a shared machine drifting during the run.
+    Each sample is the mean of a batch of calls long enough (~1 ms) for the
+    timer's resolution not to matter on 10 µs calls.
+    """
+    ours()  # warm-up: binding, path search
+    theirs()
+    start = time.perf_counter()
+    theirs()
+    batch = max(1, int(1e-3 / max(time.perf_counter() - start, 1e-7)))
+    samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for fn, times in zip((ours, theirs), samples):
+            start = time.perf_counter()
+            for _ in range(batch):
+                fn()
+            times.append((time.perf_counter() - start) / batch)
+    return statistics.median(samples[0]), statistics.median(samples[1])
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -36,7 +49,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,3000")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=25)
     args = parser.parse_args(argv)
     f = tc.parse("sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)")
     compiled = {
@@ -49,8 +62,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         x = np.random.default_rng(n).uniform(-2, 2, n)
         for what, (fn, closed) in compiled.items():
             np.testing.assert_allclose(fn(x=x), closed(x), rtol=1e-12, atol=1e-9)
-            ours = median_time(lambda fn=fn, x=x: fn(x=x), args.repeats)
-            theirs = median_time(lambda closed=closed, x=x: closed(x), args.repeats)
+            ours, theirs = paired_times(lambda fn=fn, x=x: fn(x=x), lambda closed=closed, x=x: closed(x), args.repeats)
             rows.append({"n": n, "what": what, "tenscalc_s": ours, "closed_form_s": theirs, "ratio": ours / theirs})
             print(
                 f"n={n:5d} {what:9s} tenscalc {ours * 1e3:9.3f} ms   closed form {theirs * 1e3:9.3f} ms   "

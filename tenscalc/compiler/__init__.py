@@ -19,6 +19,7 @@ the NumPy kernels (``.kernels``) turn each pairwise contraction into
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,8 @@ __all__ = ["compile", "CompiledFunction"]
 
 #: shape signatures kept per compiled function (least recently used evicted)
 CACHE_SIZE = 16
+
+_shape_of = operator.attrgetter("shape")
 
 
 class CompiledFunction:
@@ -100,6 +103,9 @@ class CompiledFunction:
         self._slot_count = len(self.plan.inputs)
         self._programs: OrderedDict[tuple, Program] = OrderedDict()
         self._lock = threading.Lock()  # one function may be called from many threads
+        #: (shape key, program) of the latest call: repeated calls with the same
+        #: shapes (an optimiser's loop) skip the locked LRU lookup
+        self._last: tuple[tuple, Program] | None = None
 
     # pickling (multiprocessing) sends the expressions and rebuilds the plan: the
     # bound programs are closures, and cheap to bind again
@@ -117,28 +123,29 @@ class CompiledFunction:
 
     # ---------------------------------------------------------------- calling
     def __call__(self, values: Mapping[str, Any] | Any = None, /, *args: Any, **kwargs: Any) -> Any:
-        if args or (values is not None and not isinstance(values, Mapping)):
-            values = self._positional((values, *args), kwargs)
-        if values is None:
+        # the common call run(x=..., A=...) skips the checks below: this path is
+        # paid on every call, and on small problems it is a visible share of the time
+        if values is None and not args:
             values = kwargs
-        elif not isinstance(values, Mapping):
-            raise EvaluationError(
-                f"call a compiled function with a mapping {{name: array}} or keywords, not a {type(values).__name__}"
-            )
+        elif args or not isinstance(values, Mapping):
+            values = self._positional((values, *args), kwargs)
         elif kwargs:
             values = {**values, **kwargs}
-        convert = self._backend.convert
-        try:
-            arrays = [convert(name, values[name]) for name in self.inputs]
+        inputs = self.inputs
+        try:  # map rather than a comprehension: C loops, no frame per call
+            arrays = list(map(self._backend.convert, inputs, map(values.__getitem__, inputs)))
         except KeyError as exc:
             name = exc.args[0]
             raise EvaluationError(
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
-        key = tuple(a.shape for a in arrays)
-        program = self._cached(key)
-        if program is None:
-            program = self._bind(dict(zip(self.inputs, key)))
+        key = tuple(map(_shape_of, arrays))
+        last = self._last  # one read of an immutable pair: safe without the lock
+        if last is not None and last[0] == key:
+            program = last[1]
+        else:
+            program = self._cached(key) or self._bind(dict(zip(self.inputs, key)))
+            self._last = (key, program)
         results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
         results = self._backend.unalias(results, arrays)
         if self._keys is not None:

@@ -311,6 +311,20 @@ class NumpyBackend(Backend):
         return value if value.flags.writeable else np.array(value)
 
     def unalias(self, results, inputs):
+        # an array that owns its memory and is no input was made by this call:
+        # nothing to copy (the common case, decided without may_share_memory; plain
+        # loops, as this runs on every call)
+        fresh = True
+        for value in results:
+            if value.base is not None:
+                fresh = False
+                break
+            for array in inputs:
+                if value is array:
+                    fresh = False
+                    break
+        if fresh:
+            return results
         return tuple(
             value.copy() if any(np.may_share_memory(value, array) for array in inputs) else value for value in results
         )

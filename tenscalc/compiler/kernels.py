@@ -78,6 +78,14 @@ def pair_kernel(
             shape_a, shape_b = (nl, nk), (nk, nr)
         ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
         tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
+        if not batch and not left and not right:  # a full inner product: one dot, no reshapes to 2-D
+            dot, asarray = np.dot, np.asarray
+            prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
+
+            def inner_product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+                return asarray(dot(prepare_a(x).reshape(nk), prepare_b(y).reshape(nk)))
+
+            return inner_product, result
         if not batch and min(nl, nr) == 1 and nl * nk * nr >= MATVEC_EINSUM_SIZE:
             return _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape), result
         matmul = np.matmul

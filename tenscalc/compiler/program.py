@@ -174,11 +174,14 @@ class Program:
                 env[dead] = None
         finish = self.backend.finish
         densify = self.densify
-        return tuple(finish(densify[slot](env[slot]) if slot in densify else env[slot]) for slot in self.outputs)
+        if not densify:  # the common case, without a test per output
+            return tuple([finish(env[slot]) for slot in self.outputs])
+        return tuple([finish(densify[slot](env[slot]) if slot in densify else env[slot]) for slot in self.outputs])
 
 
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
+    plan, folded = fold_squares(plan)
     dense = [step_shape(step, resolver) for step in plan.steps]
     structured = _structured_slots(plan)
     banded, twins, early = _banded_slots(plan, dense, structured, resolver, backend)
@@ -215,7 +218,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
 
     for step in plan.steps:
         shape = dense[step.index]
-        if step.kind == "input":
+        if step.kind == "input" or step.index in folded:
             shapes[step.index] = shape
             continue
         if not resolver.estimate:  # before a binder bakes a constant, and before any call
@@ -273,6 +276,71 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
     return Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
+
+
+# ------------------------------------------------------------------ squares
+
+
+def fold_squares(plan: Plan) -> tuple[Plan, frozenset[int]]:
+    """``plan`` with each square read by one single-operand product term read twice
+    instead, and the square steps no longer computed.
+
+    ``sum(a^2)`` becomes ``a *(i,i->) a``: one dot product (BLAS) instead of an
+    elementwise square and a reduction, and no temporary; ``c a^2`` becomes one
+    multiplication either way.  Only a term of one operand is rewritten, so a fused
+    product (a Gram pattern, a path) is left as the plan made it.  The base's
+    release moves to the product when the skipped square was its last reader.
+
+    >>> import tenscalc as tc
+    >>> f = tc.parse("sum((x - 1).^2)")
+    >>> plan = tc.compile(f).plan
+    >>> [step.kind for step in plan.steps]
+    ['input', 'add', 'pow', 'product']
+    >>> folded_plan, folded = fold_squares(plan)
+    >>> sorted(folded), folded_plan.steps[3].data[0].operands
+    ([2], ((1, (0,)), (1, (0,))))
+    """
+    readers: dict[int, list[int]] = {}
+    for step in plan.steps:
+        for slot in _step_reads(step):
+            readers.setdefault(slot, []).append(step.index)
+    outputs = set(plan.outputs)
+    steps = list(plan.steps)
+    release = [list(dead) for dead in plan.release]
+    released_at = {slot: k for k, dead in enumerate(plan.release) for slot in dead}
+    folded: set[int] = set()
+    for step in plan.steps:
+        if step.kind != "product":
+            continue
+        terms = list(_terms_of(steps[step.index]))
+        for t, term in enumerate(terms):
+            if len(term.operands) != 1 or term.constants:
+                continue
+            ((slot, spec),) = term.operands
+            square = plan.steps[slot]
+            if (
+                square.kind != "pow"
+                or square.data != 2
+                or len(square.args) != 1
+                or readers.get(slot) != [step.index]
+                or slot in outputs
+            ):
+                continue
+            (base,) = square.args
+            terms[t] = replace(term, operands=((base, spec), (base, spec)))
+            folded.add(slot)
+            # the base now lives until this product if the square was its last reader
+            last = released_at.get(base)
+            if last is not None and last < step.index:
+                release[last].remove(base)
+                release[step.index].append(base)
+                released_at[base] = step.index
+        if folded:
+            steps[step.index] = replace(steps[step.index], data=tuple(terms))
+    if not folded:
+        return plan, frozenset()
+    new_plan = replace(plan, steps=steps, release=[tuple(dead) for dead in release])
+    return new_plan, frozenset(folded)
 
 
 # ------------------------------------------------------------------ banded slots
