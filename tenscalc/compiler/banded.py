@@ -6,9 +6,11 @@ A Hessian built from slices (the chained Rosenbrock function's
 n×n arrays for a matrix with three nonzero diagonals.  Like scipy.sparse's DIA
 format, a *banded* slot holds such a value as a list of bands instead:
 
-* a :class:`Band` is one stretch of one diagonal of an ``R × C`` matrix: the
-  entries ``A[row + t, row + offset + t]`` for ``t < length`` (``offset`` is
-  column minus row; several bands may share an offset);
+* a :class:`Band` is one stretch of entries of an ``R × C`` matrix on a line of
+  slope ``rstep / cstep``: ``A[row + rstep t, col + cstep t]`` for ``t < length``
+  (steps 1: a stretch of a diagonal; larger steps come from strided slices such
+  as the extended Rosenbrock function's ``x[::2]``, whose Hessian is block
+  diagonal);
 * at run time the slot holds one value per band, a 1-D array of ``length``
   entries or a number (constant bands: ``delta(1)`` stays the number 1).
 
@@ -16,11 +18,12 @@ format, a *banded* slot holds such a value as a list of bands instead:
 binds them to closures over those band values:
 
 * a product term writing a diagonal (``v *(i,->ii) 1``, ``out`` ``(a, a)``) is
-  its core vector on offset 0;
+  its core vector on the main diagonal;
 * a product term scaling a banded operand by vectors along its axes
   (``(ij,j->ij)``, ``(ij,i->ij)``), by a number, or transposing it, scales each
   band by the matching stretch of the vectors;
-* ``embed`` shifts the bands, ``slice`` clips them;
+* ``embed`` places the bands (shift and, for a strided embed, stretch), ``slice``
+  clips them (positive steps; a reversed slice stays dense);
 * a sum adds bands (``delta(1)`` summands and embedded parts included); bands
   with the same stretch are added into one;
 * a constant made of ``delta(1)``, ``embed`` and ``slice`` is banded with numbers.
@@ -50,27 +53,63 @@ BandFn = Callable[[list], BandValues]
 
 @dataclass(frozen=True)
 class Band:
-    """The entries ``A[row + t, row + offset + t]``, ``0 <= t < length``."""
+    """The entries ``A[row + rstep t, col + cstep t]``, ``0 <= t < length`` (steps >= 1)."""
 
-    offset: int
     row: int
+    col: int
     length: int
+    rstep: int = 1
+    cstep: int = 1
 
-    def shifted(self, rows: int, cols: int) -> Band:
-        """The band of a matrix written at rows ``rows:``, columns ``cols:`` of a larger one."""
-        return Band(self.offset + cols - rows, self.row + rows, self.length)
+    def placed(self, rows: range, cols: range) -> Band:
+        """The band of a matrix written at rows ``rows``, columns ``cols`` of a larger one (``embed``)."""
+        return Band(
+            rows.start + rows.step * self.row,
+            cols.start + cols.step * self.col,
+            self.length,
+            rows.step * self.rstep,
+            cols.step * self.cstep,
+        )
 
     def transposed(self) -> Band:
-        return Band(-self.offset, self.row + self.offset, self.length)
+        return Band(self.col, self.row, self.length, self.cstep, self.rstep)
 
-    def clipped(self, rows: range, cols: range) -> tuple[Band, int] | None:
-        """The band of ``A[rows, cols]`` (unit steps) and the first ``t`` kept; None when empty."""
-        first = max(0, rows.start - self.row, cols.start - self.row - self.offset)
-        stop = min(self.length, rows.stop - self.row, cols.stop - self.row - self.offset)
-        if stop <= first:
-            return None
-        offset = self.offset - cols.start + rows.start
-        return Band(offset, self.row + first - rows.start, stop - first), first
+    def clipped(self, rows: range, cols: range) -> tuple[Band, int, int] | None:
+        """The band of ``A[rows, cols]`` (positive steps), the first ``t`` kept and the
+        step between kept ``t``; None when no entry is kept.
+
+        An entry is kept when its row is in ``rows`` and its column in ``cols``: two
+        congruences in ``t``, so the kept ``t`` repeat with the period ``every``.
+        """
+        first = max(0, _ceil_div(rows.start - self.row, self.rstep), _ceil_div(cols.start - self.col, self.cstep))
+        stop = min(
+            self.length, _ceil_div(rows.stop - self.row, self.rstep), _ceil_div(cols.stop - self.col, self.cstep)
+        )
+        every = math.lcm(rows.step // math.gcd(self.rstep, rows.step), cols.step // math.gcd(self.cstep, cols.step))
+        for t in range(first, min(stop, first + every)):
+            if (self.row + self.rstep * t - rows.start) % rows.step == 0 and (
+                self.col + self.cstep * t - cols.start
+            ) % cols.step == 0:
+                band = Band(
+                    (self.row + self.rstep * t - rows.start) // rows.step,
+                    (self.col + self.cstep * t - cols.start) // cols.step,
+                    len(range(t, stop, every)),
+                    self.rstep * every // rows.step,
+                    self.cstep * every // cols.step,
+                )
+                return band, t, every
+        return None
+
+    def rows(self) -> slice:
+        """The rows the band's entries lie on, as a slice of a vector along them."""
+        return slice(self.row, self.row + self.rstep * (self.length - 1) + 1, self.rstep)
+
+    def cols(self) -> slice:
+        return slice(self.col, self.col + self.cstep * (self.length - 1) + 1, self.cstep)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -95,13 +134,14 @@ class BandStep:
 
 
 def write_bands(layout: Layout, values: BandValues) -> np.ndarray:
-    """The dense matrix: zeros, each band added through a strided view of its diagonal."""
+    """The dense matrix: zeros, each band added through a strided view of the flat array."""
     arrays = [v for v in values if not isinstance(v, (int, float))]
     out = np.zeros(layout.shape, dtype=np.result_type(*arrays, np.float64))
     flat = out.reshape(-1)
-    step = layout.shape[1] + 1
+    width = layout.shape[1]
     for band, value in zip(layout.bands, values):
-        start = band.row * layout.shape[1] + band.row + band.offset
+        start = band.row * width + band.col
+        step = band.rstep * width + band.cstep
         flat[start : start + (band.length - 1) * step + 1 : step] += value
     return out
 
@@ -135,16 +175,16 @@ def _number(coef: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _unit_ranges(items: Sequence, shape: Sequence[int]) -> list[range] | None:
-    """Per axis, the rows a slice (or embed) key selects; None unless plain unit-step slices."""
+def _ranges(items: Sequence, shape: Sequence[int]) -> list[range] | None:
+    """Per axis, the rows a slice (or embed) key selects; None unless slices of positive step."""
     if len(items) != len(shape) or any(isinstance(item, int) for item in items):
         return None
     ranges = []
     for item, length in zip(items, shape):
         start, stop, step = slice(*item).indices(length)
-        if step != 1:
+        if step < 1:
             return None
-        ranges.append(range(start, max(start, stop)))
+        ranges.append(range(start, max(start, stop), step))
     return ranges
 
 
@@ -204,19 +244,18 @@ class _Binder:
             return None
         (child,) = node.children
         if node.op == "embed":
-            ranges = _unit_ranges(node.arg[0], shape)
+            ranges = _ranges(node.arg[0], shape)
             if ranges is None:
                 return None
             inner = self.constant(child, (len(ranges[0]), len(ranges[1])))
             if inner is None:
                 return None
-            rows, cols = ranges[0].start, ranges[1].start
-            return tuple(band.shifted(rows, cols) for band in inner[0]), inner[1]
+            return tuple(band.placed(ranges[0], ranges[1]) for band in inner[0]), inner[1]
         try:
             child_shape = self.resolver.shape(child)
         except Exception:  # noqa: BLE001 - no axis information: stays dense
             return None
-        ranges = _unit_ranges(node.arg, child_shape) if len(child_shape) == 2 else None
+        ranges = _ranges(node.arg, child_shape) if len(child_shape) == 2 else None
         inner = self.constant(child, child_shape) if ranges is not None else None
         if inner is None or ranges is None:
             return None
@@ -276,8 +315,7 @@ class _Binder:
         for k, band in enumerate(layout.bands):
             stretches = []
             for s, on_rows in vectors:
-                start = band.row if on_rows else band.row + band.offset
-                stretches.append((s, slice(start, start + band.length)))
+                stretches.append((s, band.rows() if on_rows else band.cols()))
             parts.append((band.transposed() if transpose else band, _scaled(self.fetch(slot, k), stretches, factor)))
         flops = layout.entries * (len(vectors) + (factor != 1))
         return parts, OpCost(flops, len(layout.bands), 0)
@@ -296,16 +334,16 @@ class _Binder:
             if item.kind not in ("slot", "embed") or item.slot not in self.steps:
                 return None
             layout = self.steps[item.slot].layout
-            rows = cols = 0
+            ranges = [range(shape[0]), range(shape[1])]
             if item.kind == "embed":
-                ranges = _unit_ranges(item.items, shape)
-                if ranges is None:
+                found = _ranges(item.items, shape)
+                if found is None:
                     return None
-                rows, cols = ranges[0].start, ranges[1].start
+                ranges = found
             elif layout.shape != shape:
                 return None
             for k, band in enumerate(layout.bands):
-                parts.append((band.shifted(rows, cols), _scaled(self.fetch(item.slot, k), [], coef)))
+                parts.append((band.placed(*ranges), _scaled(self.fetch(item.slot, k), [], coef)))
         return parts, OpCost(0, 0, 0)
 
     def reshaped(self, step: Step, shape: tuple[int, ...]):
@@ -315,19 +353,19 @@ class _Binder:
         layout = self.steps[source].layout
         parts = []
         if step.kind == "embed":
-            ranges = _unit_ranges(cast(tuple, step.data)[0], shape)
+            ranges = _ranges(cast(tuple, step.data)[0], shape)
             if ranges is None:
                 return None
             for k, band in enumerate(layout.bands):
-                parts.append((band.shifted(ranges[0].start, ranges[1].start), self.fetch(source, k)))
+                parts.append((band.placed(ranges[0], ranges[1]), self.fetch(source, k)))
             return parts, OpCost(0, 0, 0)
-        ranges = _unit_ranges(cast(tuple, step.data), layout.shape)
+        ranges = _ranges(cast(tuple, step.data), layout.shape)
         if ranges is None:
             return None
         for k, band in enumerate(layout.bands):
             kept = band.clipped(ranges[0], ranges[1])
             if kept is not None:
-                parts.append((kept[0], _stretch(self.fetch(source, k), kept[1], kept[0].length)))
+                parts.append((kept[0], _stretch(self.fetch(source, k), *kept[1:], kept[0].length)))
         return parts, OpCost(0, 0, 0)
 
 
@@ -345,12 +383,13 @@ def _scaled(value: Callable[[list], Any], stretches: list[tuple[int, slice]], fa
     return run
 
 
-def _stretch(value: Callable[[list], Any], first: int, length: int) -> Callable[[list], Any]:
-    """Entries ``first:first + length`` of a band value (a number stays a number)."""
+def _stretch(value: Callable[[list], Any], first: int, every: int, length: int) -> Callable[[list], Any]:
+    """Entries ``first, first + every, ...`` (``length`` of them) of a band value (a number stays a number)."""
+    stop = first + every * (length - 1) + 1
 
     def run(env: list) -> Any:
         v = value(env)
-        return v if isinstance(v, (int, float)) else v[first : first + length]
+        return v if isinstance(v, (int, float)) else v[first:stop:every]
 
     return run
 

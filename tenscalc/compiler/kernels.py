@@ -79,11 +79,13 @@ def pair_kernel(
         ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
         tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
         if not batch and not left and not right:  # a full inner product: one dot, no reshapes to 2-D
-            dot, asarray = np.dot, np.asarray
+            # a NumPy scalar, not a 0-d array: scaling and adding it costs ~0.1 µs, not
+            # ~1 µs of a ufunc call (the result is made an array when handed out)
+            dot = np.dot
             prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
 
             def inner_product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-                return asarray(dot(prepare_a(x).reshape(nk), prepare_b(y).reshape(nk)))
+                return dot(prepare_a(x).reshape(nk), prepare_b(y).reshape(nk))
 
             return inner_product, result
         if not batch and min(nl, nr) == 1 and nl * nk * nr >= MATVEC_EINSUM_SIZE:

@@ -730,13 +730,22 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     cost = OpCost(size * max(len(arrays) - 1 + (scalar != 0), 0) + len(deltas) * size, len(items) - 1, size)
     mutable = backend.mutable and backend.name == "numpy"
 
+    # `1 - x` and `x + 2` are one operation: the number joins the first summand of
+    # coefficient ±1 (a tensor of the sum's shape: broadcasting a smaller one with it
+    # would allocate the full shape before the other summands are added)
+    join_scalar = scalar != 0 and bool(arrays) and arrays[0][1] in (1, -1) and shapes[arrays[0][0]] == shape
+
     def run(env):
         acc = None
         fresh = False
+        pending = scalar
         for slot, coef in arrays:
             x = env[slot]
             if acc is None:
-                if coef == 1:
+                if join_scalar:
+                    acc = x + pending if coef == 1 else pending - x
+                    pending, fresh = 0, True
+                elif coef == 1:
                     acc = x
                 else:
                     acc = -x if coef == -1 else coef * x
@@ -764,11 +773,11 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
         if acc is None:
             acc = backend.full(shape, scalar, env[-1])
             fresh = True
-        elif scalar != 0:
+        elif pending != 0:
             if fresh and mutable and acc.shape == shape:
-                acc += scalar
+                acc += pending
             else:
-                acc = acc + scalar
+                acc = acc + pending
                 fresh = True
         if tuple(acc.shape) != shape:
             acc = backend.broadcast(acc, shape)

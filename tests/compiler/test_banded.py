@@ -114,16 +114,63 @@ def test_band_values_read_densely_get_the_dense_matrix():
 
 
 def test_write_bands_adds_overlapping_bands():
-    layout = Layout((3, 4), (Band(1, 0, 3), Band(1, 1, 2), Band(-2, 2, 1), Band(0, 0, 3)))
+    layout = Layout((3, 4), (Band(0, 1, 3), Band(1, 2, 2), Band(2, 0, 1), Band(0, 0, 3)))
     values = (np.array([1.0, 2.0, 3.0]), 10.0, np.array([5.0]), 7.0)
     expected = np.array([[7.0, 1, 0, 0], [0, 7, 12, 0], [5, 0, 7, 13]])
     np.testing.assert_array_equal(write_bands(layout, values), expected)
 
 
+def test_write_strided_bands():
+    # A[2t, t] and A[1 + 2t, 3t] of a 5×7 matrix
+    layout = Layout((5, 7), (Band(0, 0, 3, rstep=2, cstep=1), Band(1, 0, 2, rstep=2, cstep=3)))
+    values = (np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0]))
+    expected = np.zeros((5, 7))
+    expected[[0, 2, 4], [0, 1, 2]] = [1.0, 2.0, 3.0]
+    expected[[1, 3], [0, 3]] = [4.0, 5.0]
+    np.testing.assert_array_equal(write_bands(layout, values), expected)
+
+
 def test_band_clipping_and_shifting():
-    band = Band(1, 0, 4)  # A[t, t + 1] of a 4×5 matrix
-    assert band.shifted(2, 0) == Band(-1, 2, 4)
-    assert band.transposed() == Band(-1, 1, 4)
+    band = Band(0, 1, 4)  # A[t, t + 1] of a 4×5 matrix
+    assert band.placed(range(2, 6), range(0, 5)) == Band(2, 1, 4)
+    assert band.transposed() == Band(1, 0, 4)
     # A[1:3, 0:4]: entries (1, 2) and (2, 3) -> (0, 2) and (1, 3) of the slice, first t = 1
-    assert band.clipped(range(1, 3), range(0, 4)) == (Band(2, 0, 2), 1)
+    assert band.clipped(range(1, 3), range(0, 4)) == (Band(0, 2, 2), 1, 1)
     assert band.clipped(range(0, 4), range(0, 1)) is None
+
+
+def _dense(band: Band, shape) -> np.ndarray:
+    return write_bands(Layout(shape, (band,)), (np.arange(1.0, band.length + 1),))
+
+
+@pytest.mark.parametrize(
+    "band, shape",
+    [
+        (Band(0, 0, 9), (9, 9)),
+        (Band(0, 1, 8), (9, 9)),
+        (Band(1, 0, 4, rstep=2, cstep=2), (9, 9)),
+        (Band(0, 0, 5, rstep=2, cstep=1), (9, 5)),
+        (Band(2, 1, 3, rstep=1, cstep=3), (6, 10)),
+    ],
+)
+@pytest.mark.parametrize("rows", [(0, None, 1), (1, None, 2), (0, None, 2), (2, 8, 3), (1, -1, 1)])
+@pytest.mark.parametrize("cols", [(0, None, 1), (1, None, 2), (0, None, 3), (1, 7, 2)])
+def test_strided_bands_clip_and_place_like_numpy(band, shape, rows, cols):
+    """Clipping by a strided slice and placing by a strided embed agree with NumPy indexing."""
+    dense = _dense(band, shape)
+    key = (slice(*rows), slice(*cols))
+    ranges = [range(*slice(*item).indices(n)) for item, n in zip((rows, cols), shape)]
+    kept = band.clipped(*ranges)
+    sliced = dense[key]
+    if kept is None:
+        assert not sliced.any()
+    else:
+        new, first, every = kept
+        values = np.arange(1.0, band.length + 1)[first::every][: new.length]
+        np.testing.assert_array_equal(write_bands(Layout(sliced.shape, (new,)), (values,)), sliced)
+    # placing the band's matrix into the rows and columns of a larger one
+    big = (len(range(0, 2 * shape[0] + 1)), len(range(1, 3 * shape[1] + 1)))
+    placed = band.placed(range(0, 2 * shape[0], 2), range(1, 3 * shape[1] + 1, 3))
+    expected = np.zeros(big)
+    expected[0 : 2 * shape[0] : 2, 1 : 3 * shape[1] + 1 : 3] = dense
+    np.testing.assert_array_equal(write_bands(Layout(big, (placed,)), (np.arange(1.0, band.length + 1),)), expected)
