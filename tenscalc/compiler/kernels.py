@@ -102,6 +102,8 @@ def pair_kernel(
     perm_b = [b2.index(c) for c in batch + right]
     ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
     tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
+    if a2 == a and b2 == b and a == b and ta is None and tb is None and not left and not right:
+        return np.multiply, result  # the same labels in the same order: elementwise, no wrapper
     index_a = (slice(None),) * (len(batch) + len(left)) + (None,) * len(right)
     index_b = (slice(None),) * len(batch) + (None,) * len(left) + (slice(None),) * len(right)
     need_a, need_b = bool(right), bool(left)
@@ -172,6 +174,8 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
 
     if single:  # the common case: one pair, no bookkeeping
         (p, q), fn = program[0]
+        if fn is np.multiply and not drop and transpose is None:
+            return np.multiply  # elementwise, symmetric in its operands
 
         def run_one(*arrays: np.ndarray) -> np.ndarray:
             result = reduce_final(fn(arrays[p], arrays[q]))

@@ -923,7 +923,18 @@ def _bind_term(
     slots = [op.slot for op in operands]
     einsum = backend.einsum
 
-    def core(env):
+    if plain and len(slots) == 2 and scale_at is None and after == 1.0:
+        first, second = slots  # the common binary product: one call, no list
+
+        def core(env):
+            return contract(env[first], env[second])
+
+    else:
+
+        def core(env):
+            return general_core(env)
+
+    def general_core(env):
         if plain:
             arrays = [env[s] for s in slots]
         else:
