@@ -92,8 +92,8 @@ def _dense_by_pullback(node: Expr, k: int) -> Partial | None:
 
 
 def _partial_add(node: Expr, k: int) -> Partial | None:
-    if node.children[k].dims != node.dims:  # pragma: no cover - a sum's terms share their shape
-        return _dense_by_pullback(node, k)
+    # a sum's terms have one shape (their dims may name different variables' axes,
+    # which the axis graph then requires to be equally long)
     return Partial(N.const(node.arg[k], node.order, node.dims), True)
 
 
@@ -107,8 +107,11 @@ def _partial_mul(node: Expr, k: int) -> Partial | None:
             return Partial(N.const(1, node.order, node.dims), True)
         if any(N.is_zero(c) for c, _ in others):
             return None
-        value = N.mul([c for c, _ in others], [s for _, s in others], out)
-        return Partial(value, True)
+        operands, specs = [c for c, _ in others], [s for _, s in others]
+        if set().union(*specs) != set(out):  # `2 *(,i->i) x`: the factor broadcast to x's shape
+            operands.append(N.const(1, node.order, node.dims))
+            specs.append(out)
+        return Partial(N.mul(operands, specs, out), True)
     return _dense_by_pullback(node, k)
 
 
