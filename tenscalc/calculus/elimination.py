@@ -347,8 +347,7 @@ def jacobian_accumulation(
     >>> float(tc.evaluate(acc.jacobians[0]["x"], x=0.0, y=2.0))
     2.0
     """
-    single = isinstance(outputs, Expr)
-    outs = [outputs] if single else list(outputs)  # type: ignore[list-item, arg-type]
+    outs: list[Expr] = [outputs] if isinstance(outputs, Expr) else list(outputs)
     if not outs or not all(isinstance(o, Expr) for o in outs):
         raise SemanticError("jacobian_accumulation needs a tenscalc expression or a non-empty list of them")
     names = [wrt] if isinstance(wrt, (str, Expr)) else list(wrt)
@@ -378,7 +377,7 @@ def jacobian_accumulation(
 
         def flops(name: str) -> float:
             exprs = [e for row in built[name][0] for e in row.values()]
-            return compile_exprs(exprs).cost(shapes).flops
+            return compile_exprs(exprs).cost(shapes or {}).flops
 
         best = min(candidates, key=lambda name: (flops(name), counts[name]))
     jacobians, partials = built[best]
@@ -406,9 +405,9 @@ def _resolve(outs: list[Expr], wrt: str | Expr) -> Expr:
     for out in outs:
         if wrt in out.shape_variables:  # only its shape is used: the derivative by it is zero
             return N.var(wrt, out.shape_variables[wrt])
-    known = sorted({v for out in outs for v in out.variables})
+    names = sorted({v for out in outs for v in out.variables})
     raise SemanticError(
-        f"unknown variable '{wrt}': the outputs' variables are {', '.join(known) or 'none'} "
+        f"unknown variable '{wrt}': the outputs' variables are {', '.join(names) or 'none'} "
         f"(pass tc.var('{wrt}', order) to differentiate by a variable they do not contain)"
     )
 
