@@ -145,10 +145,10 @@ def jacobian(
 
     ``mode`` picks how it is accumulated: ``"reverse"`` (the reverse sweep, the
     default), or through vertex elimination on the derivative DAG
-    (:mod:`tenscalc.calculus.elimination`): ``"forward"``, ``"markowitz"``,
+    (``tenscalc.calculus.elimination``): ``"forward"``, ``"markowitz"``,
     ``"markowitz-cost"``, or ``"auto"`` (the cheapest of those and reverse order:
     by the product count, or by the compiled cost at ``shapes`` when given).
-    For several outputs at once, see :func:`tenscalc.jacobian_accumulation`.
+    For several outputs at once, see ``tc.jacobian_accumulation``.
 
     Examples
     --------

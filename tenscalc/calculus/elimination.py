@@ -1,6 +1,6 @@
 """Jacobians of several outputs by several variables, by vertex elimination.
 
-Reverse mode (:mod:`tenscalc.calculus.sweep`) accumulates a Jacobian from the
+Reverse mode (``tenscalc.calculus.sweep``) accumulates a Jacobian from the
 outputs down; forward mode from the variables up.  Both are special orders of
 *vertex elimination* on the linearised computational graph (Griewank and
 Walther, "Evaluating Derivatives", ch. 9-10): every node that depends on a
@@ -295,7 +295,7 @@ class JacobianAccumulation:
         One dict per output: variable name -> ``d output / d variable`` in
         ``tc.derivative``'s layout (output axes first).
     partials : list of dict
-        The same as :class:`Partial` objects: a diagonal one holds only the
+        The same as ``Partial`` objects: a diagonal one holds only the
         diagonal (an elementwise function's Jacobian, without its zeros).
     order : str
         The elimination order used.
