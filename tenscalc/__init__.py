@@ -20,6 +20,7 @@ from __future__ import annotations
 from .adapters import ScipyObjective, grad, scipy_objective
 from .calculus.api import derivative, gradient, hessian, jacobian, nth_derivative
 from .calculus.directional import hvp
+from .calculus.elimination import jacobian_accumulation
 from .compiler import CompiledFunction, compile
 from .compiler.codegen import to_python
 from .core.checks import count_edges, count_nodes
@@ -144,6 +145,7 @@ __all__ += ["grad", "scipy_objective", "ScipyObjective"]
 # NumPy-style building and matrix notation (issue 11)
 __all__ += ["to_matrix_notation", "sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus"]
 __all__ += ["logsumexp", "logdet"]
+__all__ += ["jacobian_accumulation"]  # issue 13, item 5
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from tenscalc import oracle
+from tenscalc.calculus.elimination import PARTIAL_RULES
 from tenscalc.calculus.pullbacks import FUNCTION_DERIVATIVES, PULLBACK_RULES
 from tenscalc.compiler.codegen import CODEGEN_RULES
 from tenscalc.compiler.plan import PLAN_RULES
@@ -41,6 +42,7 @@ KIND_TABLES = {
     "AXIS_RULES": (AXIS_RULES, ()),
     # calculus, simplifier, evaluators
     "PULLBACK_RULES": (PULLBACK_RULES, ()),
+    "PARTIAL_RULES": (PARTIAL_RULES, ()),
     "RULES": (RULES, ()),
     "EVALUATORS": (EVALUATORS, ()),
     "ORACLE_EXPANDERS": (oracle.ORACLE_EXPANDERS, ()),

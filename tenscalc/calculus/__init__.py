@@ -6,4 +6,6 @@
 * :mod:`~tenscalc.calculus.pullbacks`: the rule tables, one pullback per node kind
   and one derivative per elementwise function.
 * :mod:`~tenscalc.calculus.directional`: Hessian-vector products (``hvp``).
+* :mod:`~tenscalc.calculus.elimination`: Jacobians of several outputs by vertex
+  elimination (forward, reverse, Markowitz order), diagonal partials kept diagonal.
 """

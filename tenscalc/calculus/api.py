@@ -135,19 +135,44 @@ def gradient(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
 
 
 @overload
-def jacobian(expr: Expr, wrt: str | Expr) -> Expr: ...
+def jacobian(expr: Expr, wrt: str | Expr, *, mode: str = "reverse", shapes: dict | None = None) -> Expr: ...
 @overload
-def jacobian(expr: Expr, wrt: WrtList) -> dict[str, Expr]: ...
-def jacobian(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
+def jacobian(expr: Expr, wrt: WrtList, *, mode: str = "reverse", shapes: dict | None = None) -> dict[str, Expr]: ...
+def jacobian(
+    expr: Expr, wrt: str | Expr | WrtList, *, mode: str = "reverse", shapes: dict | None = None
+) -> Expr | dict[str, Expr]:
     """The Jacobian ``d expr / d wrt`` of any order (same as ``derivative``).
+
+    ``mode`` picks how it is accumulated: ``"reverse"`` (the reverse sweep, the
+    default), or through vertex elimination on the derivative DAG
+    (``tenscalc.calculus.elimination``): ``"forward"``, ``"markowitz"``,
+    ``"markowitz-cost"``, or ``"auto"`` (the cheapest of those and reverse order:
+    by the product count, or by the compiled cost at ``shapes`` when given).
+    For several outputs at once, see ``tc.jacobian_accumulation``.
 
     Examples
     --------
     >>> import tenscalc as tc
     >>> str(tc.jacobian(tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}), "x"))
     'A'
+    >>> str(tc.jacobian(tc.parse("sin(x *(,->) y)", {"x": 0, "y": 0}), "x", mode="forward"))
+    'cos(x *(,->) y) *(,->) y'
     """
-    return derivative(expr, wrt)
+    if mode == "reverse":
+        return derivative(expr, wrt)
+    from .elimination import jacobian_accumulation
+
+    require_expr(expr, "jacobian")
+    names = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]
+    if isinstance(wrt, (list, tuple)):
+        _resolve_wrt_list(expr, wrt)  # the same errors as reverse mode: empty, listed twice, unknown
+    else:
+        resolve_wrt(expr, wrt)
+    result = jacobian_accumulation(expr, names, order=mode, shapes=shapes)
+    row = result.jacobians[0]
+    if isinstance(wrt, (list, tuple)):
+        return row
+    return next(iter(row.values()))
 
 
 @overload
