@@ -154,7 +154,7 @@ def table_counts() -> None:
 
     print(
         "| problem | forward | reverse | Markowitz | Markowitz (cost) | auto: order, products "
-        "| compiled flops: auto (by cost) | tc.derivative per output | f alone |"
+        "| compiled flops / multiplications: auto (by cost) | tc.derivative per output | f alone |"
     )
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
     for name in PROBLEMS:
@@ -162,12 +162,14 @@ def table_counts() -> None:
         shapes = {x: () for x in names}
         acc = tc.jacobian_accumulation(outs, names, shapes=shapes)
         c = acc.counts
-        flops = tc.compile([e for row in acc.jacobians for e in row.values()]).cost(shapes).flops
+        auto = tc.compile([e for row in acc.jacobians for e in row.values()]).cost(shapes)
         reverse = [tc.derivative(o, [tc.var(x, 0) for x in names]) for o in outs]
-        flops_reverse = tc.compile([e for row in reverse for e in row.values()]).cost(shapes).flops
-        flops_f = tc.compile(outs).cost(shapes).flops
+        swept = tc.compile([e for row in reverse for e in row.values()]).cost(shapes)
+        alone = tc.compile(outs).cost(shapes)
         print(f"| {name} | {c['forward']} | {c['reverse']} | {c['markowitz']} | {c['markowitz-cost']} "
-              f"| {acc.order}, {acc.products} | {flops:.0f} | {flops_reverse:.0f} | {flops_f:.0f} |")  # fmt: skip
+              f"| {acc.order}, {acc.products} | {auto.flops:.0f} / {auto.multiplications:.0f} "
+              f"| {swept.flops:.0f} / {swept.multiplications:.0f} "
+              f"| {alone.flops:.0f} / {alone.multiplications:.0f} |")  # fmt: skip
 
 
 def _ready(fn, args):

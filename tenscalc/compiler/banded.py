@@ -318,7 +318,7 @@ class _Binder:
                 stretches.append((s, band.rows() if on_rows else band.cols()))
             parts.append((band.transposed() if transpose else band, _scaled(self.fetch(slot, k), stretches, factor)))
         flops = layout.entries * (len(vectors) + (factor != 1))
-        return parts, OpCost(flops, len(layout.bands), 0)
+        return parts, OpCost(flops, len(layout.bands), 0, multiplications=flops)
 
     # -------------------------------------------------------------- sums, embed, slice
     def add(self, step: Step, shape: tuple[int, ...]):

@@ -37,6 +37,9 @@ class OpCost:
     peak: int = 0
     #: why the step is out of proportion (see :data:`tenscalc.compiler.program.PROPORTION`)
     flags: tuple[str, ...] = ()
+    #: scalar multiplications (the count vertex elimination minimises; additions,
+    #: divisions and elementwise functions are not counted)
+    multiplications: float = 0.0
 
     @property
     def step_peak(self) -> int:
@@ -49,6 +52,7 @@ class OpCost:
             max(self.largest_intermediate, other.largest_intermediate),
             max(self.step_peak, other.step_peak),
             self.flags + other.flags,
+            self.multiplications + other.multiplications,
         )
 
     @staticmethod
@@ -80,6 +84,12 @@ class Cost:
     largest_intermediate : int
         Entries of the largest array allocated during evaluation, outputs
         included, inputs excluded.
+    multiplications : float
+        Scalar multiplications: of each contraction along its path (every
+        combination of the indices of a pairwise step is one), of scaling by a
+        coefficient and of squaring; additions, divisions and elementwise
+        functions are not counted.  This is the count that Jacobian
+        accumulation orders (``tc.jacobian_accumulation``) are compared by.
 
     Examples
     --------
@@ -96,6 +106,7 @@ class Cost:
     # no defaults: a class attribute would show on the API page as a member
     peak_memory: int
     flagged: tuple[str, ...]
+    multiplications: float
 
     @staticmethod
     def total(costs: Iterable[OpCost], peak_memory: int = 0) -> Cost:
@@ -106,11 +117,12 @@ class Cost:
             int(combined.largest_intermediate),
             int(max(peak_memory, combined.largest_intermediate)),
             combined.flags,
+            float(combined.multiplications),
         )
 
     def __str__(self) -> str:
         text = (
-            f"{self.flops:.3g} flops in {self.operations} operations; "
+            f"{self.flops:.3g} flops ({self.multiplications:.3g} multiplications) in {self.operations} operations; "
             f"largest intermediate {self.largest_intermediate} entries; peak memory {self.peak_memory} entries"
         )
         return text + "".join(f"\n  out of proportion: {flag}" for flag in self.flagged)

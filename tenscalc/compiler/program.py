@@ -79,6 +79,23 @@ def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
     return min(candidates, key=key)
 
 
+def path_multiplications(info) -> float:
+    """Scalar multiplications along a contraction path: a step contracting ``k``
+    operands multiplies ``k - 1`` times for every combination of its indices (a
+    step of one operand only sums).
+
+    >>> _, info = opt_einsum.contract_path("ij,jk,k->i", (2, 3), (3, 4), (4,), shapes=True, optimize="greedy")
+    >>> path_multiplications(info)  # (jk,k->j): 12, then (ij,j->i): 6
+    18.0
+    """
+    total = 0.0
+    for contraction in info.contraction_list:
+        inputs = contraction[2].split("->")[0].split(",")
+        letters_in = set("".join(inputs))
+        total += math.prod(info.size_dict[c] for c in letters_in) * (len(inputs) - 1)
+    return total
+
+
 def path_peak(info, op_sizes: Sequence[int]) -> int:
     """Entries allocated at once along a contraction path: the intermediates still
     waiting to be used plus the one being built (operands themselves excluded)."""
@@ -268,10 +285,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             shapes[step.index] = shape
             fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
-            cost = OpCost(
-                cost.flops, cost.operations, cost.largest_intermediate, cost.peak,
-                tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags),
-            )  # fmt: skip
+            cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
         account(fn, step.index, dead, cost, shape)
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
@@ -684,11 +698,11 @@ def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     if e == 1:
         return (lambda env: env[a]), OpCost(0, 0, 0)
     if e == 2:
-        return (lambda env: env[a] * env[a]), cost
+        return (lambda env: env[a] * env[a]), replace(cost, multiplications=size)
     if e == -1:
         return (lambda env: 1.0 / env[a]), cost
     if e == -2:
-        return (lambda env: 1.0 / (env[a] * env[a])), OpCost(2 * size, 2, size)
+        return (lambda env: 1.0 / (env[a] * env[a])), OpCost(2 * size, 2, size, multiplications=size)
     if e == 0.5:
         sqrt = backend.func("sqrt")
         return (lambda env: sqrt(env[a])), cost
@@ -708,13 +722,13 @@ def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
                 raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
             raise
 
-    return run, OpCost(n**3, 1, n * n)
+    return run, OpCost(n**3, 1, n * n, multiplications=n**3)
 
 
 def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     (a,) = step.args
     n = shapes[a][0]
-    return (lambda env: backend.det(env[a])), OpCost(n**3, 1, 1)
+    return (lambda env: backend.det(env[a])), OpCost(n**3, 1, 1, multiplications=n**3 / 3)
 
 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -727,7 +741,13 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 
     embeds = [(it.slot, it.coef, slice_key(it.items)) for it in items if it.kind == "embed"]
     size = math.prod(shape)
-    cost = OpCost(size * max(len(arrays) - 1 + (scalar != 0), 0) + len(deltas) * size, len(items) - 1, size)
+    scaled = sum(1 for it in items if it.kind in ("slot", "embed") and it.coef not in (1, -1))
+    cost = OpCost(
+        size * max(len(arrays) - 1 + (scalar != 0), 0) + len(deltas) * size,
+        len(items) - 1,
+        size,
+        multiplications=scaled * size,  # an upper bound: an embedded part is smaller
+    )
     mutable = backend.mutable and backend.name == "numpy"
 
     # `1 - x` and `x + 2` are one operation: the number joins the first summand of
@@ -896,6 +916,7 @@ def _bind_term(
     if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
+    multiplications = path_multiplications(info)
     largest = max([core_size, *info.size_list]) if info.size_list else core_size
     op_sizes = [math.prod(s) for s in op_shapes]
     peak = max(path_peak(info, op_sizes), core_size)
@@ -917,6 +938,7 @@ def _bind_term(
         smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
         scale_at = smallest if sizes_in[smallest] < core_size and finite else -1
         flops += min(sizes_in[smallest], core_size)
+        multiplications += min(sizes_in[smallest], core_size)
         n_ops += 1
     fetch = [(op.slot, op.baked, op.diagonal) for op in operands]
     plain = all(op.diagonal is None and op.slot is not None for op in operands)
@@ -966,10 +988,12 @@ def _bind_term(
         def embedded(env):
             return backend.write_diagonal(produce(env), out, shape)
 
-        return embedded, OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags)
+        cost = OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags, multiplications)
+        return embedded, cost
     if broadcast and is_output:  # handed to the user as a fresh array
-        return produce, OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags)
-    return produce, OpCost(flops, n_ops, largest, peak, flags)
+        cost = OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags, multiplications)
+        return produce, cost
+    return produce, OpCost(flops, n_ops, largest, peak, flags, multiplications)
 
 
 def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):

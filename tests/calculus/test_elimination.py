@@ -164,3 +164,16 @@ def test_bad_input_is_a_clear_error():
         tc.jacobian_accumulation([f], [tc.var("x", 1)])
     with pytest.raises(SemanticError, match="unknown variable 'w'"):
         tc.jacobian(f, "w", mode="forward")
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_chosen_order_needs_no_more_multiplications_than_the_reverse_sweeps(name):
+    # cost().multiplications of the compiled Jacobians (function values included):
+    # the order chosen by compiled cost against one reverse sweep per output
+    outs, names = tenscalc_outputs(name)
+    shapes = {x: () for x in names}
+    acc = tc.jacobian_accumulation(outs, names, shapes=shapes)
+    chosen = tc.compile([e for row in acc.jacobians for e in row.values()]).cost(shapes)
+    swept = [tc.derivative(o, [tc.var(x, 0) for x in names]) for o in outs]
+    reverse = tc.compile([e for row in swept for e in row.values()]).cost(shapes)
+    assert 0 < chosen.multiplications <= reverse.multiplications

@@ -142,3 +142,34 @@ def test_hessian_cost_counts_the_output_but_nothing_bigger():
     assert cost.largest_intermediate == (h * n) ** 2
     m = shapes["X"][0]
     assert cost.flops < 4 * m * h * n * n + 2 * (h * n) ** 2  # one GEMM and the output
+
+
+# ------------------------------------------------------------------ multiplications
+
+
+@pytest.mark.parametrize(
+    "text, orders, shapes, expected",
+    [
+        # A x: one multiplication per entry of A
+        ("A *(ij,j->i) x", {"A": 2, "x": 1}, {"A": (3, 5), "x": (5,)}, 15),
+        # x'Ax along the cheaper path: A x (m n), then x . (A x) (m)
+        ("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}, {"x": (4,), "A": (4, 4)}, 16 + 4),
+        # a sum only adds; x + y: 0
+        ("x + y", {"x": 1, "y": 1}, {"x": (6,), "y": (6,)}, 0),
+        # scaling by 3 and squaring: one multiplication per entry each
+        ("3 *(,i->i) (x .^ 2)", {"x": 1}, {"x": (7,)}, 7 + 7),
+        # an outer product: one per entry of the result
+        ("x *(i,j->ij) y", {"x": 1, "y": 1}, {"x": (2,), "y": (3,)}, 6),
+    ],
+)
+def test_cost_counts_multiplications(text, orders, shapes, expected):
+    cost = tc.compile(tc.parse(text, orders)).cost(shapes)
+    assert cost.multiplications == expected
+
+
+def test_multiplications_grow_with_the_contraction():
+    # a chain A B x evaluated right to left: n^2 + n^2, not n^3 + n^2
+    f = tc.parse("A *(ij,jk->ik) B *(ik,k->i) x", {"A": 2, "B": 2, "x": 1})
+    for n in (10, 20):
+        cost = tc.compile(f).cost({"A": (n, n), "B": (n, n), "x": (n,)})
+        assert cost.multiplications == 2 * n * n
