@@ -78,6 +78,8 @@ def pair_kernel(
             shape_a, shape_b = (nl, nk), (nk, nr)
         ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
         tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
+        if not batch and not left and not right and a == a2 == b == b2 and len(a) == 1:
+            return np.dot, result  # two vectors: np.dot itself (a NumPy scalar, see below)
         if not batch and not left and not right:  # a full inner product: one dot, no reshapes to 2-D
             # a NumPy scalar, not a 0-d array: scaling and adding it costs ~0.1 µs, not
             # ~1 µs of a ufunc call (the result is made an array when handed out)
@@ -174,8 +176,8 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
 
     if single:  # the common case: one pair, no bookkeeping
         (p, q), fn = program[0]
-        if fn is np.multiply and not drop and transpose is None:
-            return np.multiply  # elementwise, symmetric in its operands
+        if (fn is np.multiply or fn is np.dot) and not drop and transpose is None:
+            return fn  # elementwise or a dot of vectors: symmetric in its operands
 
         def run_one(*arrays: np.ndarray) -> np.ndarray:
             result = reduce_final(fn(arrays[p], arrays[q]))
