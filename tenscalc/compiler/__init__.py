@@ -88,7 +88,8 @@ class CompiledFunction:
         self._backend = backend
         with paused_gc():  # linear time on huge DAGs (see paused_gc)
             self.plan: Plan = build_plan(self.exprs)
-            self._graphs = [axis_graph(root) for root in self.exprs]
+            # one axis graph for all roots: they share nodes (see axis_graph)
+            self._graphs = [axis_graph(self.exprs[0] if len(self.exprs) == 1 else self.exprs)]
         orders: dict[str, int] = {}
         for graph in self._graphs:
             for name, order, _axis, _slot in graph.var_slots:

@@ -432,7 +432,7 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
     from .plan import build_plan
 
     plan = build_plan(list(roots))
-    graphs = [axis_graph(root) for root in roots]
+    graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]  # one graph: shared nodes once
     orders: dict[str, int] = {}
     for graph in graphs:
         for var_name, order, _axis, _slot in graph.var_slots:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .nodes import FULL_AXIS, Dim, Expr, SliceDim, topological
@@ -84,28 +84,35 @@ class AxisGraph:
         return found
 
 
-_graphs: OrderedDict[Expr, AxisGraph] = OrderedDict()
+_graphs: OrderedDict[Expr | tuple[Expr, ...], AxisGraph] = OrderedDict()
 _graphs_lock = threading.Lock()
 
 
-def axis_graph(root: Expr) -> AxisGraph:
-    """The axis union-find of the DAG under ``root`` (cached, bounded)."""
+def axis_graph(root: Expr | Sequence[Expr]) -> AxisGraph:
+    """The axis union-find of the DAG under ``root``, or under several roots at once
+    (cached, bounded).
+
+    One graph for several roots (a compiled list, the L gradients of a deep model)
+    visits their shared nodes once: a graph per root would visit them once per
+    root, quadratic in the depth when every root shares the forward pass.
+    """
+    key: Expr | tuple[Expr, ...] = root if isinstance(root, Expr) else tuple(root)
     with _graphs_lock:
-        graph = _graphs.get(root)
+        graph = _graphs.get(key)
         if graph is not None:
-            _graphs.move_to_end(root)
+            _graphs.move_to_end(key)
             return graph
-    graph = _build(root)
+    graph = _build(key)
     with _graphs_lock:
-        graph = _graphs.setdefault(root, graph)
-        _graphs.move_to_end(root)
+        graph = _graphs.setdefault(key, graph)
+        _graphs.move_to_end(key)
         while len(_graphs) > GRAPH_CACHE_SIZE:
             _graphs.popitem(last=False)
     return graph
 
 
-def _build(root: Expr) -> AxisGraph:
-    nodes = topological(root)
+def _build(roots: Expr | tuple[Expr, ...]) -> AxisGraph:
+    nodes = topological(roots)
     first: dict[Expr, int] = {}
     count = 0
     for node in nodes:
