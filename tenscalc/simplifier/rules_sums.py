@@ -175,11 +175,33 @@ def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def add_complement_of_reciprocal(node: Expr, ctx: Context) -> Expr | None:
+    # c k - c' q^-1 with q = a u + b m (m, k constants), c k b m = c'  ->  c k a u ⊙ q^-1   (1 - 1/(1+e) = e/(1+e))
+    constants = [(n, t, c) for n, (t, c) in enumerate(zip(node.children, node.arg)) if t.op == "const"]
+    if len(constants) != 1:
+        return None
+    n_k, k, c = constants[0]
+    for n_q, (term, c2) in enumerate(zip(node.children, node.arg)):
+        power = const_power(term)
+        if power is None or power[1] != -1 or power[0].op != "add" or len(power[0].children) != 2:
+            continue
+        q = power[0]
+        (u, a), (m, b) = sorted(zip(q.children, q.arg), key=lambda p: p[0].op == "const")
+        if u.op == "const" or m.op != "const" or c * k.arg[0] * b * m.arg[0] != -c2:
+            continue
+        merged = N.mul([u, term], [tuple(range(node.order))] * 2, tuple(range(node.order)))
+        rest = [(t, w) for j, (t, w) in enumerate(zip(node.children, node.arg)) if j not in (n_k, n_q)]
+        rest.append((merged, c * k.arg[0] * a))
+        return N.add([t for t, _ in rest], [w for _, w in rest])
+    return None
+
+
 # the slice rule comes last: it acts on derivatives only
 ADD_RULES: list[Rule] = [
     add_scale_constant,
     add_simplify_terms,
     add_factor_common,
     add_cancel_over_square,
+    add_complement_of_reciprocal,
     add_pull_embed,
 ]
