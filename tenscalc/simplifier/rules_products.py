@@ -483,6 +483,7 @@ def mul_divide_sum(node: Expr, ctx: Context) -> Expr | None:
             return _rebuild(others + [(new_sum, q_spec)], node.arg[1])
     return None
 
+
 MUL_RULES: list[Rule] = [
     mul_zero,
     mul_drop_delta0,
