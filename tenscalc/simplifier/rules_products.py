@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from ..core import nodes as N
 from ..core import products as P
+from ..core.checks import count_nodes
 from ..core.nodes import Expr
 from .context import Context, Rule, rewrite_locally
+from .rules_functions import POW_RULES
 from .rules_slices import mul_pull_embed
 from .rules_sums import ADD_RULES, const_power, embedded_parts
 
@@ -358,12 +360,33 @@ def _power_mass(node: Expr) -> int | float:
     return mass
 
 
-def _split_by_letters(pairs: list, k: int) -> tuple[list, list]:
-    """The operands other than ``k`` whose letters are all ``k``'s (those an elementwise
-    rewrite of operand ``k`` may take in), and the others."""
+def _bases(node: Expr) -> set[Expr]:
+    """The bases of the powers among ``node``'s factors, and inside a power of a product
+    (``(e ⊙ q^-1)^-1`` has bases e and q), which a power elsewhere may cancel."""
+    if node.op == "mul" or P.scale_parts(node) is not None:
+        factors = [c for c, _ in P.flatten(node, tuple(range(node.order)))[0]]
+    else:
+        factors = [node]
+    found = set()
+    for factor in factors:
+        base = _power_parts(factor)[0]
+        found.add(base)
+        if base.op == "mul":
+            found.update(_power_parts(c)[0] for c in base.children)
+    return found
+
+
+def _cancelling_operands(pairs: list[P.Operand], k: int) -> tuple[list[P.Operand], list[P.Operand]]:
+    """The operands other than ``k`` that may cancel a power inside operand ``k`` (all
+    their letters are ``k``'s, and their base is one of its terms' bases), and the others."""
     letters = set(pairs[k][1])
-    inside = [p for j, p in enumerate(pairs) if j != k and set(p[1]) <= letters]
-    outside = [p for j, p in enumerate(pairs) if j != k and not set(p[1]) <= letters]
+    bases = set().union(*(_bases(t) for t in pairs[k][0].children))
+    inside: list[P.Operand] = []
+    outside: list[P.Operand] = []
+    for j, (child, spec) in enumerate(pairs):
+        if j != k:
+            wanted = set(spec) <= letters and _power_parts(child)[0] in bases
+            (inside if wanted else outside).append((child, spec))
     return inside, outside
 
 
@@ -375,20 +398,36 @@ def mul_distribute_cancelling_sum(node: Expr, ctx: Context) -> Expr | None:
             continue
         if len(set(spec)) != len(spec) or any(_carries_delta(t) for t in child.children):
             continue  # a diagonal, or mul_distribute_delta_sum's case
-        inside, outside = _split_by_letters(pairs, k)
+        inside, outside = _cancelling_operands(pairs, k)
         if not inside:
             continue
-        local = {"mul": [r for r in MUL_RULES if r not in _DISTRIBUTING], "add": ADD_RULES}
         terms = []
         for t in child.children:
             product = _rebuild(inside + [(t, spec)], spec)
-            rewritten = rewrite_locally(product, local, ctx)
+            rewritten = _rewrite_term(product, ctx)
             if t.op != "const" and not _power_mass(rewritten) < _power_mass(product):
-                break  # this term would only be copied: distributing grows the DAG
+                break  # this term would only be copied
             terms.append(rewritten)
         else:
-            return _rebuild(outside + [(N.add(terms, child.arg), spec)], node.arg[1])
+            result = _rebuild(outside + [(N.add(terms, child.arg), spec)], node.arg[1])
+            if count_nodes(result) < count_nodes(node):  # cancelling powers may still add nodes
+                return result
     return None
+
+
+def _rewrite_term(product: Expr, ctx: Context) -> Expr:
+    """One distributed term rewritten on its own (fusion, powers merged), and the powers
+    that merging leaves (``e^0``, ``(q^-1)^-1``) tidied as the next pass would."""
+    local = {"mul": [r for r in MUL_RULES if r not in _DISTRIBUTING], "add": ADD_RULES}
+    rewritten = rewrite_locally(product, local, ctx)
+    parts = P.scale_parts(rewritten)
+    inner, scale = parts if parts is not None else (rewritten, 1)
+    if inner.op != "mul":
+        return rewritten
+    children = [rewrite_locally(c, {"pow": POW_RULES}, ctx) if c.op == "pow" else c for c in inner.children]
+    if all(a is b for a, b in zip(children, inner.children)):
+        return rewritten
+    return N.scale(rewrite_locally(N.rebuild(inner, children), local, ctx), scale)
 
 
 def _elementwise_factors(term: Expr) -> tuple[list[Expr], int | float] | None:
@@ -410,7 +449,9 @@ def _key(factors: list[Expr]) -> tuple[bytes, ...]:
 
 def _divide(terms: list[tuple[list[Expr], int | float]], q: Expr) -> tuple[list[Expr], int | float, set[int]] | None:
     """``(v, c, used)`` such that the summands ``used`` of ``terms`` add up to ``c v ⊙ q``."""
-    q_parts = []  # (factor key, coefficient) of each summand of q; a constant's key is ()
+    q_parts: list[
+        tuple[tuple[bytes, ...], int | float]
+    ] = []  # (factor key, coefficient) per summand; () for a constant
     for u, a in zip(q.children, q.arg):
         if u.op == "const":
             q_parts.append(((), a * u.arg[0]))
