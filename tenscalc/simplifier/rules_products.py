@@ -513,15 +513,17 @@ def mul_divide_sum(node: Expr, ctx: Context) -> Expr | None:
             else:
                 v = N.mul(v_factors, [letters] * len(v_factors), letters)
             if power[1] != -1:
-                v = N.mul([v, N.power(q, N.const(power[1] + 1, 0))], [letters] * 2, letters)
+                v = _rewrite_term(N.mul([v, N.power(q, N.const(power[1] + 1, 0))], [letters] * 2, letters), ctx)
             quotient = [(v, coefficient)]
             rest = [(t, c) for n, (t, c) in enumerate(zip(s.children, s.arg)) if n not in used]
             if rest:
                 remainder = N.add([t for t, _ in rest], [c for _, c in rest])
-                quotient.append((N.mul([remainder, q_power], [letters] * 2, letters), 1))
+                quotient.append((_rewrite_term(N.mul([remainder, q_power], [letters] * 2, letters), ctx), 1))
             new_sum = N.add([t for t, _ in quotient], [c for _, c in quotient])
             others = [p for n, p in enumerate(pairs) if n not in (kq, ks)]
-            return _rebuild(others + [(new_sum, q_spec)], node.arg[1])
+            result = _rebuild(others + [(new_sum, q_spec)], node.arg[1])
+            if count_nodes(result) < count_nodes(node):  # a long remainder times q^-1 may add nodes
+                return result
     return None
 
 
