@@ -26,7 +26,7 @@ from ..core import nodes as N
 from ..core.checks import count_nodes
 from ..core.nodes import Expr, topological
 from ..errors import SemanticError
-from ..simplifier import MUL_RULES, RULES, mul_distribute_power, simplify
+from ..simplifier import MUL_RULES, RULES, mul_distribute_cancelling_sum, mul_distribute_power, simplify
 from .analysis import Analyzer
 from .assumptions import (
     Constraint,
@@ -558,8 +558,10 @@ def _perms_for(name: str, order: int, tags) -> tuple:
 
 # The rules read quotients as they are written (a log of a quotient, p ⊙ q⁻¹);
 # distributing a power over a quotient ((p/q)⁻¹ -> p⁻¹ q), which makes printed
-# derivatives shorter, would hide that structure from them.
-ANALYSIS_RULES = {**RULES, "mul": [r for r in MUL_RULES if r is not mul_distribute_power]}
+# derivatives shorter, would hide that structure from them; so would distributing a
+# product over a sum to cancel such powers (the softmax cross-entropy as a log of a quotient).
+_HIDING = (mul_distribute_power, mul_distribute_cancelling_sum)
+ANALYSIS_RULES = {**RULES, "mul": [r for r in MUL_RULES if r not in _HIDING]}
 
 
 def hessian(f: Expr, wrt: str, wrt2: str | None = None) -> Expr:

@@ -9,6 +9,13 @@
 
 from .driver import simplify, simplify_many
 from .rules import RULES
-from .rules_products import MUL_RULES, mul_distribute_power
+from .rules_products import MUL_RULES, mul_distribute_cancelling_sum, mul_distribute_power
 
-__all__ = ["MUL_RULES", "RULES", "mul_distribute_power", "simplify", "simplify_many"]
+__all__ = [
+    "MUL_RULES",
+    "RULES",
+    "mul_distribute_cancelling_sum",
+    "mul_distribute_power",
+    "simplify",
+    "simplify_many",
+]

@@ -6,7 +6,8 @@ comment showing the rewrite (``rules_products``, ``rules_sums``,
 Rule sets are lists (combine them with ``+``); this driver rewrites bottom-up,
 memoised per node, and repeats whole passes until the root no longer changes,
 raising if that does not happen within a bound (a rewrite loop is a bug, never
-silently accepted).
+silently accepted).  The few ``rules.LATE_RULES`` join only once the others
+have reached that fixed point.
 
 What keeps derivatives small: deltas are absorbed into neighbouring products by
 renaming letters, nested products are fused (when that cannot duplicate work),
@@ -21,7 +22,7 @@ from ..core import nodes as N
 from ..core.nodes import Expr, topological
 from ..errors import TensCalcError
 from .context import Context, Rule, rewrite_locally
-from .rules import RULES
+from .rules import LATE_RULES, RULES
 
 MAX_PASSES = 60
 
@@ -55,6 +56,14 @@ def simplify_many(roots: Sequence[Expr], rules: dict[str, list[Rule]] | None = N
     """
     table = RULES if rules is None else rules
     roots = list(roots)
+    early = {op: [r for r in rs if r not in LATE_RULES] for op, rs in table.items()}
+    if early != table:  # the late rules run once the others have settled (see rules.LATE_RULES)
+        roots = _fixed_point(roots, early)
+    return _fixed_point(roots, table)
+
+
+def _fixed_point(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr]:
+    """Whole passes of ``table`` until no root changes."""
     for _ in range(MAX_PASSES):
         new_roots = _one_pass_many(roots, table)
         if all(new is old for new, old in zip(new_roots, roots)):

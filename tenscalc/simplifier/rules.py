@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .context import Rule
 from .rules_functions import FUNC_RULES, INV_RULES, POW_RULES
-from .rules_products import MUL_RULES
+from .rules_products import MUL_RULES, mul_distribute_cancelling_sum, mul_divide_sum
 from .rules_slices import EMBED_RULES, SLICE_RULES
 from .rules_sums import ADD_RULES
 
@@ -25,3 +25,9 @@ RULES: dict[str, list[Rule]] = {
     "slice": SLICE_RULES,
     "embed": EMBED_RULES,
 }
+
+#: Rules the driver holds back until the others reach a fixed point: they reshape a
+#: product and a sum together, which pays only once both are in their final form
+#: (distributing ``e`` over a sum that add_cancel_over_square would still shrink to
+#: ``-q^-2`` gives a longer result than either alone).
+LATE_RULES: frozenset[Rule] = frozenset({mul_distribute_cancelling_sum, mul_divide_sum})

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from ..core import nodes as N
 from ..core import products as P
+from ..core.checks import count_nodes
 from ..core.nodes import Expr
 from .context import Context, Rule, rewrite_locally
+from .rules_functions import POW_RULES
 from .rules_slices import mul_pull_embed
 from .rules_sums import ADD_RULES, const_power, embedded_parts
 
@@ -337,6 +339,194 @@ def mul_cancel_inverse(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def _power_mass(node: Expr) -> int | float:
+    """The sum of |exponent| over the operands of ``node`` (nested products and scalings
+    opened, constants and deltas left out): it drops when ``q ⊙ q^-2`` merges to ``q^-1``,
+    not when ``e ⊙ e`` merges to ``e^2``.  ``(q^-1)^-1`` counts as ``q``, as ``pow_of_pow``
+    will write it."""
+    if node.op == "mul" or P.scale_parts(node) is not None:
+        factors = [c for c, _ in P.flatten(node, tuple(range(node.order)))[0]]
+    else:
+        factors = [node]
+    mass: int | float = 0
+    for factor in factors:
+        if factor.op in ("const", "delta"):
+            continue
+        base, exponent = _power_parts(factor)
+        while base.op == "pow" and exponent == int(exponent) and _power_parts(base)[0] is not base:
+            base, inner = _power_parts(base)
+            exponent *= inner
+        mass += abs(exponent)
+    return mass
+
+
+def _bases(node: Expr) -> set[Expr]:
+    """The bases of the powers among ``node``'s factors, and inside a power of a product
+    (``(e ⊙ q^-1)^-1`` has bases e and q), which a power elsewhere may cancel."""
+    if node.op == "mul" or P.scale_parts(node) is not None:
+        factors = [c for c, _ in P.flatten(node, tuple(range(node.order)))[0]]
+    else:
+        factors = [node]
+    found = set()
+    for factor in factors:
+        base = _power_parts(factor)[0]
+        found.add(base)
+        if base.op == "mul":
+            found.update(_power_parts(c)[0] for c in base.children)
+    return found
+
+
+def _cancelling_operands(pairs: list[P.Operand], k: int) -> tuple[list[P.Operand], list[P.Operand]]:
+    """The operands other than ``k`` that may cancel a power inside operand ``k`` (all
+    their letters are ``k``'s, and their base is one of its terms' bases), and the others."""
+    letters = set(pairs[k][1])
+    bases = set().union(*(_bases(t) for t in pairs[k][0].children))
+    inside: list[P.Operand] = []
+    outside: list[P.Operand] = []
+    for j, (child, spec) in enumerate(pairs):
+        if j != k:
+            wanted = set(spec) <= letters and _power_parts(child)[0] in bases
+            (inside if wanted else outside).append((child, spec))
+    return inside, outside
+
+
+def mul_distribute_cancelling_sum(node: Expr, ctx: Context) -> Expr | None:
+    # A *(ij,i->j) ((a ⊙ q - b) ⊙ q^-2) -> A *(ij,i->j) (a ⊙ q^-1 - b ⊙ q^-2)   (each non-constant term cancels a power)
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "add" or not 2 <= len(child.children) <= 4 or not ctx.single_use(child):
+            continue
+        if len(set(spec)) != len(spec) or any(_carries_delta(t) for t in child.children):
+            continue  # a diagonal, or mul_distribute_delta_sum's case
+        inside, outside = _cancelling_operands(pairs, k)
+        if not inside:
+            continue
+        terms = []
+        for t in child.children:
+            product = _rebuild(inside + [(t, spec)], spec)
+            rewritten = _rewrite_term(product, ctx)
+            if t.op != "const" and not _power_mass(rewritten) < _power_mass(product):
+                break  # this term would only be copied
+            terms.append(rewritten)
+        else:
+            result = _rebuild(outside + [(N.add(terms, child.arg), spec)], node.arg[1])
+            if count_nodes(result) < count_nodes(node):  # cancelling powers may still add nodes
+                return result
+    return None
+
+
+def _rewrite_term(product: Expr, ctx: Context) -> Expr:
+    """One distributed term rewritten on its own (fusion, powers merged), and the powers
+    that merging leaves (``e^0``, ``(q^-1)^-1``) tidied as the next pass would."""
+    local = {"mul": [r for r in MUL_RULES if r not in _DISTRIBUTING], "add": ADD_RULES}
+    rewritten = rewrite_locally(product, local, ctx)
+    parts = P.scale_parts(rewritten)
+    inner, scale = parts if parts is not None else (rewritten, 1)
+    if inner.op != "mul":
+        return rewritten
+    children = [rewrite_locally(c, {"pow": POW_RULES}, ctx) if c.op == "pow" else c for c in inner.children]
+    if all(a is b for a, b in zip(children, inner.children)):
+        return rewritten
+    return N.scale(rewrite_locally(N.rebuild(inner, children), local, ctx), scale)
+
+
+def _elementwise_factors(term: Expr) -> tuple[list[Expr], int | float] | None:
+    """A summand of an elementwise sum as ``(factors, scale)``: ``3 y ⊙ e`` is ``([y, e], 3)``,
+    the constant 2 is ``([], 2)``; None for a product that is not elementwise."""
+    if term.op == "const":
+        return [], term.arg[0]
+    if term.op != "mul":
+        return [term], 1
+    parts = embedded_parts(term)
+    if parts is None or parts[1] != parts[2]:
+        return None
+    return parts[0], parts[3]
+
+
+def _key(factors: list[Expr]) -> tuple[bytes, ...]:
+    return tuple(sorted(f.digest for f in factors))
+
+
+def _divide(terms: list[tuple[list[Expr], int | float]], q: Expr) -> tuple[list[Expr], int | float, set[int]] | None:
+    """``(v, c, used)`` such that the summands ``used`` of ``terms`` add up to ``c v ⊙ q``."""
+    q_parts: list[
+        tuple[tuple[bytes, ...], int | float]
+    ] = []  # (factor key, coefficient) per summand; () for a constant
+    for u, a in zip(q.children, q.arg):
+        if u.op == "const":
+            q_parts.append(((), a * u.arg[0]))
+        elif u.op == "mul":
+            return None  # a product inside q: not worth matching
+        else:
+            q_parts.append(((u.digest,), a))
+    first = next(((key, a) for key, a in q_parts if key), None)
+    if first is None:
+        return None
+    by_key: dict[tuple[bytes, ...], list[int]] = {}
+    for n, (factors, _) in enumerate(terms):
+        by_key.setdefault(_key(factors), []).append(n)
+    for n, (factors, scale) in enumerate(terms):
+        if first[0][0] not in [f.digest for f in factors]:
+            continue
+        v = list(factors)
+        v.pop([f.digest for f in v].index(first[0][0]))
+        used = {n}
+        for key, a in q_parts:
+            if key == first[0]:
+                continue
+            wanted = tuple(sorted(_key(v) + key))
+            match = [m for m in by_key.get(wanted, []) if m not in used and terms[m][1] * first[1] == scale * a]
+            if not match:
+                break
+            used.add(match[0])
+        else:
+            return v, scale * first[1] if first[1] in (1, -1) else scale / first[1], used
+    return None
+
+
+def mul_divide_sum(node: Expr, ctx: Context) -> Expr | None:
+    # q^-1 ⊙ (c v ⊙ u + c b v + r) with q = u + b  ->  c v + q^-1 ⊙ r   ((1 - y - y ⊙ e) / (1 + e) = σ - y)
+    pairs = _operands(node)
+    for kq, (q_power, q_spec) in enumerate(pairs):
+        power = const_power(q_power)
+        if power is None or power[1] >= 0 or power[1] != int(power[1]) or power[0].op != "add":
+            continue
+        if len(set(q_spec)) != len(q_spec):
+            continue
+        q = power[0]
+        for ks, (s, s_spec) in enumerate(pairs):
+            if ks == kq or s.op != "add" or s_spec != q_spec or not ctx.single_use(s):
+                continue
+            terms = [_elementwise_factors(t) for t in s.children]
+            if any(t is None for t in terms):
+                continue
+            scaled = [(f, scale * c) for (f, scale), c in zip(terms, s.arg)]  # type: ignore[misc]
+            found = _divide(scaled, q)
+            if found is None:
+                continue
+            v_factors, coefficient, used = found
+            letters = tuple(range(s.order))
+            if not v_factors:
+                v = N.const_like(1, s)
+            elif len(v_factors) == 1:
+                v = v_factors[0]
+            else:
+                v = N.mul(v_factors, [letters] * len(v_factors), letters)
+            if power[1] != -1:
+                v = _rewrite_term(N.mul([v, N.power(q, N.const(power[1] + 1, 0))], [letters] * 2, letters), ctx)
+            quotient = [(v, coefficient)]
+            rest = [(t, c) for n, (t, c) in enumerate(zip(s.children, s.arg)) if n not in used]
+            if rest:
+                remainder = N.add([t for t, _ in rest], [c for _, c in rest])
+                quotient.append((_rewrite_term(N.mul([remainder, q_power], [letters] * 2, letters), ctx), 1))
+            new_sum = N.add([t for t, _ in quotient], [c for _, c in quotient])
+            others = [p for n, p in enumerate(pairs) if n not in (kq, ks)]
+            result = _rebuild(others + [(new_sum, q_spec)], node.arg[1])
+            if count_nodes(result) < count_nodes(node):  # a long remainder times q^-1 may add nodes
+                return result
+    return None
+
+
 MUL_RULES: list[Rule] = [
     mul_zero,
     mul_drop_delta0,
@@ -348,6 +538,8 @@ MUL_RULES: list[Rule] = [
     mul_sign_times_self,
     mul_distribute_power,
     mul_merge_powers,
+    mul_distribute_cancelling_sum,
+    mul_divide_sum,
     mul_constants,
     mul_all_constant,
     mul_ones_on_diagonal,
@@ -355,3 +547,4 @@ MUL_RULES: list[Rule] = [
     mul_sort_operands,
     mul_pull_embed,  # the slice rule comes last: it acts on derivatives only
 ]
+_DISTRIBUTING = (mul_distribute_delta_sum, mul_distribute_cancelling_sum, mul_divide_sum)

@@ -175,11 +175,55 @@ def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def _over_two_term_sum(term: Expr) -> tuple[Expr, list[Expr], int | float] | None:
+    """``s n ⊙ q^-1`` (elementwise, q a sum of two terms) as ``(q^-1, [n...], s)``."""
+    parts = embedded_parts(term)
+    if parts is None or parts[1] != parts[2]:
+        return None
+    factors, _, _, scale = parts
+    for k, factor in enumerate(factors):
+        power = const_power(factor)
+        if power is not None and power[1] == -1 and power[0].op == "add" and len(power[0].children) == 2:
+            return factor, factors[:k] + factors[k + 1 :], scale
+    return None
+
+
+def add_complement_of_reciprocal(node: Expr, ctx: Context) -> Expr | None:
+    # with q = a u + b m (m, k constants): c k - c' q^-1 -> c k a u ⊙ q^-1 when c k b m = c'   (1 - 1/(1+e) = e/(1+e))
+    #                                     c k - c' u ⊙ q^-1 -> c k b m q^-1 when c k a = c'    (1 - e/(1+e) = 1/(1+e))
+    constants = [(n, t, c) for n, (t, c) in enumerate(zip(node.children, node.arg)) if t.op == "const"]
+    if len(constants) != 1:
+        return None
+    n_k, k, c = constants[0]
+    whole = c * k.arg[0]
+    letters = tuple(range(node.order))
+    for n_q, (term, c2) in enumerate(zip(node.children, node.arg)):
+        found = _over_two_term_sum(term)
+        if found is None:
+            continue
+        reciprocal, numerator, scale = found
+        q = reciprocal.children[0]
+        (u, a), (m, b) = sorted(zip(q.children, q.arg), key=lambda p: p[0].op == "const")
+        if u.op == "const" or m.op != "const":
+            continue
+        if not numerator and whole * b * m.arg[0] == -c2 * scale:
+            merged, coefficient = N.mul([u, reciprocal], [letters] * 2, letters), whole * a
+        elif numerator == [u] and whole * a == -c2 * scale:
+            merged, coefficient = reciprocal, whole * b * m.arg[0]
+        else:
+            continue
+        rest = [(t, w) for j, (t, w) in enumerate(zip(node.children, node.arg)) if j not in (n_k, n_q)]
+        rest.append((merged, coefficient))
+        return N.add([t for t, _ in rest], [w for _, w in rest])
+    return None
+
+
 # the slice rule comes last: it acts on derivatives only
 ADD_RULES: list[Rule] = [
     add_scale_constant,
     add_simplify_terms,
     add_factor_common,
     add_cancel_over_square,
+    add_complement_of_reciprocal,
     add_pull_embed,
 ]

@@ -20,16 +20,20 @@ from tenscalc.simplifier import RULES
 from tenscalc.simplifier.rules_functions import inv_of_inv, pow_of_pow
 from tenscalc.simplifier.rules_products import (
     mul_cancel_inverse,
+    mul_distribute_cancelling_sum,
     mul_distribute_delta_sum,
     mul_distribute_power,
+    mul_divide_sum,
     mul_sign_times_self,
 )
-from tenscalc.simplifier.rules_sums import add_cancel_over_square
+from tenscalc.simplifier.rules_sums import add_cancel_over_square, add_complement_of_reciprocal
 from tenscalc.testing import check_derivative, random_values
 
 LOGISTIC = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
 LOGISTIC_ORDERS = {"X": 2, "y": 1, "w": 1}
 SHAPES = {"X": (5, 3), "y": (5,), "w": (3,)}  # distinct lengths
+# binary cross-entropy through sigmoids, as a user writes it in the language
+BCE = "-(y *(i,i->) log(1 / (1 + exp(-(X *(ij,j->i) w)))) + (1 - y) *(i,i->) log(1 - 1 / (1 + exp(-(X *(ij,j->i) w)))))"
 
 
 def _logistic_values(seed: int = 0) -> dict:
@@ -226,6 +230,9 @@ RULE_CASES = [
     (pow_of_pow, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
     (add_cancel_over_square, "log(exp(x) + 1) *(i,i->) 1", {"x": 1}, "x"),
     (mul_sign_times_self, "log(abs(det(X)))", {"X": 2}, "X"),
+    (add_complement_of_reciprocal, BCE, LOGISTIC_ORDERS, "w"),
+    (mul_distribute_cancelling_sum, BCE, LOGISTIC_ORDERS, "w"),
+    (mul_divide_sum, BCE, LOGISTIC_ORDERS, "w"),
 ]
 
 
@@ -252,7 +259,7 @@ def test_rule_agrees_with_the_exact_oracle(rule, text, orders, wrt):
     from tenscalc.oracle import exact_mismatches
 
     f = tc.parse(text, orders)
-    shapes = {"X": (2, 2), "p": (3,), "q": (3,), "x": (3,), "y": (2,)}
+    shapes = {"X": (2, 2), "p": (3,), "q": (3,), "x": (3,), "y": (2,), "w": (2,)}
     rationals = [sympy.Rational(n, 7) for n in (2, 3, 5, 4, 6, 1)]
     point = {}
     for name in f.variables:
@@ -297,3 +304,123 @@ def test_third_derivative_of_log_det_has_no_delta():
     values = random_values(f, seed=4)
     np.testing.assert_allclose(tc.evaluate(after, values), tc.evaluate(before, values), rtol=1e-10)
     assert check_derivative(second, "X", values=values).ok  # the third derivative, by finite differences
+
+
+# ------------------------------------------------- binary cross-entropy through sigmoids
+
+BCE_RULES = (add_complement_of_reciprocal, mul_distribute_cancelling_sum, mul_divide_sum)
+
+
+def _bce_values(seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"X": rng.standard_normal((5, 3)), "y": rng.uniform(0, 1, 5), "w": rng.standard_normal(3)}
+
+
+def _bce_by_hand():
+    X, y, w = tc.var("X", 2), tc.var("y", 1), tc.var("w", 1)
+    s = tc.sigmoid(X @ w)
+    return -(tc.dot(y, tc.log(s)) + tc.dot(1 - y, tc.log(1 - s)))
+
+
+def test_bce_hessian_is_x_diag_sigma_one_minus_sigma_x():
+    f = tc.parse(BCE, LOGISTIC_ORDERS)
+    without = {op: [r for r in rules if r not in BCE_RULES] for op, rules in RULES.items()}
+    g_before = tc.simplify(tc.derivative(f, "w", simplify=False), without)
+    H_before = tc.simplify(tc.derivative(g_before, "w", simplify=False), without)
+    g, H = tc.gradient(f, "w"), tc.hessian(f, "w")
+    # σ⁻¹ and (1 − σ)⁻¹ cancel: 20 -> 12 and 30 -> 10 nodes
+    assert (tc.count_nodes(g_before), tc.count_nodes(g)) == (20, 12)
+    assert (tc.count_nodes(H_before), tc.count_nodes(H)) == (30, 10)
+    assert matrix_text(g) == "Xᵀ ((exp(-X w) + 𝟏)^∘-1 - y)"  # Xᵀ(σ − y)
+    assert tc.latex(H) == (
+        r"X^\top \operatorname{diag}\left(\exp\left(-X w\right) \oslash "
+        r"\left(\exp\left(-X w\right) + \mathbf{1}\right)^{\circ 2}\right) X"
+    )
+    values = _bce_values(1)
+    X, y, w = values["X"], values["y"], values["w"]
+    sigma = 1 / (1 + np.exp(-X @ w))
+    np.testing.assert_allclose(tc.evaluate(g, values), X.T @ (sigma - y), rtol=1e-12)
+    np.testing.assert_allclose(tc.evaluate(H, values), X.T @ np.diag(sigma * (1 - sigma)) @ X, rtol=1e-12)
+    np.testing.assert_allclose(tc.evaluate(g_before, values), X.T @ (sigma - y), rtol=1e-12)
+    np.testing.assert_allclose(tc.evaluate(H_before, values), tc.evaluate(H, values), rtol=1e-12)
+    for order in (1, 2):
+        assert check_derivative(f, "w", order=order, values=values).ok
+
+
+def test_bce_spellings_reach_one_form():
+    # tc.sigmoid, 1/(1+exp(-z)) and (1+exp(-z))^(-1): the same gradient and Hessian nodes
+    spellings = [
+        _bce_by_hand(),
+        tc.parse(BCE, LOGISTIC_ORDERS),
+        tc.parse(BCE.replace("1 / (1 + exp(-(X *(ij,j->i) w)))", "(1 + exp(-(X *(ij,j->i) w)))^(-1)"), LOGISTIC_ORDERS),
+    ]
+    gradients = {tc.gradient(f, "w") for f in spellings}
+    hessians = {tc.hessian(f, "w") for f in spellings}
+    assert len(gradients) == 1 and len(hessians) == 1
+
+
+def test_complement_of_a_quotient():
+    # 1 - e/(1+e) -> 1/(1+e), and 1 - 1/(1+e) -> e/(1+e); a coefficient that does not match stays
+    e = tc.exp(tc.var("x", 1))
+    q = e + 1
+    values = {"x": np.array([0.3, -1.2, 2.0])}
+    ev = np.exp(values["x"])
+    cases = [
+        (1 - e / q, 1 / (ev + 1), True),
+        (1 - q**-1, ev / (ev + 1), True),
+        (3 - 3 * q**-1, 3 * ev / (ev + 1), True),
+        (2 - q**-1, 2 - 1 / (ev + 1), False),
+        (1 - 2 * e / q, 1 - 2 * ev / (ev + 1), False),
+    ]
+    for expr, expected, shrinks in cases:
+        simplified = tc.simplify(expr)
+        np.testing.assert_allclose(tc.evaluate(simplified, values), expected, rtol=1e-12)
+        assert (simplified is not tc.simplify(expr, _without(add_complement_of_reciprocal))) == shrinks
+
+
+def test_divide_sum_needs_the_whole_of_q():
+    # (1 - y - y ⊙ e) / (1 + e) = 1/(1+e) - y, but (1 - 2y - y ⊙ e) / (1 + e) has no such quotient
+    e = tc.exp(tc.var("x", 1))
+    y = tc.var("y", 1)
+    q = e + 1
+    values = {"x": np.array([0.3, -1.2, 2.0]), "y": np.array([0.5, 0.25, -1.0])}
+    ev, yv = np.exp(values["x"]), values["y"]
+    divides = (1 - y - y * e) * q**-1
+    simplified = tc.simplify(divides)
+    np.testing.assert_allclose(tc.evaluate(simplified, values), 1 / (ev + 1) - yv, rtol=1e-12)
+    assert str(simplified) == "(exp(x) + 1)^(-1) - y"
+    stays = (1 - 2 * y - y * e) * q**-1
+    np.testing.assert_allclose(tc.evaluate(tc.simplify(stays), values), (1 - 2 * yv - yv * ev) / (ev + 1), rtol=1e-12)
+    assert tc.simplify(stays) is tc.simplify(stays, _without(mul_divide_sum))
+    # a square in the denominator keeps one power: (y + y ⊙ e) / (1 + e)^2 = y / (1 + e)
+    square = (y + y * e) * q**-2
+    np.testing.assert_allclose(tc.evaluate(tc.simplify(square), values), yv / (ev + 1), rtol=1e-12)
+    assert tc.count_nodes(tc.simplify(square)) < tc.count_nodes(tc.simplify(square, _without(mul_divide_sum)))
+
+
+def test_distributing_only_where_powers_cancel():
+    # (a ⊙ q + b ⊙ q^2) ⊙ q^-2 is distributed: a ⊙ q^-1 + b.  It stays where a term
+    # cancels nothing ((a ⊙ q - b) ⊙ q^-2), where a power only grows (e ⊙ e), and where
+    # cancelling would add nodes ((a ⊙ q - b ⊙ e) ⊙ q^-2 ⊙ e^-1 needs q^-1 and q^-2 both)
+    a, b, c, x = tc.var("a", 1), tc.var("b", 1), tc.var("c", 1), tc.var("x", 1)
+    e = tc.exp(x)
+    q = e + 1
+    values = {
+        "a": np.array([0.5, 2.0]),
+        "b": np.array([-1.0, 3.0]),
+        "c": np.array([1.5, -0.5]),
+        "x": np.array([0.1, -0.7]),
+    }
+    av, bv, cv, ev = values["a"], values["b"], values["c"], np.exp(values["x"])
+    cancels = tc.dot(c, (a * q + b * q**2) * q**-2)
+    after = tc.simplify(cancels)
+    before = tc.simplify(cancels, _without(mul_distribute_cancelling_sum))
+    assert tc.count_nodes(after) < tc.count_nodes(before)
+    assert str(after) == "(b + a / (exp(x) + 1)) *(i,i->) c"
+    expected = cv @ (av / (ev + 1) + bv)
+    np.testing.assert_allclose(tc.evaluate(after, values), expected, rtol=1e-12)
+    np.testing.assert_allclose(tc.evaluate(before, values), expected, rtol=1e-12)
+    stay = [(a * q - b) * q**-2, (a * e - b) * e, tc.dot(c, (a * q - b * e) * q**-2 * e**-1)]
+    stay.append(tc.dot(c, (a * q + b * q**2) * q**-3))  # a ⊙ q^-2 + b ⊙ q^-1: as many nodes
+    for stays in stay:
+        assert tc.simplify(stays) is tc.simplify(stays, _without(mul_distribute_cancelling_sum))
