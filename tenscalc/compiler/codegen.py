@@ -33,7 +33,22 @@ from ..printing.text import text_length, to_text
 from .numpy_names import numpy_call
 
 # names the generated module defines itself; user names may not start with "_"
-RESERVED = frozenset({"_np", "_contract", "_ValueError", "_len", "_range"})
+RESERVED = frozenset({"_np", "_contract", "_contract_expression", "_expressions", "_ValueError", "_len", "_range"})
+
+#: the generic code's contraction: opt_einsum's path searched once per spec and
+#: shapes, as tc.compile does (a search per call costs more than small contractions)
+CACHED_CONTRACT = '''_expressions = {}
+
+
+def _contract(spec, *operands):
+    """opt_einsum's contract, its path searched once per spec and shapes (512 kept)."""
+    key = (spec, *[operand.shape for operand in operands])
+    expression = _expressions.get(key)
+    if expression is None:
+        if len(_expressions) >= 512:
+            _expressions.clear()
+        expression = _expressions[key] = _contract_expression(spec, *key[1:])
+    return expression(*operands)'''
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
 
 
@@ -316,9 +331,11 @@ class _Writer:
                 texts.append(f"_np.array({text})" if text in params else text)
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         signature = f"def {self.name}(*, {', '.join(params)}):" if params else f"def {self.name}():"
-        imports = ["import numpy as _np", "from opt_einsum import contract as _contract"]
+        imports = ["import numpy as _np", "from opt_einsum import contract_expression as _contract_expression"]
         # a variable may be named ValueError, len or range: the code uses private aliases
         imports += ["", "_ValueError = ValueError"]
+        if "_contract(" in "\n".join(body):
+            imports += [CACHED_CONTRACT]
         if "_len(" in "\n".join(body):
             imports += ["_len, _range = len, range"]
         lines = [header, *imports, "", "", signature]
