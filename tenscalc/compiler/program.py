@@ -951,6 +951,12 @@ def _bind_term(
         def core(env):
             return contract(env[first], env[second])
 
+    elif plain and len(slots) == 1 and scale_at == -1 and after == 1.0 and specs[0] == target:
+        (only,) = slots  # c * x: one multiplication, no contraction call
+
+        def core(env):
+            return env[only] * factor
+
     elif plain and len(slots) == 2 and scale_at == -1 and after == 1.0:
         first, second = slots
 
