@@ -430,20 +430,57 @@ class _Pair:
     last: int  # the last step using it (released after)
 
 
+#: rounds of pair sharing: a pair found in one round may be an operand of the next
+SHARING_ROUNDS = 4
+
+
 def _shared_pairs(
     plan: Plan, dense: list[tuple[int, ...]], structured: dict[int, tuple[int, ...]]
 ) -> tuple[list[_Pair], dict[int, Step]]:
     """Pairs of operands that several fused terms of the plan contract the same way.
 
     A pair qualifies when it sums letters no other operand of the term (nor its
-    output) carries, so every contraction order may start with it, and its result
-    is no larger than the larger of the two operands.  The logistic-loss HVP and the
-    3-layer network HVP form such products (``X vᵀ``) inside two or three fused
-    einsums; they are computed once and read by every term.  Returns the pairs and
-    the product steps rewritten to read them.
+    output) carries, so every contraction order may start with it, or multiplies
+    two operands of the same letters elementwise; its result is no larger than the
+    larger of the two operands.  The logistic-loss HVP and the 3-layer network HVP
+    form such products (``X vᵀ``) inside two or three fused einsums; they are
+    computed once and read by every term.  Sharing runs in rounds, so a shared pair
+    may be an operand of a larger shared product: the network HVP's
+    ``(S₁ ⊙ X vᵀ) W₂ᵀ`` is ``X vᵀ``, then ``S₁ ⊙ ·``, then ``· W₂ᵀ``.  Returns the
+    pairs (in the order they are computed) and the product steps rewritten to read them.
     """
+    steps = list(plan.steps)
+    dense = list(dense)
+    pairs: list[_Pair] = []
+    rewritten: dict[int, Step] = {}
+    for _ in range(SHARING_ROUNDS):
+        found, edits = _shared_pairs_round(steps, plan.n_slots + len(pairs), dense, structured)
+        if not found:
+            break
+        pairs += found
+        dense += [pair.shape for pair in found]
+        for index, step in edits.items():
+            steps[index] = rewritten[index] = step
+    # a pair a later round took in is read by that pair, not by the terms any more:
+    # released after its last reader as it is now, not after the terms it served
+    readers: dict[int, list[int]] = {}
+    for step in steps:
+        for slot in _step_reads(step):
+            readers.setdefault(slot, []).append(step.index)
+    for pair in pairs:
+        for slot, _ in pair.term.operands:
+            readers.setdefault(slot, []).append(pair.first)
+    for pair in pairs:
+        pair.last = max(readers.get(pair.slot, [pair.first]))
+    return pairs, rewritten
+
+
+def _shared_pairs_round(
+    steps: list[Step], base: int, dense: list[tuple[int, ...]], structured: dict[int, tuple[int, ...]]
+) -> tuple[list[_Pair], dict[int, Step]]:
+    """One round of :func:`_shared_pairs`: new pairs get the slots ``base, base + 1, ...``."""
     found: dict[tuple, list[tuple[int, int, int, int, tuple[int, ...]]]] = {}
-    for step in plan.steps:
+    for step in steps:
         if step.kind != "product" or step.index in structured:
             continue
         for t, term in enumerate(_terms_of(step)):
@@ -474,9 +511,9 @@ def _shared_pairs(
     pairs: list[_Pair] = []
     edits: dict[tuple[int, int], tuple[int, int, int, tuple[int, ...]]] = {}
     for k, (_key, uses) in enumerate(chosen):
-        slot = plan.n_slots + k
+        slot = base + k
         step_index, t, p, q, result = uses[0]
-        term = _terms_of(plan.steps[step_index])[t]
+        term = _terms_of(steps[step_index])[t]
         (sp, spec_p), (sq, spec_q) = term.operands[p], term.operands[q]
         lengths = dict(zip(spec_p, dense[sp])) | dict(zip(spec_q, dense[sq]))
         shape = tuple(lengths[letter] for letter in result)
@@ -487,7 +524,7 @@ def _shared_pairs(
             edits[(step_index, t)] = (slot, p, q, result)
     rewritten: dict[int, Step] = {}
     for step_index in sorted({s for s, _ in edits}):
-        step = plan.steps[step_index]
+        step = steps[step_index]
         terms = list(_terms_of(step))
         for t, term in enumerate(terms):
             edit = edits.get((step_index, t))
@@ -512,7 +549,7 @@ def _pair_key(a, b, counts: dict[int, int], dense: list[tuple[int, ...]]):
         return None, ()
     shared = set(spec_a) & set(spec_b)
     private = {letter for letter in shared if counts[letter] == 2}
-    if not private:
+    if not private and set(spec_a) != set(spec_b):  # else an elementwise product: shareable too
         return None, ()
     result = tuple(dict.fromkeys(x for x in spec_a + spec_b if x not in private))
     lengths = dict(zip(spec_a, dense[sa])) | dict(zip(spec_b, dense[sb]))

@@ -29,11 +29,13 @@ def test_network_hvp_builds_no_cube():
     cost = tc.compile(network_hvp()).cost({**shapes, "v": (256, 256)})
     # opt_einsum's `auto` path built 512*256*256 entries here (7.8e8 flops in all)
     assert cost.largest_intermediate == 512 * 256
-    # 6.87e8 with X vᵀ formed in three fused einsums; 5.52e8 with it computed once
-    assert cost.flops < 5.6e8
+    # 6.87e8 with X vᵀ formed in three fused einsums; 5.52e8 with it computed once;
+    # 4.85e8 with (S1 ⊙ X vᵀ) W2ᵀ shared too (the hand-written R-operator: 4.7e8)
+    assert cost.flops < 4.9e8
     assert cost.flagged == ()
-    # a handful of 512x256 arrays alive at once, never one of 512*256*256
-    assert cost.peak_memory <= 10 * 512 * 256
+    # a handful of 512x256 arrays alive at once, never one of 512*256*256 (the shared
+    # (S1 ⊙ X vᵀ) W2ᵀ lives between its two readers: 10.04 arrays at the peak, 9.0 before)
+    assert cost.peak_memory <= 11 * 512 * 256
 
 
 def test_network_hvp_values_agree_with_the_interpreter_and_finite_differences():
