@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import overload
 
 from ..core import nodes as N
-from ..core.checks import require_expr
+from ..core.checks import require_distinct, require_expr
 from ..core.nodes import Expr
 from ..errors import SemanticError
 from ..simplifier import simplify as run_simplifier
@@ -55,12 +55,7 @@ def _resolve_wrt_list(expr: Expr, wrt: WrtList) -> list[Expr]:
     """:func:`resolve_wrt` for each of several variables, none empty or listed twice."""
     if not wrt:
         raise SemanticError("the list of variables to differentiate by is empty")
-    xs = [resolve_wrt(expr, w) for w in wrt]
-    names = [x.arg[0] for x in xs]
-    for name in names:
-        if names.count(name) > 1:
-            raise SemanticError(f"variable '{name}' is listed twice in wrt")
-    return xs
+    return require_distinct([resolve_wrt(expr, w) for w in wrt])
 
 
 @overload

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import nodes as N
+from ..core.checks import require_distinct
 from ..core.nodes import Expr, topological
 from ..errors import SemanticError
 from .pullbacks import FUNCTION_DERIVATIVES, PULLBACK_RULES
@@ -353,11 +354,8 @@ def jacobian_accumulation(
     names = [wrt] if isinstance(wrt, (str, Expr)) else list(wrt)
     if not names:
         raise SemanticError("the list of variables to differentiate by is empty")
-    xs = [_resolve(outs, w) for w in names]
+    xs = require_distinct([_resolve(outs, w) for w in names])
     labels = [x.arg[0] for x in xs]
-    for label in labels:
-        if labels.count(label) > 1:
-            raise SemanticError(f"variable '{label}' is listed twice in wrt")
     candidates = ORDERS if order == "auto" else (order,)
     if order != "auto" and order not in ORDERS:
         raise SemanticError(f"unknown elimination order {order!r}: use one of {', '.join(ORDERS)} or 'auto'")

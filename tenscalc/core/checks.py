@@ -90,3 +90,12 @@ def count_edges(roots: Expr | Sequence[Expr]) -> int:
     4
     """
     return sum(len(n.children) for n in topological(require_exprs(roots, "count_edges")))
+
+
+def require_distinct(xs: list[Expr]) -> list[Expr]:
+    """``xs`` (variables to differentiate by), or a SemanticError naming one listed twice."""
+    names = [x.arg[0] for x in xs]
+    for name in names:
+        if names.count(name) > 1:
+            raise SemanticError(f"variable '{name}' is listed twice in wrt")
+    return xs
