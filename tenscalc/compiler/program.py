@@ -29,7 +29,7 @@ from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
 from .kernels import gram_contraction, gram_pattern
-from .plan import AddItem, LetterRef, Plan, Step, Term
+from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc
 
 StepFn = Callable[[list], Any]
 
@@ -114,6 +114,9 @@ class ShapeResolver:
         self.estimate = estimate
         shims = {name: _Shape(tuple(shape)) for name, shape in shapes.items()}
         self.lengths = [bind_lengths(graph, shims) for graph in self.graphs]
+        # (einsum, operand shapes, result size) -> path search and kernel, found once per
+        # binding: the terms of a long sum mostly repeat a few contractions
+        self.contractions: dict[tuple, tuple] = {}
 
     def shape(self, node: Expr) -> tuple[int, ...]:
         error: EvaluationError | None = None
@@ -179,6 +182,11 @@ class Program:
 
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
+    with paused_gc():  # binding allocates a few closures per step and frees none
+        return _bind(plan, resolver, backend)
+
+
+def _bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     dense = [step_shape(step, resolver) for step in plan.steps]
     structured = _structured_slots(plan)
     banded, twins, early = _banded_slots(plan, dense, structured, resolver, backend)
@@ -194,6 +202,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     outputs = set(plan.outputs)
     densify: dict[int, Callable[[Any], Any]] = {}
     live: dict[int, int] = {}  # slot -> entries, for arrays the program allocated
+    live_total = 0  # sum(live.values()), kept up to date (summing per step was quadratic)
     peak = 0
     first_use: dict[int, list[_Pair]] = {}
     release: dict[int, list[int]] = {}
@@ -202,16 +211,17 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         release.setdefault(pair.last, []).append(pair.slot)
 
     def account(fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...]) -> None:
-        nonlocal peak
+        nonlocal peak, live_total
         if not resolver.estimate:  # the size guard: refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
         ops.append((fn, slot, dead))
         costs.append(cost)
         # liveness-aware peak: everything still needed, plus what this step allocates
-        peak = max(peak, sum(live.values()) + cost.step_peak)
+        peak = max(peak, live_total + cost.step_peak)
+        live_total += math.prod(shape) - live.get(slot, 0)
         live[slot] = math.prod(shape)
         for slot_dead in dead:
-            live.pop(slot_dead, None)
+            live_total -= live.pop(slot_dead, 0)
 
     for step in plan.steps:
         shape = dense[step.index]
@@ -372,11 +382,19 @@ def _shared_pairs(
             for spec in [*(spec for _, spec in ops), *(spec for _, spec in term.constants), term.out]:
                 for letter in spec:
                     counts[letter] = counts.get(letter, 0) + 1
-            for p in range(len(ops)):
-                for q in range(p + 1, len(ops)):
-                    key, result = _pair_key(ops[p], ops[q], counts, dense)
-                    if key is not None:
-                        found.setdefault(key, []).append((step.index, t, p, q, result))
+            # only two operands sharing a letter found nowhere else can qualify: find them
+            # through such letters (trying every pair was quadratic in a term's operands,
+            # and the gradient of a deep nesting fuses thousands into one term)
+            holders: dict[int, list[int]] = {}
+            for p, (_, spec) in enumerate(ops):
+                for letter in spec:
+                    if counts[letter] == 2:
+                        holders.setdefault(letter, []).append(p)
+            candidates = sorted({(h[0], h[1]) for h in holders.values() if len(h) == 2 and h[0] != h[1]})
+            for p, q in candidates:
+                key, result = _pair_key(ops[p], ops[q], counts, dense)
+                if key is not None:
+                    found.setdefault(key, []).append((step.index, t, p, q, result))
     # one pair per term: the most shared first
     taken: set[tuple[int, int]] = set()
     chosen: list[tuple[tuple, list]] = []
@@ -810,18 +828,22 @@ def _bind_term(
     eq = ",".join(letters(op.letters) for op in operands) + "->" + letters(target)
     op_shapes = [tuple(sizes[letter] for letter in op.letters) for op in operands]
     core_size = math.prod(sizes[letter] for letter in target)
-    path, info = choose_path(eq, op_shapes, core_size)
+    op_sizes = [math.prod(s) for s in op_shapes]
+    memo_key = (eq, tuple(op_shapes), core_size)
+    memo = resolver.contractions.get(memo_key)
+    if memo is None:
+        path, info = choose_path(eq, op_shapes, core_size)
+        memo = resolver.contractions[memo_key] = [path, info, max(path_peak(info, op_sizes), core_size), None]
+    path, info, peak, contract = memo
     specs = [op.letters for op in operands]
     gram = None
     finite = math.isfinite(factor)  # else the factor goes onto the result, as `after` does
     if backend.name == "numpy" and finite and all(op.diagonal is None for op in operands):
         gram = gram_pattern(specs, [op.slot for op in operands], target)
-    if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
-        contract = backend.contraction(eq, op_shapes, path)
+    if gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
+        contract = memo[3] = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
     largest = max([core_size, *info.size_list]) if info.size_list else core_size
-    op_sizes = [math.prod(s) for s in op_shapes]
-    peak = max(path_peak(info, op_sizes), core_size)
     flags: tuple[str, ...] = ()
     proportion = max([core_size, *op_sizes])
     if largest > PROPORTION * proportion and largest >= FLAG_FLOOR:
