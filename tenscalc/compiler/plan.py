@@ -509,30 +509,32 @@ class PlanBuilder:
         # evaluate computes them): the delta stays an operand instead of renaming letters
         scale = self.term_scale.get(node)  # none for a root made of constants only
         keep_deltas = not math.isfinite(self._own_scale(node) if scale is None else scale)
+        distributed, constant_only, inline = self.distributed, self.constant_only, self.inline
         while states:
             state = states.pop()
             pending = state.pending
             while pending:
                 child, spec = pending.pop()
-                if child.op == "delta" and keep_deltas:
+                op = child.op
+                if op == "delta" and keep_deltas:
                     state.constants.append((child, spec))
                     continue
-                if child.op in ("const", "delta"):
+                if op == "const":
                     state.absorbed.extend(spec)
-                if child.op == "const":
                     state.factor *= child.arg[0]
-                elif child.op == "delta":
+                elif op == "delta":
+                    state.absorbed.extend(spec)
                     unite_delta(child, spec, state.letters)
-                elif child in self.distributed:
+                elif child in distributed:
                     for term, coef in zip(child.children, child.arg):
                         states.append(state.branch(coef, (term, spec)))
                     break
-                elif child in self.constant_only and (
-                    not _is_product(child) or not math.isfinite(self._constant_scale(child))
+                elif child in constant_only and (
+                    child not in self.products or not math.isfinite(self._constant_scale(child))
                 ):
                     state.constants.append((child, spec))  # delta(1) 2^2222 is nan off the diagonal
-                elif child in self.constant_only or (
-                    child in self.inline and (child not in self.materialize or _is_free(child))
+                elif child in constant_only or (
+                    child in inline and (child not in self.materialize or _is_free(child))
                 ):
                     f, inner_pairs, _ = self._open(child, state.letters, spec)
                     state.factor *= f
