@@ -24,7 +24,7 @@ from ..core.letters import LetterClasses
 from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
-from ..limits import check_entries, check_shape
+from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
@@ -247,13 +247,15 @@ def _bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     peak = 0
     first_use: dict[int, list[_Pair]] = {}
     release: dict[int, list[int]] = {}
+    # the size guard's limit, read once (the checks below raise past it)
+    guard = None if resolver.estimate else memory_limit() // 8
     for pair in hoisted:
         first_use.setdefault(pair.first, []).append(pair)
         release.setdefault(pair.last, []).append(pair.slot)
 
     def account(fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...]) -> None:
         nonlocal peak, live_total
-        if not resolver.estimate:  # the size guard: refuse before any call allocates
+        if guard is not None and cost.largest_intermediate > guard:  # refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
         ops.append((fn, slot, dead))
         costs.append(cost)
@@ -269,7 +271,8 @@ def _bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         if step.kind == "input":
             shapes[step.index] = shape
             continue
-        if not resolver.estimate:  # before a binder bakes a constant, and before any call
+        if guard is not None and (math.prod(shape) > guard or len(shape) > MAX_AXES):
+            # before a binder bakes a constant, and before any call
             check_shape(shape, what=f"the result of a {step.kind} step")
         for pair in first_use.get(step.index, ()):  # shared sub-products, computed once
             shapes[pair.slot] = pair.shape
@@ -415,10 +418,10 @@ def _shared_pairs(
     for step in plan.steps:
         if step.kind != "product" or step.index in structured:
             continue
-        for t, term in enumerate(_terms_of(step)):
+        for t, term in enumerate(cast("tuple[Term, ...]", step.data)):
             ops = term.operands
-            if any(slot in structured for slot, _ in ops):
-                continue
+            if len(ops) < 2 or any(slot in structured for slot, _ in ops):
+                continue  # no pair
             counts: dict[int, int] = {}
             for spec in [*(spec for _, spec in ops), *(spec for _, spec in term.constants), term.out]:
                 for letter in spec:
@@ -820,9 +823,7 @@ def _bind_term(
             length = resolver.letter_length(node, original)
             if length is not None:
                 sizes[letter] = length
-    operands: list[_Operand] = []
-    for slot, spec in term.operands:
-        operands.append(_Operand(slot, *_distinct(spec)))
+    operands: list[_Operand] = [_Operand(slot, *_distinct(spec)) for slot, spec in term.operands]
     # an order-0 constant (2^2222, exp(1000), sin(1)) is one number that multiplies the
     # contraction of the other operands after it, as in evaluate and the generated code:
     # with an inf, multiplying it in before summing could turn a 0 entry into nan
@@ -839,11 +840,13 @@ def _bind_term(
             )
         value = resolver.constant(node, tuple(sizes[letter] for letter in spec))
         operands.append(_Operand(None, *_distinct(spec), backend.from_numpy(value)))
-    present = set().union(*(op.letters for op in operands))
+    present = set().union(*[op.letters for op in operands])
     factor = term.factor
-    letters_all = set(sizes) | {letter for letter, _ in term.refs}
+    letters_all = set(sizes)
+    letters_all.update([letter for letter, _ in term.refs])
+    letters_all.difference_update(present)
     for letter in letters_all:
-        if letter not in present and letter not in out:  # summed over constants only
+        if letter not in out:  # summed over constants only
             if letter not in sizes:
                 raise EvaluationError(
                     "cannot tell the length of a summed index that only constants carry: no variable fixes it"
@@ -865,17 +868,19 @@ def _bind_term(
             return constant_diagonal, OpCost(out_size, 2, out_size)
         return (lambda env: backend.full(shape, value, env[-1])), OpCost(out_size, 1, out_size)
 
-    target = tuple(letter for letter in unique if letter in present)
-    eq = ",".join(letters(op.letters) for op in operands) + "->" + letters(target)
-    op_shapes = [tuple(sizes[letter] for letter in op.letters) for op in operands]
-    core_size = math.prod(sizes[letter] for letter in target)
+    target = tuple([letter for letter in unique if letter in present])
+    eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
+    op_shapes = [tuple([sizes[letter] for letter in op.letters]) for op in operands]
+    core_size = math.prod([sizes[letter] for letter in target])
     op_sizes = [math.prod(s) for s in op_shapes]
     memo_key = (eq, tuple(op_shapes), core_size)
     memo = resolver.contractions.get(memo_key)
     if memo is None:
         path, info = choose_path(eq, op_shapes, core_size)
-        memo = resolver.contractions[memo_key] = [path, info, max(path_peak(info, op_sizes), core_size), None]
-    path, info, peak, contract = memo
+        peak = max(path_peak(info, op_sizes), core_size)
+        largest = max([core_size, *info.size_list]) if info.size_list else core_size
+        memo = resolver.contractions[memo_key] = [path, info, peak, None, largest]
+    path, info, peak, contract, largest = memo
     specs = [op.letters for op in operands]
     gram = None
     finite = math.isfinite(factor)  # else the factor goes onto the result, as `after` does
@@ -884,7 +889,6 @@ def _bind_term(
     if gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = memo[3] = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
-    largest = max([core_size, *info.size_list]) if info.size_list else core_size
     flags: tuple[str, ...] = ()
     proportion = max([core_size, *op_sizes])
     if largest > PROPORTION * proportion and largest >= FLAG_FLOOR:
