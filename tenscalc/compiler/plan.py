@@ -533,9 +533,7 @@ class PlanBuilder:
                     child not in self.products or not math.isfinite(self._constant_scale(child))
                 ):
                     state.constants.append((child, spec))  # delta(1) 2^2222 is nan off the diagonal
-                elif child in constant_only or (
-                    child in inline and (child not in self.materialize or _is_free(child))
-                ):
+                elif child in constant_only or (child in inline and (child not in self.materialize or _is_free(child))):
                     f, inner_pairs, _ = self._open(child, state.letters, spec)
                     state.factor *= f
                     pending.extend(inner_pairs)
