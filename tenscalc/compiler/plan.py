@@ -500,6 +500,9 @@ class PlanBuilder:
     # -------------------------------------------------------------- fusion
     def _terms(self, node: Expr) -> tuple[Term, ...]:
         """Expand a product node into a sum of fused einsum terms."""
+        simple = self._simple_term(node)
+        if simple is not None:
+            return (simple,)
         letters = LetterClasses()
         self._opened = {}
         factor, pairs, out = self._open(node, letters, None)
@@ -544,6 +547,43 @@ class PlanBuilder:
                     self._resolve(state.factor, state.letters, state.finished, state.constants, out, state.absorbed)
                 )
         return tuple(reversed(done_terms))
+
+    def _simple_term(self, node: Expr) -> Term | None:
+        """The one term of a product whose operands are all slots or numbers (nothing
+        to open, distribute or rename: most products of a long sum), built directly;
+        None for any other product.  The same term as the general expansion gives:
+        operands in the order it pops them (last first), letters named by first
+        appearance in the operands, the output, then the numbers' letters."""
+        if node.op != "mul":
+            return None
+        slot_of, distributed, constant_only = self.slot_of, self.distributed, self.constant_only
+        inline, materialize = self.inline, self.materialize
+        ins, out = node.arg
+        finished = []
+        absorbed = []
+        factor = 1
+        for child, spec in zip(reversed(node.children), reversed(ins)):
+            if child.op == "const":
+                absorbed.append(spec)
+                factor *= child.arg[0]
+            elif (
+                child.op == "delta"
+                or child in distributed
+                or child in constant_only
+                or (child in inline and (child not in materialize or _is_free(child)))
+            ):
+                return None
+            else:
+                finished.append((slot_of[child], spec))
+        canon: dict[int, int] = {}
+        setdefault = canon.setdefault
+        operands = tuple([(slot, tuple([setdefault(x, len(canon)) for x in spec])) for slot, spec in finished])
+        new_out = tuple([setdefault(x, len(canon)) for x in out])
+        for spec in absorbed:
+            for x in spec:
+                setdefault(x, len(canon))
+        refs = sorted([(canon[letter], (node, letter)) for letter in sorted(set().union(*ins))])
+        return Term(factor, operands, new_out, tuple(refs), ())
 
     def _open(self, node: Expr, letters: LetterClasses, spec: Spec | None):
         """The operands of product ``node`` with fresh letters, joined to ``spec``
