@@ -7,6 +7,9 @@ Two families, each doubled:
 * ``nest``: the gradient of ``sum_i sin(sin(...sin(x_i)))``, n deep;
 * ``sinsum``: ``sum_k (k+1) sin((k+1) x)`` itself (the sum of ``run_classes.py``'s sweep).
 
+Each phase is reported in wall-clock seconds and in CPU seconds of this process
+(``... cpu``), which swing less when other processes share the cores.
+
 Phases: ``build`` (the expression, with the builder), ``derivative`` (the reverse
 sweep, unsimplified), ``simplify``, ``compile`` (``tc.compile``: the plan and the
 axis graphs) and ``first call`` (binding shapes: contraction paths, kernels, then
@@ -81,9 +84,11 @@ def measure(family: str, n: int, simplify: bool) -> dict:
 
     def timed(name, fn, *args):
         gc.collect()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         out = fn(*args)
+        # wall-clock seconds, and this process's CPU seconds (steadier on a shared machine)
         row[name] = time.perf_counter() - start
+        row[name + " cpu"] = time.process_time() - cpu
         return out
 
     f = timed("build", BUILDERS[family], n)
