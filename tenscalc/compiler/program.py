@@ -115,7 +115,7 @@ def _hadamard_path(eq: str, op_shapes: Sequence[tuple[int, ...]]):
     steps = len(specs) - 1
     # the last two each time: running the path pops from the end of the operand list
     path = [(n - 2, n - 1) for n in range(len(specs), 1, -1)]
-    contractions = [(pair, frozenset(), f"{target},{target}->{target}", (), False) for pair in path]
+    contractions: list[tuple] = [(pair, frozenset(), f"{target},{target}->{target}", (), False) for pair in path]
     info = _PathInfo(steps * size, [size] * steps, size, contractions, size_dict)
     return path, info
 
@@ -157,7 +157,7 @@ class ShapeResolver:
         self.lengths = [bind_lengths(graph, shims) for graph in self.graphs]
         # (einsum, operand shapes, result size) -> path search and kernel, found once per
         # binding: the terms of a long sum mostly repeat a few contractions
-        self.contractions: dict[tuple, tuple] = {}
+        self.contractions: dict[tuple, list[Any]] = {}
 
     def shape(self, node: Expr) -> tuple[int, ...]:
         error: EvaluationError | None = None
