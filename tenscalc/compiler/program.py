@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import partial, wraps
 from typing import Any, cast
 
 import numpy as np
@@ -42,6 +42,43 @@ FLAG_FLOOR = 1 << 16
 #: Products of at most this many operands get opt_einsum's dynamic-programming
 #: search (size-aware ``combo`` objective); larger ones its greedy search.
 DP_MAX_OPERANDS = 12
+
+
+@dataclass(frozen=True)
+class _PathInfo:
+    """The parts of opt_einsum's ``PathInfo`` the binder reads."""
+
+    opt_cost: int
+    size_list: list[int]
+    largest_intermediate: int
+    contraction_list: list[tuple]
+    size_dict: dict[str, int]
+
+
+def _hadamard_path(eq: str, op_shapes: Sequence[tuple[int, ...]]):
+    """The path of an entrywise product (every operand carries exactly the result's
+    letters), or None: multiply the operands in turn, each step one array of the
+    result's size.  Every order costs the same, and opt_einsum's search is
+    quadratic in the operands (the gradient of ``sin`` nested 10,000 deep fuses
+    10,000 of them into one product).
+
+    >>> path, info = _hadamard_path("ab,ba,ab->ab", [(2, 3), (3, 2), (2, 3)])
+    >>> path, info.opt_cost, info.largest_intermediate
+    ([(1, 2), (0, 1)], 12, 6)
+    """
+    lhs, target = eq.split("->")
+    specs = lhs.split(",")
+    letter_set = set(target)
+    if len(specs) < 2 or any(len(spec) != len(target) or set(spec) != letter_set for spec in specs):
+        return None
+    size_dict = dict(zip(specs[0], op_shapes[0]))
+    size = math.prod(op_shapes[0])
+    steps = len(specs) - 1
+    # the last two each time: running the path pops from the end of the operand list
+    path = [(n - 2, n - 1) for n in range(len(specs), 1, -1)]
+    contractions: list[tuple] = [(pair, frozenset(), f"{target},{target}->{target}", (), False) for pair in path]
+    info = _PathInfo(steps * size, [size] * steps, size, contractions, size_dict)
+    return path, info
 
 
 def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
@@ -81,43 +118,6 @@ def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
         return (info.largest_intermediate > bound, float(info.opt_cost), info.largest_intermediate)
 
     return min(candidates, key=key)
-
-
-@dataclass(frozen=True)
-class _PathInfo:
-    """The parts of opt_einsum's ``PathInfo`` the binder reads."""
-
-    opt_cost: int
-    size_list: list[int]
-    largest_intermediate: int
-    contraction_list: list[tuple]
-    size_dict: dict[str, int]
-
-
-def _hadamard_path(eq: str, op_shapes: Sequence[tuple[int, ...]]):
-    """The path of an entrywise product (every operand carries exactly the result's
-    letters), or None: multiply the operands in turn, each step one array of the
-    result's size.  Every order costs the same, and opt_einsum's search is
-    quadratic in the operands (the gradient of ``sin`` nested 10,000 deep fuses
-    10,000 of them into one product).
-
-    >>> path, info = _hadamard_path("ab,ba,ab->ab", [(2, 3), (3, 2), (2, 3)])
-    >>> path, info.opt_cost, info.largest_intermediate
-    ([(1, 2), (0, 1)], 12, 6)
-    """
-    lhs, target = eq.split("->")
-    specs = lhs.split(",")
-    letter_set = set(target)
-    if len(specs) < 2 or any(len(spec) != len(target) or set(spec) != letter_set for spec in specs):
-        return None
-    size_dict = dict(zip(specs[0], op_shapes[0]))
-    size = math.prod(op_shapes[0])
-    steps = len(specs) - 1
-    # the last two each time: running the path pops from the end of the operand list
-    path = [(n - 2, n - 1) for n in range(len(specs), 1, -1)]
-    contractions: list[tuple] = [(pair, frozenset(), f"{target},{target}->{target}", (), False) for pair in path]
-    info = _PathInfo(steps * size, [size] * steps, size, contractions, size_dict)
-    return path, info
 
 
 def path_peak(info, op_sizes: Sequence[int]) -> int:
@@ -221,13 +221,21 @@ class Program:
         return tuple(finish(densify[slot](env[slot]) if slot in densify else env[slot]) for slot in self.outputs)
 
 
+def _collector_paused(fn: Callable[..., Program]) -> Callable[..., Program]:
+    """``fn`` run with the cyclic garbage collector paused (see :func:`.plan.paused_gc`):
+    binding allocates a few closures per step and frees none."""
+
+    @wraps(fn)
+    def run(*args: Any) -> Program:
+        with paused_gc():
+            return fn(*args)
+
+    return run
+
+
+@_collector_paused
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
-    with paused_gc():  # binding allocates a few closures per step and frees none
-        return _bind(plan, resolver, backend)
-
-
-def _bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     dense = [step_shape(step, resolver) for step in plan.steps]
     structured = _structured_slots(plan)
     banded, twins, early = _banded_slots(plan, dense, structured, resolver, backend)
@@ -872,23 +880,22 @@ def _bind_term(
     eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
     op_shapes = [tuple([sizes[letter] for letter in op.letters]) for op in operands]
     core_size = math.prod([sizes[letter] for letter in target])
-    op_sizes = [math.prod(s) for s in op_shapes]
     memo_key = (eq, tuple(op_shapes), core_size)
     memo = resolver.contractions.get(memo_key)
     if memo is None:
-        path, info = choose_path(eq, op_shapes, core_size)
-        peak = max(path_peak(info, op_sizes), core_size)
-        largest = max([core_size, *info.size_list]) if info.size_list else core_size
-        memo = resolver.contractions[memo_key] = [path, info, peak, None, largest]
-    path, info, peak, contract, largest = memo
+        memo = resolver.contractions[memo_key] = [*choose_path(eq, op_shapes, core_size), None]
+    path, info, contract = memo
     specs = [op.letters for op in operands]
     gram = None
     finite = math.isfinite(factor)  # else the factor goes onto the result, as `after` does
     if backend.name == "numpy" and finite and all(op.diagonal is None for op in operands):
         gram = gram_pattern(specs, [op.slot for op in operands], target)
     if gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
-        contract = memo[3] = backend.contraction(eq, op_shapes, path)
+        contract = memo[2] = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
+    largest = max([core_size, *info.size_list]) if info.size_list else core_size
+    op_sizes = [math.prod(s) for s in op_shapes]
+    peak = max(path_peak(info, op_sizes), core_size)
     flags: tuple[str, ...] = ()
     proportion = max([core_size, *op_sizes])
     if largest > PROPORTION * proportion and largest >= FLAG_FLOOR:
