@@ -11,6 +11,7 @@ problems beat a JIT-compiled gradient.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -152,12 +153,16 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
         sizes.update(zip(spec, shape))
     current = list(specs)
     program: list[tuple[tuple[int, ...], Callable]] = []
+    held = Counter("".join(specs))  # letter -> operands still carrying it
     for positions in path:
         positions = tuple(sorted(positions, reverse=True))
         picked = [current[p] for p in positions]
         for p in positions:
             current.pop(p)
-        keep = set(target).union(*current)
+        held.subtract("".join(picked))
+        # the picked letters still needed (a set over all remaining operands per step
+        # was quadratic in the operands of a long product)
+        keep = {c for c in "".join(picked) if c in target or held[c] > 0}
         if len(picked) == 1:
             fn, labels = _reducer(picked[0], "".join(c for c in picked[0] if c not in keep))
         else:
@@ -165,6 +170,7 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
             fn, labels = pair_kernel(picked[0], picked[1], keep, sizes)
         program.append((positions, fn))
         current.append(labels)
+        held.update(labels)
     final = current[-1] if current else ""
     if len(current) != 1:
         raise AssertionError("a contraction path must leave one operand")

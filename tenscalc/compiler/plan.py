@@ -126,11 +126,19 @@ def _is_free(node: Expr) -> bool:
     if node.op != "mul":
         return False
     ins, out = node.arg
-    data = [spec for child, spec in zip(node.children, ins) if child.op not in ("const", "delta")]
+    data = []
+    deltas = False
+    for child, spec in zip(node.children, ins):
+        if child.op == "delta":
+            deltas = True
+        elif child.op != "const":
+            data.append(spec)
     if len(data) > 1:
         return False
     if not data:
         return True
+    if not deltas:
+        return set(data[0]).issubset(out)
     # deltas may rename letters: resolve them before asking whether data is summed
     classes = LetterClasses()
     unite_delta_letters(list(zip(node.children, ins)), classes)
@@ -231,10 +239,13 @@ class PlanBuilder:
                 self.constant_only.add(node)
         self.live = self._live_nodes()
         self.users: dict[Expr, list[Expr]] = {n: [] for n in self.nodes}
+        users = self.users
         for node in self.nodes:
             if node in self.live:
                 for child in self._reads(node):
-                    self.users[child].append(node)
+                    users[child].append(node)
+        # products (``mul`` nodes and scalings ``c X``), asked about many times per node
+        self.products: set[Expr] = {n for n in self.nodes if _is_product(n)}
         self.inline: set[Expr] = set()  # products expanded into their users' terms
         self.materialize: set[Expr] = set()  # nodes computed into a shared slot
         self.distributed: set[Expr] = set()  # sums pushed into their only product
@@ -248,10 +259,9 @@ class PlanBuilder:
         self.slot_of: dict[Expr, int] = {}
         self.inputs: dict[str, int] = {}
         self._fresh = itertools.count(1_000_000)  # letters of inlined products
-        self._refs: dict[int, LetterRef] = {}  # fresh letter -> (product node, its letter)
-        # fresh letters opened while expanding the current product: _resolve looks at
-        # these only (walking every letter ever created made compilation quadratic)
-        self._opened: list[int] = []
+        # fresh letters opened while expanding the current product -> (product node, its
+        # letter): _resolve looks at these only (every letter ever created: quadratic)
+        self._opened: dict[int, LetterRef] = {}
         self._known: dict[tuple, int] = {}  # step key -> slot
 
     @staticmethod
@@ -285,7 +295,8 @@ class PlanBuilder:
                 self.inline.add(node)  # the sum writes the part into its own result
                 continue
             fusing_users = [u for u in users if self._fuses(u)]
-            if _is_product(node) and not is_root and node not in self.forced:
+            is_product = node in self.products
+            if is_product and not is_root and node not in self.forced:
                 if _is_free(node) and fusing_users:
                     self.inline.add(node)
                     if len(users) > 1:
@@ -293,7 +304,7 @@ class PlanBuilder:
                             self.forced.add(child)  # computed once, relabelled per use
                 elif len(users) == 1 and fusing_users:
                     self.inline.add(node)
-            if _is_product(node):
+            if is_product:
                 own = self._own_scale(node)
                 outer = max((self.term_scale.get(u, 1.0) for u in fusing_users), default=1.0)
                 if node in self.inline and not _regroupable(own * outer):
@@ -349,6 +360,9 @@ class PlanBuilder:
         known = self._constant_scales.get(node)
         if known is not None:
             return known
+        if not node.children:  # a number or a delta: no walk
+            scale = self._constant_scales[node] = self._scale_from_children(node)
+            return scale
         for n in topological(node):  # children first, iteratively (constants nest deeply)
             if n not in self._constant_scales:
                 self._constant_scales[n] = self._scale_from_children(n)
@@ -381,7 +395,7 @@ class PlanBuilder:
 
     def _fuses(self, user: Expr) -> bool:
         """Whether ``user`` expands its product operands into its own terms."""
-        return _is_product(user) or user in self.distributed
+        return user in self.products or user in self.distributed
 
     def _data_children(self, node: Expr) -> list[Expr]:
         parts = _scale_parts(node)
@@ -486,8 +500,11 @@ class PlanBuilder:
     # -------------------------------------------------------------- fusion
     def _terms(self, node: Expr) -> tuple[Term, ...]:
         """Expand a product node into a sum of fused einsum terms."""
+        simple = self._simple_term(node)
+        if simple is not None:
+            return (simple,)
         letters = LetterClasses()
-        self._opened = []
+        self._opened = {}
         factor, pairs, out = self._open(node, letters, None)
         states = [_Expansion(factor, letters, pending=list(pairs))]
         done_terms = []
@@ -495,31 +512,31 @@ class PlanBuilder:
         # evaluate computes them): the delta stays an operand instead of renaming letters
         scale = self.term_scale.get(node)  # none for a root made of constants only
         keep_deltas = not math.isfinite(self._own_scale(node) if scale is None else scale)
+        distributed, constant_only, inline = self.distributed, self.constant_only, self.inline
         while states:
             state = states.pop()
             pending = state.pending
             while pending:
                 child, spec = pending.pop()
-                if child.op == "delta" and keep_deltas:
+                op = child.op
+                if op == "delta" and keep_deltas:
                     state.constants.append((child, spec))
                     continue
-                if child.op in ("const", "delta"):
+                if op == "const":
                     state.absorbed.extend(spec)
-                if child.op == "const":
                     state.factor *= child.arg[0]
-                elif child.op == "delta":
+                elif op == "delta":
+                    state.absorbed.extend(spec)
                     unite_delta(child, spec, state.letters)
-                elif child in self.distributed:
+                elif child in distributed:
                     for term, coef in zip(child.children, child.arg):
                         states.append(state.branch(coef, (term, spec)))
                     break
-                elif child in self.constant_only and (
-                    not _is_product(child) or not math.isfinite(self._constant_scale(child))
+                elif child in constant_only and (
+                    child not in self.products or not math.isfinite(self._constant_scale(child))
                 ):
                     state.constants.append((child, spec))  # delta(1) 2^2222 is nan off the diagonal
-                elif child in self.constant_only or (
-                    child in self.inline and (child not in self.materialize or _is_free(child))
-                ):
+                elif child in constant_only or (child in inline and (child not in self.materialize or _is_free(child))):
                     f, inner_pairs, _ = self._open(child, state.letters, spec)
                     state.factor *= f
                     pending.extend(inner_pairs)
@@ -530,6 +547,43 @@ class PlanBuilder:
                     self._resolve(state.factor, state.letters, state.finished, state.constants, out, state.absorbed)
                 )
         return tuple(reversed(done_terms))
+
+    def _simple_term(self, node: Expr) -> Term | None:
+        """The one term of a product whose operands are all slots or numbers (nothing
+        to open, distribute or rename: most products of a long sum), built directly;
+        None for any other product.  The same term as the general expansion gives:
+        operands in the order it pops them (last first), letters named by first
+        appearance in the operands, the output, then the numbers' letters."""
+        if node.op != "mul":
+            return None
+        slot_of, distributed, constant_only = self.slot_of, self.distributed, self.constant_only
+        inline, materialize = self.inline, self.materialize
+        ins, out = node.arg
+        finished = []
+        absorbed = []
+        factor = 1
+        for child, spec in zip(reversed(node.children), reversed(ins)):
+            if child.op == "const":
+                absorbed.append(spec)
+                factor *= child.arg[0]
+            elif (
+                child.op == "delta"
+                or child in distributed
+                or child in constant_only
+                or (child in inline and (child not in materialize or _is_free(child)))
+            ):
+                return None
+            else:
+                finished.append((slot_of[child], spec))
+        canon: dict[int, int] = {}
+        setdefault = canon.setdefault
+        operands = tuple([(slot, tuple([setdefault(x, len(canon)) for x in spec])) for slot, spec in finished])
+        new_out = tuple([setdefault(x, len(canon)) for x in out])
+        for spec in absorbed:
+            for x in spec:
+                setdefault(x, len(canon))
+        refs = sorted([(canon[letter], (node, letter)) for letter in sorted(set().union(*ins))])
+        return Term(factor, operands, new_out, tuple(refs), ())
 
     def _open(self, node: Expr, letters: LetterClasses, spec: Spec | None):
         """The operands of product ``node`` with fresh letters, joined to ``spec``
@@ -544,35 +598,36 @@ class PlanBuilder:
             return coef, [(child, own)], own
         ins, out = node.arg
         rename = {}
+        opened, fresh = self._opened, self._fresh
         for letter in sorted(set().union(*ins)):
-            fresh = next(self._fresh)
-            rename[letter] = fresh
-            self._refs[fresh] = (node, letter)
-            self._opened.append(fresh)
-        own_out = tuple(rename[letter] for letter in out)
+            new = rename[letter] = next(fresh)
+            opened[new] = (node, letter)
+        own_out = tuple([rename[letter] for letter in out])
         if spec is not None:
+            union = letters.union
             for a, b in zip(own_out, spec):
-                letters.union(a, b)
-        pairs = [(child, tuple(rename[x] for x in s)) for child, s in zip(node.children, ins)]
+                union(a, b)
+        pairs = [(child, tuple([rename[x] for x in s])) for child, s in zip(node.children, ins)]
         return 1, pairs, own_out
 
     def _resolve(self, factor, letters: LetterClasses, finished, constants, out, absorbed) -> Term:
         canon: dict[int, int] = {}
+        find, setdefault = letters.find, canon.setdefault
 
         def name(letter: int) -> int:
-            return canon.setdefault(letters.find(letter), len(canon))
+            return setdefault(find(letter), len(canon))
 
-        operands = tuple((slot, tuple(name(x) for x in spec)) for slot, spec in finished)
-        consts = tuple((node, tuple(name(x) for x in spec)) for node, spec in constants)
-        new_out = tuple(name(x) for x in out)
+        operands = tuple([(slot, tuple([name(x) for x in spec])) for slot, spec in finished])
+        consts = tuple([(node, tuple([name(x) for x in spec])) for node, spec in constants])
+        new_out = tuple([name(x) for x in out])
         for letter in absorbed:
             name(letter)
         refs: dict[int, LetterRef] = {}
-        for fresh in self._opened:
-            c = canon.get(letters.find(fresh))
-            if c is not None:
-                refs.setdefault(c, self._refs[fresh])
-        return Term(factor, operands, new_out, tuple(sorted(refs.items(), key=lambda kv: kv[0])), consts)
+        for fresh, ref in self._opened.items():
+            c = canon.get(find(fresh))
+            if c is not None and c not in refs:
+                refs[c] = ref
+        return Term(factor, operands, new_out, tuple(sorted(refs.items())), consts)
 
 
 #: node kind -> the builder method writing the step of a node computed into its own slot
@@ -602,20 +657,21 @@ def _step_key(kind: str, node: Expr, args: tuple[int, ...], data: StepData) -> t
 
 
 def _term_key(term: Term) -> tuple:
-    order = sorted(range(len(term.operands)), key=lambda k: (term.operands[k][0], len(term.operands[k][1])))
+    ops = term.operands
+    if len(ops) > 1:
+        ops = tuple(sorted(ops, key=lambda op: (op[0], len(op[1]))))  # stable: ties keep their order
     rename: dict[int, int] = {}
-    operands = tuple(
-        (term.operands[k][0], tuple(rename.setdefault(x, len(rename)) for x in term.operands[k][1])) for k in order
-    )
-    constants = tuple((node, tuple(rename.setdefault(x, len(rename)) for x in spec)) for node, spec in term.constants)
-    out = tuple(rename.setdefault(x, len(rename)) for x in term.out)
+    setdefault = rename.setdefault
+    operands = tuple([(slot, tuple([setdefault(x, len(rename)) for x in spec])) for slot, spec in ops])
+    constants = tuple([(node, tuple([setdefault(x, len(rename)) for x in spec])) for node, spec in term.constants])
+    out = tuple([setdefault(x, len(rename)) for x in term.out])
     # a letter no operand carries (summed alone, or an output written from a delta
     # or a constant) takes its length from its product: that is part of the value
-    present = set().union(*(s for _, s in term.operands), *(s for _, s in term.constants))
+    present = set().union(*[s for _, s in term.operands], *[s for _, s in term.constants])
     # sorted by the renamed letter alone (one entry per letter): nodes have no order
     extra = tuple(
         sorted(
-            ((rename.setdefault(x, len(rename)), ref[0], ref[1]) for x, ref in term.refs if x not in present),
+            [(setdefault(x, len(rename)), ref[0], ref[1]) for x, ref in term.refs if x not in present],
             key=lambda entry: entry[0],
         )
     )

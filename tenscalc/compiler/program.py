@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import partial, wraps
 from typing import Any, cast
 
 import numpy as np
@@ -24,12 +24,12 @@ from ..core.letters import LetterClasses
 from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
-from ..limits import check_entries, check_shape
+from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
 from .kernels import gram_contraction, gram_pattern
-from .plan import AddItem, LetterRef, Plan, Step, Term
+from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc
 
 StepFn = Callable[[list], Any]
 
@@ -42,6 +42,43 @@ FLAG_FLOOR = 1 << 16
 #: Products of at most this many operands get opt_einsum's dynamic-programming
 #: search (size-aware ``combo`` objective); larger ones its greedy search.
 DP_MAX_OPERANDS = 12
+
+
+@dataclass(frozen=True)
+class _PathInfo:
+    """The parts of opt_einsum's ``PathInfo`` the binder reads."""
+
+    opt_cost: int
+    size_list: list[int]
+    largest_intermediate: int
+    contraction_list: list[tuple]
+    size_dict: dict[str, int]
+
+
+def _hadamard_path(eq: str, op_shapes: Sequence[tuple[int, ...]]):
+    """The path of an entrywise product (every operand carries exactly the result's
+    letters), or None: multiply the operands in turn, each step one array of the
+    result's size.  Every order costs the same, and opt_einsum's search is
+    quadratic in the operands (the gradient of ``sin`` nested 10,000 deep fuses
+    10,000 of them into one product).
+
+    >>> path, info = _hadamard_path("ab,ba,ab->ab", [(2, 3), (3, 2), (2, 3)])
+    >>> path, info.opt_cost, info.largest_intermediate
+    ([(1, 2), (0, 1)], 12, 6)
+    """
+    lhs, target = eq.split("->")
+    specs = lhs.split(",")
+    letter_set = set(target)
+    if len(specs) < 2 or any(len(spec) != len(target) or set(spec) != letter_set for spec in specs):
+        return None
+    size_dict = dict(zip(specs[0], op_shapes[0]))
+    size = math.prod(op_shapes[0])
+    steps = len(specs) - 1
+    # the last two each time: running the path pops from the end of the operand list
+    path = [(n - 2, n - 1) for n in range(len(specs), 1, -1)]
+    contractions: list[tuple] = [(pair, frozenset(), f"{target},{target}->{target}", (), False) for pair in path]
+    info = _PathInfo(steps * size, [size] * steps, size, contractions, size_dict)
+    return path, info
 
 
 def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
@@ -62,6 +99,10 @@ def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
     >>> int(info.largest_intermediate)  # 512 x 256; `auto` alone builds 512 x 256 x 256
     131072
     """
+    if len(op_shapes) > DP_MAX_OPERANDS:
+        hadamard = _hadamard_path(eq, op_shapes)
+        if hadamard is not None:
+            return hadamard
     auto = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
     if len(op_shapes) < 4:
         return auto
@@ -131,6 +172,9 @@ class ShapeResolver:
         self.estimate = estimate
         shims = {name: _Shape(tuple(shape)) for name, shape in shapes.items()}
         self.lengths = [bind_lengths(graph, shims) for graph in self.graphs]
+        # (einsum, operand shapes, result size) -> path search and kernel, found once per
+        # binding: the terms of a long sum mostly repeat a few contractions
+        self.contractions: dict[tuple, list[Any]] = {}
 
     def shape(self, node: Expr) -> tuple[int, ...]:
         error: EvaluationError | None = None
@@ -196,6 +240,19 @@ class Program:
         return tuple([finish(densify[slot](env[slot]) if slot in densify else env[slot]) for slot in self.outputs])
 
 
+def _collector_paused(fn: Callable[..., Program]) -> Callable[..., Program]:
+    """``fn`` run with the cyclic garbage collector paused (see :func:`.plan.paused_gc`):
+    binding allocates a few closures per step and frees none."""
+
+    @wraps(fn)
+    def run(*args: Any) -> Program:
+        with paused_gc():
+            return fn(*args)
+
+    return run
+
+
+@_collector_paused
 def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``."""
     plan, folded = fold_squares(plan)
@@ -214,31 +271,36 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     outputs = set(plan.outputs)
     densify: dict[int, Callable[[Any], Any]] = {}
     live: dict[int, int] = {}  # slot -> entries, for arrays the program allocated
+    live_total = 0  # sum(live.values()), kept up to date (summing per step was quadratic)
     peak = 0
     first_use: dict[int, list[_Pair]] = {}
     release: dict[int, list[int]] = {}
+    # the size guard's limit, read once (the checks below raise past it)
+    guard = None if resolver.estimate else memory_limit() // 8
     for pair in hoisted:
         first_use.setdefault(pair.first, []).append(pair)
         release.setdefault(pair.last, []).append(pair.slot)
 
     def account(fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...]) -> None:
-        nonlocal peak
-        if not resolver.estimate:  # the size guard: refuse before any call allocates
+        nonlocal peak, live_total
+        if guard is not None and cost.largest_intermediate > guard:  # refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
         ops.append((fn, slot, dead))
         costs.append(cost)
         # liveness-aware peak: everything still needed, plus what this step allocates
-        peak = max(peak, sum(live.values()) + cost.step_peak)
+        peak = max(peak, live_total + cost.step_peak)
+        live_total += math.prod(shape) - live.get(slot, 0)
         live[slot] = math.prod(shape)
         for slot_dead in dead:
-            live.pop(slot_dead, None)
+            live_total -= live.pop(slot_dead, 0)
 
     for step in plan.steps:
         shape = dense[step.index]
         if step.kind == "input" or step.index in folded:
             shapes[step.index] = shape
             continue
-        if not resolver.estimate:  # before a binder bakes a constant, and before any call
+        if guard is not None and (math.prod(shape) > guard or len(shape) > MAX_AXES):
+            # before a binder bakes a constant, and before any call
             check_shape(shape, what=f"the result of a {step.kind} step")
         for pair in first_use.get(step.index, ()):  # shared sub-products, computed once
             shapes[pair.slot] = pair.shape
@@ -483,19 +545,27 @@ def _shared_pairs_round(
     for step in steps:
         if step.kind != "product" or step.index in structured:
             continue
-        for t, term in enumerate(_terms_of(step)):
+        for t, term in enumerate(cast("tuple[Term, ...]", step.data)):
             ops = term.operands
-            if any(slot in structured for slot, _ in ops):
-                continue
+            if len(ops) < 2 or any(slot in structured for slot, _ in ops):
+                continue  # no pair
             counts: dict[int, int] = {}
             for spec in [*(spec for _, spec in ops), *(spec for _, spec in term.constants), term.out]:
                 for letter in spec:
                     counts[letter] = counts.get(letter, 0) + 1
-            for p in range(len(ops)):
-                for q in range(p + 1, len(ops)):
-                    key, result = _pair_key(ops[p], ops[q], counts, dense)
-                    if key is not None:
-                        found.setdefault(key, []).append((step.index, t, p, q, result))
+            # only two operands sharing a letter found nowhere else can qualify: find them
+            # through such letters (trying every pair was quadratic in a term's operands,
+            # and the gradient of a deep nesting fuses thousands into one term)
+            holders: dict[int, list[int]] = {}
+            for p, (_, spec) in enumerate(ops):
+                for letter in spec:
+                    if counts[letter] == 2:
+                        holders.setdefault(letter, []).append(p)
+            candidates = sorted({(h[0], h[1]) for h in holders.values() if len(h) == 2 and h[0] != h[1]})
+            for p, q in candidates:
+                key, result = _pair_key(ops[p], ops[q], counts, dense)
+                if key is not None:
+                    found.setdefault(key, []).append((step.index, t, p, q, result))
     # one pair per term: the most shared first
     taken: set[tuple[int, int]] = set()
     chosen: list[tuple[tuple, list]] = []
@@ -895,9 +965,7 @@ def _bind_term(
             length = resolver.letter_length(node, original)
             if length is not None:
                 sizes[letter] = length
-    operands: list[_Operand] = []
-    for slot, spec in term.operands:
-        operands.append(_Operand(slot, *_distinct(spec)))
+    operands: list[_Operand] = [_Operand(slot, *_distinct(spec)) for slot, spec in term.operands]
     # an order-0 constant (2^2222, exp(1000), sin(1)) is one number that multiplies the
     # contraction of the other operands after it, as in evaluate and the generated code:
     # with an inf, multiplying it in before summing could turn a 0 entry into nan
@@ -914,11 +982,13 @@ def _bind_term(
             )
         value = resolver.constant(node, tuple(sizes[letter] for letter in spec))
         operands.append(_Operand(None, *_distinct(spec), backend.from_numpy(value)))
-    present = set().union(*(op.letters for op in operands))
+    present = set().union(*[op.letters for op in operands])
     factor = term.factor
-    letters_all = set(sizes) | {letter for letter, _ in term.refs}
+    letters_all = set(sizes)
+    letters_all.update([letter for letter, _ in term.refs])
+    letters_all.difference_update(present)
     for letter in letters_all:
-        if letter not in present and letter not in out:  # summed over constants only
+        if letter not in out:  # summed over constants only
             if letter not in sizes:
                 raise EvaluationError(
                     "cannot tell the length of a summed index that only constants carry: no variable fixes it"
@@ -940,18 +1010,22 @@ def _bind_term(
             return constant_diagonal, OpCost(out_size, 2, out_size)
         return (lambda env: backend.full(shape, value, env[-1])), OpCost(out_size, 1, out_size)
 
-    target = tuple(letter for letter in unique if letter in present)
-    eq = ",".join(letters(op.letters) for op in operands) + "->" + letters(target)
-    op_shapes = [tuple(sizes[letter] for letter in op.letters) for op in operands]
-    core_size = math.prod(sizes[letter] for letter in target)
-    path, info = choose_path(eq, op_shapes, core_size)
+    target = tuple([letter for letter in unique if letter in present])
+    eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
+    op_shapes = [tuple([sizes[letter] for letter in op.letters]) for op in operands]
+    core_size = math.prod([sizes[letter] for letter in target])
+    memo_key = (eq, tuple(op_shapes), core_size)
+    memo = resolver.contractions.get(memo_key)
+    if memo is None:
+        memo = resolver.contractions[memo_key] = [*choose_path(eq, op_shapes, core_size), None]
+    path, info, contract = memo
     specs = [op.letters for op in operands]
     gram = None
     finite = math.isfinite(factor)  # else the factor goes onto the result, as `after` does
     if backend.name == "numpy" and finite and all(op.diagonal is None for op in operands):
         gram = gram_pattern(specs, [op.slot for op in operands], target)
-    if gram is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
-        contract = backend.contraction(eq, op_shapes, path)
+    if gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
+        contract = memo[2] = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
     multiplications = path_multiplications(info)
     largest = max([core_size, *info.size_list]) if info.size_list else core_size

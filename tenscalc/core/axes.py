@@ -56,9 +56,14 @@ class AxisGraph:
 
     def union(self, a: int, b: int) -> None:
         """Join the classes of slots ``a`` and ``b`` (named by the smaller root)."""
-        ra, rb = self.find(a), self.find(b)
+        parent = self.parent
+        ra = a if parent[a] == a else self.find(a)  # most slots are roots: skip the call
+        rb = b if parent[b] == b else self.find(b)
         if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
+            if ra < rb:
+                parent[rb] = ra
+            else:
+                parent[ra] = rb
 
     def new_slot(self) -> int:
         """A fresh slot in a class of its own."""
@@ -216,14 +221,17 @@ def _whole_and_part(graph: AxisGraph, node: Expr, items: tuple, whole: Expr, par
 def _axes_mul(graph: AxisGraph, node: Expr) -> None:
     """A product: every axis labelled with one letter has that letter's length."""
     ins, out = node.arg
-    letter_slot = {letter: graph.new_slot() for letter in sorted(set().union(*ins))}
+    parent, first, union = graph.parent, graph.first_slot, graph.union
+    start = len(parent)
+    letter_slot = {letter: start + k for k, letter in enumerate(sorted(set().union(*ins)))}
+    parent.extend(range(start, start + len(letter_slot)))  # a fresh slot per letter
     for child, spec in zip(node.children, ins):
-        c = graph.first_slot[child]
+        c = first[child]
         for k, letter in enumerate(spec):
-            graph.union(letter_slot[letter], c + k)
-    base = graph.first_slot[node]
+            union(letter_slot[letter], c + k)
+    base = first[node]
     for k, letter in enumerate(out):
-        graph.union(base + k, letter_slot[letter])
+        union(base + k, letter_slot[letter])
     graph.letter_slots[node] = letter_slot
 
 

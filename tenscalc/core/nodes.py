@@ -1015,16 +1015,17 @@ def topological(roots: Expr | Sequence[Expr]) -> list[Expr]:
     for root in roots:
         if root in seen:
             continue
-        stack: list[tuple[Expr, int]] = [(root, 0)]
+        # a node and the iterator over its children not yet visited: resuming the
+        # iterator continues where the node's walk stopped
+        stack: list[tuple[Expr, Iterator[Expr]]] = [(root, iter(root.children))]
         seen.add(root)
         while stack:
-            node, i = stack[-1]
-            if i < len(node.children):
-                stack[-1] = (node, i + 1)
-                child = node.children[i]
+            node, children = stack[-1]
+            for child in children:
                 if child not in seen:
                     seen.add(child)
-                    stack.append((child, 0))
+                    stack.append((child, iter(child.children)))
+                    break
             else:
                 stack.pop()
                 order.append(node)

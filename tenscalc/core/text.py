@@ -50,7 +50,13 @@ def einsum_letters(spec: Sequence[int]) -> str:
     >>> einsum_letters((0, 1, 0))
     'aba'
     """
-    return "".join(opt_einsum.get_symbol(k) for k in spec)
+    symbols = _EINSUM_SYMBOLS
+    return "".join([symbols[k] if k < len(symbols) else opt_einsum.get_symbol(k) for k in spec])
+
+
+#: opt_einsum's symbols of the first letters, looked up instead of asked for (a
+#: compiled plan of a 100,000-term sum writes hundreds of thousands of these)
+_EINSUM_SYMBOLS = tuple(opt_einsum.get_symbol(k) for k in range(256))
 
 
 def format_number(value: int | float) -> str:

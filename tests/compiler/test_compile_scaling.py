@@ -1,17 +1,28 @@
-"""Compile time linear in the size of the DAG (issue #13, item 8).
+"""Compile time linear in the size of the DAG (issue #13, items 6 and 8).
 
 Counted, not timed: the plan builder's letter work (every ``find`` and
 ``union`` on letter classes) must grow at most ~2.3x when the expression doubles.
 Before, ``PlanBuilder._resolve`` walked every letter created so far for each
 product, which made compiling a 10,000-deep nesting take minutes.
+
+The same holds for all the Python work of ``tc.compile`` and of binding the plan
+to shapes on the first call (lines executed, counted with ``sys.settrace``), for
+the shared-pair search (once quadratic in the operands of a fused term: the
+gradient of a deep nesting fuses thousands) and for opt_einsum's path search
+(once per distinct contraction, not per term of a long sum; never for an
+entrywise product of many operands).
 """
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+import opt_einsum
 import pytest
 
 import tenscalc as tc
+from tenscalc.compiler import program
 from tenscalc.core.letters import LetterClasses
 from tenscalc.frontend import builder as B
 
@@ -36,6 +47,125 @@ def deep_gradient(n: int):
     return tc.gradient(B.einsum("i,i->", e, B.constant(1.0, 1)), "x")
 
 
+def quadratic_forms(n: int):
+    """The gradient (unsimplified) of sum_k (x + k) A (x + k): n distinct fused terms."""
+    x, a = B.var("x", 1), B.var("A", 2)
+    f = None
+    for k in range(n):
+        shifted = B.add(x, float(k))
+        q = B.einsum("i,ij,j->", shifted, a, shifted)
+        f = q if f is None else B.add(f, q)
+    return tc.derivative(f, "x", simplify=False)
+
+
+def deep_nesting(n: int):
+    """The gradient (unsimplified) of sum_i sin(sin(...sin(x_i))), n deep."""
+    x = B.var("x", 1)
+    e = x
+    for _ in range(n):
+        e = B.sin(e)
+    return tc.derivative(B.einsum("i,i->", e, B.constant(1.0, 1)), "x", simplify=False)
+
+
+SHAPES = {"x": (3,), "A": (3, 3)}
+
+
+def compile_and_bind(expr):
+    run = tc.compile(expr)
+    return run.cost({name: SHAPES[name] for name in run.inputs})  # binds the plan, as a first call does
+
+
+def lines_executed(expr) -> int:
+    """Python lines run (in every module: tenscalc, opt_einsum, the standard library)
+    while compiling ``expr`` and binding its plan to shapes."""
+    count = [0]
+
+    def trace(frame, event, arg):
+        count[0] += 1
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        compile_and_bind(expr)
+    finally:
+        sys.settrace(previous)
+    return count[0]
+
+
+@pytest.mark.parametrize(
+    "build, n", [(wide_sum, 200), (quadratic_forms, 100), (deep_nesting, 150), (deep_gradient, 150)]
+)
+def test_compile_and_bind_work_grows_linearly(build, n):
+    small = lines_executed(build(n))
+    large = lines_executed(build(2 * n))
+    assert small > 100 * n  # the count measures something
+    assert large <= GROWTH * small, (small, large)
+
+
+def test_shared_pair_search_is_linear_in_the_operands(monkeypatch):
+    """A fused term of n operands sharing one letter: at most one candidate pair per
+    letter, not n² pairs (every pair was tried: 20 million for 10,000 operands)."""
+    calls = [0]
+    pair_key = program._pair_key
+
+    def counting(*args):
+        calls[0] += 1
+        return pair_key(*args)
+
+    monkeypatch.setattr(program, "_pair_key", counting)
+    counts = []
+    for n in (200, 400):
+        calls[0] = 0
+        compile_and_bind(deep_nesting(n))
+        counts.append(calls[0])
+    assert counts[1] <= GROWTH * max(counts[0], 1), counts
+
+
+def test_paths_searched_once_per_distinct_contraction(monkeypatch):
+    calls = [0]
+    contract_path = opt_einsum.contract_path
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return contract_path(*args, **kwargs)
+
+    monkeypatch.setattr(opt_einsum, "contract_path", counting)
+    counts = []
+    for n in (100, 200):
+        calls[0] = 0
+        compile_and_bind(quadratic_forms(n))
+        counts.append(calls[0])
+    # the terms of the sum repeat a few contractions: their number does not grow with n
+    assert 0 < counts[0] == counts[1] < 20, counts
+    calls[0] = 0
+    compile_and_bind(deep_nesting(400))  # one entrywise product of 400 operands: a fold, no search
+    assert calls[0] < 10, calls[0]
+
+
+def test_entrywise_fold_agrees_with_einsum():
+    """The fold path of an entrywise product of many operands, some transposed."""
+    rng = np.random.default_rng(3)
+    specs = ["ab" if k % 3 else "ba" for k in range(17)]
+    shapes = [(2, 3) if spec == "ab" else (3, 2) for spec in specs]
+    eq = ",".join(specs) + "->ab"
+    path, info = program.choose_path(eq, shapes, 6)
+    assert len(path) == 16 and info.opt_cost == 16 * 6 and info.largest_intermediate == 6
+    arrays = [rng.normal(size=shape) for shape in shapes]
+    kernel = tc.compiler.backends.get_backend("numpy").contraction(eq, shapes, path)
+    np.testing.assert_allclose(kernel(*arrays), np.einsum(eq, *arrays), rtol=1e-12)
+
+
+def test_quadratic_forms_compile_and_agree():
+    n = 60
+    g = quadratic_forms(n)
+    x = np.array([0.3, -1.2, 2.0])
+    a = np.arange(9.0).reshape(3, 3) / 9 + np.eye(3)
+    expected = sum((a + a.T) @ (x + k) for k in range(n))
+    np.testing.assert_allclose(tc.compile(g)(x=x, A=a), expected, rtol=1e-12)
+    np.testing.assert_allclose(tc.evaluate(g, {"x": x, "A": a}), expected, rtol=1e-12)
+
+
 def letter_work(expr, monkeypatch) -> int:
     calls = [0]
     find, union = LetterClasses.find, LetterClasses.union
@@ -55,7 +185,8 @@ def letter_work(expr, monkeypatch) -> int:
     return calls[0]
 
 
-@pytest.mark.parametrize("build, n", [(wide_sum, 400), (deep_gradient, 300)])
+# (the products of wide_sum are all plain: their terms are built without letter classes)
+@pytest.mark.parametrize("build, n", [(quadratic_forms, 200), (deep_gradient, 300)])
 def test_plan_work_grows_linearly(build, n, monkeypatch):
     small = letter_work(build(n), monkeypatch)
     large = letter_work(build(2 * n), monkeypatch)
