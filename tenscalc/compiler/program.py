@@ -10,6 +10,7 @@ binding yields the cost estimate of :mod:`tenscalc.compiler.cost`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -561,7 +562,18 @@ def _shared_pairs_round(
                 for letter in spec:
                     if counts[letter] == 2:
                         holders.setdefault(letter, []).append(p)
-            candidates = sorted({(h[0], h[1]) for h in holders.values() if len(h) == 2 and h[0] != h[1]})
+            candidate_set = {(h[0], h[1]) for h in holders.values() if len(h) == 2 and h[0] != h[1]}
+            # operands with the same letters (an elementwise product) may pair too: every
+            # pair of a group, but only neighbours in a long entrywise product (linear)
+            groups: dict[frozenset, list[int]] = {}
+            for p, (_, spec) in enumerate(ops):
+                groups.setdefault(frozenset(spec), []).append(p)
+            for group in groups.values():
+                if len(group) <= DP_MAX_OPERANDS:
+                    candidate_set.update(itertools.combinations(group, 2))
+                else:
+                    candidate_set.update(zip(group, group[1:]))
+            candidates = sorted(candidate_set)
             for p, q in candidates:
                 key, result = _pair_key(ops[p], ops[q], counts, dense)
                 if key is not None:
