@@ -36,6 +36,7 @@ program hands them out (0-d arrays, through the backend's ``finish``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -255,7 +256,7 @@ class ScalarSource:
         if factor == 0 or not operands:
             return self.number(0.0 if factor == 0 else factor)
         # multiply along the path the NumPy binder takes (multiplication does not associate)
-        path, _ = choose_path(",".join("" for _ in operands) + "->", [()] * len(operands), 1)
+        path = _number_path(len(operands))
         stack = list(operands)
         for positions in path:
             picked = [stack.pop(p) for p in sorted(positions, reverse=True)]
@@ -266,6 +267,13 @@ class ScalarSource:
         if after != 1.0:
             text = f"({text} * {self.number(after)})"
         return text
+
+
+@functools.lru_cache(maxsize=64)
+def _number_path(count: int) -> tuple[tuple[int, ...], ...]:
+    """The contraction path the NumPy binder takes for a product of ``count`` numbers."""
+    path, _ = choose_path(",".join([""] * count) + "->", [()] * count, 1)
+    return tuple(tuple(positions) for positions in path)
 
 
 #: step kind -> the method writing its statement (``input`` needs none; ``inv``,
