@@ -151,7 +151,7 @@ class ScalarSource:
     # ------------------------------------------------------------------ steps
     def _constant(self, step: Step, name: str) -> None:
         value = np.asarray(self.resolver.constant(step.node, ()))
-        if value.dtype.kind not in "biuf":
+        if value.dtype != np.float64:  # the NumPy program would hand out its own dtype
             raise _Decline
         self.lines.append(f"{name} = {self.number(value)}")
 

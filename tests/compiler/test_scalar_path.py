@@ -23,6 +23,7 @@ from benchmarks.elimination_problems import PROBLEMS, tenscalc_outputs
 from tenscalc.compiler.backends import available_backends
 from tenscalc.compiler.program import Program
 from tenscalc.compiler.scalar import ScalarProgram
+from tenscalc.interpreter import ELEMENTWISE
 from tests.fuzz.generate import Generator
 
 RTOL = 1e-14
@@ -190,6 +191,19 @@ def test_sign_and_relu_are_numpys():
             assert type(mine) is float
             np.testing.assert_array_equal(mine, theirs)
             assert np.signbit(mine) == np.signbit(theirs)
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_every_function_agrees_with_numpy_on_the_fast_path(name):
+    run = tc.compile(tc.parse(f"{name}(x)", {"x": 0}))
+    for v in (-0.7, -0.0, 0.0, 0.3, 0.9, 2.5):
+        with np.errstate(all="ignore"):
+            expected = ELEMENTWISE[name](np.float64(v))
+        got, caught = _recorded(lambda v=v: run(x=v))
+        if np.isfinite(expected):
+            assert isinstance(_program(run), ScalarProgram) and not caught
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=0)
+        assert np.signbit(got) == np.signbit(expected)
 
 
 def test_a_fast_call_is_warning_free_and_hands_out_fresh_arrays():
