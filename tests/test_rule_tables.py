@@ -18,6 +18,7 @@ from tenscalc.calculus.elimination import PARTIAL_RULES
 from tenscalc.calculus.pullbacks import FUNCTION_DERIVATIVES, PULLBACK_RULES
 from tenscalc.compiler.codegen import CODEGEN_RULES
 from tenscalc.compiler.plan import PLAN_RULES
+from tenscalc.compiler.scalar import MATH_FUNCTIONS
 from tenscalc.convexity.assumptions import DOMAIN_RULES
 from tenscalc.convexity.congruence import SYMMETRIC_MATRIX_RULES
 from tenscalc.convexity.curvature import CURVATURE_RULES
@@ -67,6 +68,7 @@ FUNCTION_TABLES = {
     "evaluators": ELEMENTWISE,
     "exact oracle": oracle._SYMPY_FUNCTIONS,
     "constant folding": rules_functions._NUMERIC,
+    "scalar fast path": MATH_FUNCTIONS,
 }
 
 

@@ -33,6 +33,7 @@ from .backends import Backend, get_backend
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind
+from .scalar import scalar_program
 
 __all__ = ["compile", "CompiledFunction"]
 
@@ -174,7 +175,9 @@ class CompiledFunction:
                     f"variable '{name}' is declared with order {order} but the array given has "
                     f"{len(shape)} axes (shape {tuple(shape)})"
                 )
-        program = bind(self.plan, ShapeResolver(self._graphs, shapes), self._backend)
+        resolver = ShapeResolver(self._graphs, shapes)
+        # every step a number (NumPy): one straight-line float function, the program its fallback
+        program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend))
         key = tuple(tuple(shapes[name]) for name in self.inputs)
         with self._lock:
             self._programs[key] = program
