@@ -631,7 +631,8 @@ def _pair_key(a, b, counts: dict[int, int], dense: list[tuple[int, ...]]):
         return None, ()
     shared = set(spec_a) & set(spec_b)
     private = {letter for letter in shared if counts[letter] == 2}
-    if not private and set(spec_a) != set(spec_b):  # else an elementwise product: shareable too
+    # else an elementwise product of arrays: shareable too (of numbers: not worth a step)
+    if not private and (not spec_a or set(spec_a) != set(spec_b)):
         return None, ()
     result = tuple(dict.fromkeys(x for x in spec_a + spec_b if x not in private))
     lengths = dict(zip(spec_a, dense[sa])) | dict(zip(spec_b, dense[sb]))
