@@ -180,6 +180,7 @@ def test_scipy_objective_matches_closed_forms_and_finite_differences() -> None:
             assert array.shape == shape and array.dtype == np.float64
         np.testing.assert_allclose(jac, g, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(hess, H, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(hess, hess.T)  # exactly: trust-exact needs it (see adapters)
         np.testing.assert_allclose(hessp, H @ p, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(jac, central_difference(objective["fun"], w), rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(hess, central_difference(objective["jac"], w), rtol=1e-6, atol=1e-7)

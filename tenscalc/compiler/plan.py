@@ -189,15 +189,27 @@ SCALAR_FOLDS: dict[str, Callable[[Expr, list], float]] = {
 }
 
 
-def _distributes(parent: Expr, k: int) -> bool:
+#: a sum of at least this order, made of products, is pushed into a product that
+#: contracts it (see _distributes)
+DISTRIBUTE_ORDER = 3
+
+
+def _distributes(parent: Expr, k: int, of_products: bool = False) -> bool:
     """Whether operand ``k`` (a sum) of product ``parent`` is better pushed inside:
-    the product reads its diagonal or sums an axis no other operand has."""
+    the product reads its diagonal or sums an axis no other operand has; or the sum
+    (``of_products``: every summand a product used only there) has order 3 or more and
+    the product contracts one of its axes.  Such a sum is a large array built from
+    small factors (softmax regression's Hessian sums two order-4 outer products,
+    10⁷ entries, before contracting them with X); pushed inside, each summand fuses
+    with X into one einsum and the order-4 sum is never formed."""
     ins, out = parent.arg
     spec = ins[k]
     if len(set(spec)) != len(spec):
         return True
     others = set(out).union(*(s for j, s in enumerate(ins) if j != k))
-    return any(letter not in others for letter in spec)
+    if any(letter not in others for letter in spec):
+        return True
+    return of_products and len(spec) >= DISTRIBUTE_ORDER and any(letter not in out for letter in spec)
 
 
 @dataclass
@@ -319,7 +331,11 @@ class PlanBuilder:
                 and node not in self.forced
                 and len(users) == 1
                 and users[0].op == "mul"
-                and _distributes(users[0], users[0].children.index(node))
+                and _distributes(
+                    users[0],
+                    users[0].children.index(node),
+                    all(_is_product(c) and len(self.users[c]) == 1 for c in node.children),
+                )
                 # c (a - b) is not c a - c b when c is inf (or c a overflows): a constant
                 # that may overflow keeps the sum whole, as evaluate computes it
                 and _regroupable(self.term_scale.get(users[0], 1.0) * max(map(_magnitude, node.arg)))
