@@ -875,6 +875,23 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     # would allocate the full shape before the other summands are added)
     join_scalar = scalar != 0 and bool(arrays) and arrays[0][1] in (1, -1) and shapes[arrays[0][0]] == shape
 
+    if mutable and not arrays and not deltas and scalar == 0 and _partitions(embeds, shape):
+        # parts that tile the result (x[::2] and x[1::2]): each written once into an
+        # empty array, as a hand-written gradient does (no zeros, no += pass)
+        parts = [(slot, coef, key) for slot, coef, key in embeds]
+
+        def run_tiles(env):
+            values = [env[slot] if coef == 1 else coef * env[slot] for slot, coef, _ in parts]
+            dtype = values[0].dtype
+            if any(v.dtype != dtype for v in values):
+                return run(env)  # mixed float/complex parts: the general sum below
+            out = np.empty(shape, dtype=dtype)
+            for value, (_, _, key) in zip(values, parts):
+                out[key] = value
+            return out
+
+        return run_tiles, cost
+
     def run(env):
         acc = None
         fresh = False
@@ -928,6 +945,21 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
         return acc
 
     return run, cost
+
+
+def _partitions(embeds: list, shape: tuple[int, ...]) -> bool:
+    """Whether the embedded parts' slices cover every entry of ``shape`` exactly once
+    (checked on a mask once, when binding; large shapes are not checked)."""
+    if not embeds or math.prod(shape) > PARTITION_CHECK_LIMIT:
+        return False
+    mask = np.zeros(shape, dtype=np.int8)
+    for _, _, key in embeds:
+        mask[key] += 1
+    return bool(np.all(mask == 1))
+
+
+#: entries up to which a sum of embedded parts is checked for tiling its result
+PARTITION_CHECK_LIMIT = 1 << 22
 
 
 def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):

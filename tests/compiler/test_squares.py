@@ -65,3 +65,35 @@ def _reads(step):
     from tenscalc.compiler.program import _step_reads
 
     return _step_reads(step)
+
+
+# ------------------------------------------------------------------ sums of embedded parts
+
+
+@pytest.mark.parametrize(
+    "text, tiles",
+    [
+        ("sum(x[1::2] .* x[::2])", True),  # the gradient writes x[::2] and x[1::2]: a tiling
+        ("sum(x[1:] .* x[:-1])", False),  # x[1:] and x[:-1] overlap: a sum
+        ("sum(x[2:] .^ 2)", False),  # one part: zeros elsewhere
+    ],
+)
+def test_parts_that_tile_the_result_are_written_once(text, tiles, rng):
+    from tenscalc.compiler.program import _partitions
+    from tenscalc.interpreter import slice_key
+
+    f = tc.parse(text)
+    g = tc.gradient(f, "x")
+    plan = tc.compile(g).plan
+    (last,) = [step for step in plan.steps if step.index in plan.outputs]
+    if last.kind == "add":
+        embeds = [(item.slot, item.coef, slice_key(item.items)) for item in last.data if item.kind == "embed"]
+        assert _partitions(embeds, (8,)) is tiles
+    else:  # one part: an embed step of its own
+        assert not tiles
+    for n in (8, 10):
+        x = rng.standard_normal(n)
+        np.testing.assert_allclose(tc.compile(g)(x=x), tc.evaluate(g, x=x), rtol=1e-13, atol=1e-13)
+    # complex data: the parts' dtypes agree, and a real and a complex part mix correctly
+    z = rng.standard_normal(8) + 1j * rng.standard_normal(8)
+    np.testing.assert_allclose(tc.compile(g)(x=z), tc.evaluate(g, x=z), rtol=1e-13, atol=1e-13)
