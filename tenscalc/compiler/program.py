@@ -959,7 +959,7 @@ def _partitions(embeds: list, shape: tuple[int, ...]) -> bool:
 
 
 #: entries up to which a sum of embedded parts is checked for tiling its result
-PARTITION_CHECK_LIMIT = 1 << 22
+PARTITION_CHECK_LIMIT = 1 << 18
 
 
 def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
