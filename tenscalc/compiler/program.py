@@ -1101,6 +1101,24 @@ def _bind_term(
     slots = [op.slot for op in operands]
     einsum = backend.einsum
 
+    def general_core(env):
+        if plain:
+            arrays = [env[s] for s in slots]
+        else:
+            arrays = [
+                (env[s] if s is not None else baked) if d is None else einsum(d, env[s] if s is not None else baked)
+                for s, baked, d in fetch
+            ]
+        if scale_at is not None and scale_at >= 0:
+            arrays[scale_at] = arrays[scale_at] * factor
+        result = contract(*arrays)
+        if scale_at == -1:
+            result = result * factor
+        if after != 1.0:
+            result = result * after
+        return result
+
+    # the common shapes of a term, without the general path's list and tests
     if plain and len(slots) == 2 and scale_at is None and after == 1.0:
         first, second = slots  # the common binary product: one call, no list
 
@@ -1120,26 +1138,7 @@ def _bind_term(
             return contract(env[first], env[second]) * factor
 
     else:
-
-        def core(env):
-            return general_core(env)
-
-    def general_core(env):
-        if plain:
-            arrays = [env[s] for s in slots]
-        else:
-            arrays = [
-                (env[s] if s is not None else baked) if d is None else einsum(d, env[s] if s is not None else baked)
-                for s, baked, d in fetch
-            ]
-        if scale_at is not None and scale_at >= 0:
-            arrays[scale_at] = arrays[scale_at] * factor
-        result = contract(*arrays)
-        if scale_at == -1:
-            result = result * factor
-        if after != 1.0:
-            result = result * after
-        return result
+        core = general_core
 
     broadcast = len(target) != len(unique)
     if broadcast:
