@@ -22,49 +22,41 @@ import opt_einsum
 import pytest
 
 import tenscalc as tc
+from benchmarks.compile_scaling import build_nest, build_sinsum, build_sum
 from tenscalc.compiler import program
 from tenscalc.core.letters import LetterClasses
-from tenscalc.frontend import builder as B
 
 GROWTH = 2.3
 
 
-def wide_sum(n: int):
-    """sum_k (k+1) sin((k+1) x): n products, n functions, one sum."""
-    x = B.var("x", 1)
-    e = B.multiply(1.0, x)
-    for k in range(1, n):
-        e = B.add(e, B.multiply(float(k + 1), B.sin(B.multiply(float(k + 1), x))))
-    return e
+# the families of benchmarks/compile_scaling.py, at test sizes
+wide_sum = build_sinsum  # sum_k (k+1) sin((k+1) x): n products, n functions, one sum
 
 
 def deep_gradient(n: int):
     """The gradient of sum_i sin(sin(...sin(x_i))), n deep: a chain of n elementwise products."""
-    x = B.var("x", 1)
-    e = x
-    for _ in range(n):
-        e = B.sin(e)
-    return tc.gradient(B.einsum("i,i->", e, B.constant(1.0, 1)), "x")
+    return tc.gradient(build_nest(n), "x")
 
 
 def quadratic_forms(n: int):
     """The gradient (unsimplified) of sum_k (x + k) A (x + k): n distinct fused terms."""
-    x, a = B.var("x", 1), B.var("A", 2)
-    f = None
-    for k in range(n):
-        shifted = B.add(x, float(k))
-        q = B.einsum("i,ij,j->", shifted, a, shifted)
-        f = q if f is None else B.add(f, q)
-    return tc.derivative(f, "x", simplify=False)
+    return tc.derivative(build_sum(n), "x", simplify=False)
 
 
 def deep_nesting(n: int):
     """The gradient (unsimplified) of sum_i sin(sin(...sin(x_i))), n deep."""
-    x = B.var("x", 1)
-    e = x
-    for _ in range(n):
-        e = B.sin(e)
-    return tc.derivative(B.einsum("i,i->", e, B.constant(1.0, 1)), "x", simplify=False)
+    return tc.derivative(build_nest(n), "x", simplify=False)
+
+
+def counting(owner, name: str, monkeypatch, calls: list[int]) -> None:
+    """Replace ``owner.name`` by a wrapper that adds one to ``calls[0]`` per call."""
+    original = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
 
 
 SHAPES = {"x": (3,), "A": (3, 3)}
@@ -107,13 +99,7 @@ def test_shared_pair_search_is_linear_in_the_operands(monkeypatch):
     """A fused term of n operands sharing one letter: at most one candidate pair per
     letter, not n² pairs (every pair was tried: 20 million for 10,000 operands)."""
     calls = [0]
-    pair_key = program._pair_key
-
-    def counting(*args):
-        calls[0] += 1
-        return pair_key(*args)
-
-    monkeypatch.setattr(program, "_pair_key", counting)
+    counting(program, "_pair_key", monkeypatch, calls)
     counts = []
     for n in (200, 400):
         calls[0] = 0
@@ -124,13 +110,7 @@ def test_shared_pair_search_is_linear_in_the_operands(monkeypatch):
 
 def test_paths_searched_once_per_distinct_contraction(monkeypatch):
     calls = [0]
-    contract_path = opt_einsum.contract_path
-
-    def counting(*args, **kwargs):
-        calls[0] += 1
-        return contract_path(*args, **kwargs)
-
-    monkeypatch.setattr(opt_einsum, "contract_path", counting)
+    counting(opt_einsum, "contract_path", monkeypatch, calls)
     counts = []
     for n in (100, 200):
         calls[0] = 0
@@ -168,19 +148,9 @@ def test_quadratic_forms_compile_and_agree():
 
 def letter_work(expr, monkeypatch) -> int:
     calls = [0]
-    find, union = LetterClasses.find, LetterClasses.union
-
-    def counting_find(self, a):
-        calls[0] += 1
-        return find(self, a)
-
-    def counting_union(self, a, b):
-        calls[0] += 1
-        return union(self, a, b)
-
     with monkeypatch.context() as patch:
-        patch.setattr(LetterClasses, "find", counting_find)
-        patch.setattr(LetterClasses, "union", counting_union)
+        counting(LetterClasses, "find", patch, calls)
+        counting(LetterClasses, "union", patch, calls)
         tc.compile(expr)
     return calls[0]
 
