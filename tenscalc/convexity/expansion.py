@@ -24,6 +24,15 @@ from .psd_templates import cauchy_schwarz, merged_diagonal
 MAX_EXPANDED_TERMS = 32
 
 
+def _gather(result: list[tuple[float, Expr]], part: list[tuple[float, Expr]] | None) -> bool:
+    """Add the terms of ``part`` to ``result``; False when ``part`` has no expansion
+    or the terms exceed :data:`MAX_EXPANDED_TERMS`."""
+    if part is None:
+        return False
+    result.extend(part)
+    return len(result) <= MAX_EXPANDED_TERMS
+
+
 def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[float, Expr]] | None:
     """``node`` as a list of (coefficient, product) terms, distributing products over
     the sums among their operands that carry an output letter."""
@@ -34,11 +43,7 @@ def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[fl
     if node.op == "add":
         result: list[tuple[float, Expr]] = []
         for child, c in zip(node.children, node.arg):
-            part = expand_terms(child, coef * c, depth + 1)
-            if part is None:
-                return None
-            result.extend(part)
-            if len(result) > MAX_EXPANDED_TERMS:
+            if not _gather(result, expand_terms(child, coef * c, depth + 1)):
                 return None
         return result
     if node.op == "mul":
@@ -68,11 +73,7 @@ def expand_terms(node: Expr, coef: float = 1.0, depth: int = 0) -> list[tuple[fl
                 term = simplify(N.mul([c for c, _ in combo], ins, out))
             except TensCalcError:  # a simplifier failure proves nothing: no expansion
                 return None
-            part = expand_terms(term, factor, depth + 1)
-            if part is None:
-                return None
-            result.extend(part)
-            if len(result) > MAX_EXPANDED_TERMS:
+            if not _gather(result, expand_terms(term, factor, depth + 1)):
                 return None
         return result
     return [(coef, node)]
