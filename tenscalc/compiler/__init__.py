@@ -149,7 +149,8 @@ class CompiledFunction:
             program = self._cached(key) or self._bind(dict(zip(self.inputs, key)))
             self._last = (key, program)
         results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
-        results = self._backend.unalias(results, arrays)
+        if not program.fresh:
+            results = self._backend.unalias(results, arrays)
         if self._keys is not None:
             return dict(zip(self._keys, results))
         return results[0] if self._single else results

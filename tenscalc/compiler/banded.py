@@ -36,6 +36,7 @@ dense form is).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -123,6 +124,29 @@ class Layout:
     def entries(self) -> int:
         return sum(band.length for band in self.bands)
 
+    @functools.cached_property
+    def keys(self) -> tuple[slice, ...]:
+        """Per band, the slice of the flattened matrix it lies on."""
+        width = self.shape[1]
+        keys = []
+        for band in self.bands:
+            start = band.row * width + band.col
+            step = band.rstep * width + band.cstep
+            keys.append(slice(start, start + (band.length - 1) * step + 1, step))
+        return tuple(keys)
+
+    @functools.cached_property
+    def disjoint(self) -> bool:
+        """No two bands share an entry: each band is written with ``=``, not ``+=``
+        (a read of fresh zeroed pages before the write faults each page in twice)."""
+        width = self.shape[1]
+        flat = [
+            np.arange(band.length) * (band.rstep * width + band.cstep) + band.row * width + band.col
+            for band in self.bands
+        ]
+        positions = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+        return len(np.unique(positions)) == len(positions)
+
 
 @dataclass
 class BandStep:
@@ -134,16 +158,25 @@ class BandStep:
 
 
 def write_bands(layout: Layout, values: BandValues) -> np.ndarray:
-    """The dense matrix: zeros, each band added through a strided view of the flat array."""
-    arrays = [v for v in values if not isinstance(v, (int, float))]
-    out = np.zeros(layout.shape, dtype=np.result_type(*arrays, np.float64))
+    """The dense matrix: zeros, each band written (or added, where bands overlap)
+    through a strided view of the flat array."""
+    dtype = _F64
+    for value in values:
+        if getattr(value, "dtype", _F64) is not _F64:  # complex or float32 bands: NumPy's promotion
+            dtype = np.result_type(*[v for v in values if not isinstance(v, (int, float))], np.float64)
+            break
+    out = np.zeros(layout.shape, dtype=dtype)
     flat = out.reshape(-1)
-    width = layout.shape[1]
-    for band, value in zip(layout.bands, values):
-        start = band.row * width + band.col
-        step = band.rstep * width + band.cstep
-        flat[start : start + (band.length - 1) * step + 1 : step] += value
+    if layout.disjoint:
+        for key, value in zip(layout.keys, values):
+            flat[key] = value
+    else:
+        for key, value in zip(layout.keys, values):
+            flat[key] += value
     return out
+
+
+_F64 = np.dtype(np.float64)
 
 
 def _merge(parts: list[tuple[Band, Callable[[list], Any]]]) -> tuple[tuple[Band, ...], BandFn]:

@@ -29,6 +29,7 @@ from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
+from .fused import Call, Chain, Const, Slot, Temp, Tiles, View, describe, fuse
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc
 
@@ -224,8 +225,20 @@ class Program:
     cost: Cost
     #: output slot -> function making the dense array from a diagonal core
     densify: dict[int, Callable[[Any], Any]] = field(default_factory=dict)
+    #: the whole run as one generated function (:mod:`.fused`): the results, or None
+    #: when an input is not float64 (the loop below runs then)
+    fused: Callable[[Sequence[Any], Any], tuple[Any, ...] | None] | None = None
+    fused_source: str = ""
+    #: every result is an array the program allocated (no view of an input): the
+    #: caller's copy check (``Backend.unalias``) can be skipped
+    fresh: bool = False
 
     def run(self, arrays: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
+        fused = self.fused
+        if fused is not None:
+            results = fused(arrays, like)
+            if results is not None:
+                return results
         env: list[Any] = [None] * (self.n_slots + 1)
         for slot, array in zip(self.input_slots, arrays):
             env[slot] = array
@@ -282,8 +295,13 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         first_use.setdefault(pair.first, []).append(pair)
         release.setdefault(pair.last, []).append(pair.slot)
 
-    def account(fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...]) -> None:
+    reads: list[list[int]] = []  # per op, the slots it reads (for the fused function)
+
+    def account(
+        fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
+    ) -> None:
         nonlocal peak, live_total
+        reads.append(read)
         if guard is not None and cost.largest_intermediate > guard:  # refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
         ops.append((fn, slot, dead))
@@ -306,7 +324,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         for pair in first_use.get(step.index, ()):  # shared sub-products, computed once
             shapes[pair.slot] = pair.shape
             fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
-            account(fn, pair.slot, (), cost, pair.shape)
+            account(fn, pair.slot, (), cost, pair.shape, [s for s, _ in pair.term.operands])
         dead = plan.release[step.index] + tuple(release.get(step.index, ()))
         dead += tuple(twins[slot] for slot in dead if slot in twins)
         if step.index in banded:  # bands only: a dense twin or the output is written once
@@ -318,12 +336,13 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
                 densify[step.index] = partial(write_bands, layout)
                 cost = cost + OpCost(math.prod(shape), 1, math.prod(shape), math.prod(shape) + layout.entries)
             twin = twins.get(step.index)
-            account(band_step.run, step.index, () if twin is not None else dead, cost, (layout.entries,))
+            band_reads = _step_reads(step)
+            account(band_step.run, step.index, () if twin is not None else dead, cost, (layout.entries,), band_reads)
             if twin is not None:
                 shapes[twin] = shape
                 size = math.prod(shape)
                 write = partial(_write_twin, layout, step.index)
-                account(write, twin, dead + early.get(step.index, ()), OpCost(size, 1, size), shape)
+                account(write, twin, dead + early.get(step.index, ()), OpCost(size, 1, size), shape, [step.index])
             continue
         if step.index in rewritten:
             step = rewritten[step.index]
@@ -349,10 +368,15 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
-        account(fn, step.index, dead, cost, shape)
+        account(fn, step.index, dead, cost, shape, _step_reads(step))
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
-    return Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
+    program = Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
+    if backend.name == "numpy" and not resolver.estimate:
+        fused = fuse(ops, reads, shapes, input_slots, plan.outputs, n_slots, densify)
+        if fused is not None:
+            program.fused, program.fused_source, program.fresh = fused
+    return program
 
 
 # ------------------------------------------------------------------ squares
@@ -804,7 +828,12 @@ def _bind_func(step: Step, shape, shapes, resolver, backend: Backend, is_output:
     fn = backend.func(step.data)
     (a,) = step.args
     size = math.prod(shape)
-    return (lambda env: fn(env[a])), OpCost(size, 1, size)
+    run = lambda env: fn(env[a])  # noqa: E731
+    if backend.name == "numpy" and isinstance(fn, np.ufunc) and fn.nin == 1:
+        run = describe(run, Chain((Call(fn, (Slot(a),)),)))
+    elif backend.name == "numpy" and step.data == "relu":  # np.maximum(x, 0.0)
+        run = describe(run, Chain((Call(np.maximum, (Slot(a), Const(0.0))),)))
+    return run, OpCost(size, 1, size)
 
 
 def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -817,17 +846,34 @@ def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     e = step.data
     if e == 1:
         return (lambda env: env[a]), OpCost(0, 0, 0)
+    numpy = backend.name == "numpy"
     if e == 2:
-        return (lambda env: env[a] * env[a]), replace(cost, multiplications=size)
+        square = lambda env: env[a] * env[a]  # noqa: E731
+        if numpy:
+            square = describe(square, Chain((Call(np.multiply, (Slot(a), Slot(a))),)))
+        return square, replace(cost, multiplications=size)
     if e == -1:
-        return (lambda env: 1.0 / env[a]), cost
+        reciprocal = lambda env: 1.0 / env[a]  # noqa: E731
+        if numpy:
+            reciprocal = describe(reciprocal, Chain((Call(np.divide, (Const(1.0), Slot(a))),)))
+        return reciprocal, cost
     if e == -2:
-        return (lambda env: 1.0 / (env[a] * env[a])), OpCost(2 * size, 2, size, multiplications=size)
+        inverse_square = lambda env: 1.0 / (env[a] * env[a])  # noqa: E731
+        if numpy:
+            calls = (Call(np.multiply, (Slot(a), Slot(a))), Call(np.divide, (Const(1.0), Temp(0))))
+            inverse_square = describe(inverse_square, Chain(calls))
+        return inverse_square, OpCost(2 * size, 2, size, multiplications=size)
     if e == 0.5:
         sqrt = backend.func("sqrt")
-        return (lambda env: sqrt(env[a])), cost
+        root = lambda env: sqrt(env[a])  # noqa: E731
+        if numpy:
+            root = describe(root, Chain((Call(np.sqrt, (Slot(a),)),)))
+        return root, cost
     exponent = float(e)
-    return (lambda env: backend.power(env[a], exponent)), cost
+    power = lambda env: backend.power(env[a], exponent)  # noqa: E731
+    if numpy:  # NumpyBackend.power is np.power
+        power = describe(power, Chain((Call(np.power, (Slot(a), Const(exponent))),)))
+    return power, cost
 
 
 def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -890,7 +936,7 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
                 out[key] = value
             return out
 
-        return run_tiles, cost
+        return describe(run_tiles, Tiles(shape, tuple(parts))), cost
 
     def run(env):
         acc = None
@@ -944,7 +990,43 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
             fresh = True
         return acc
 
+    if mutable and arrays and not embeds and not deltas and all(shapes[slot] == shape for slot, _ in arrays):
+        chain = _sum_chain(arrays, scalar, join_scalar)
+        if chain is not None:
+            return describe(run, chain), cost
     return run, cost
+
+
+def _sum_chain(arrays: list[tuple[int, float]], scalar: float, join_scalar: bool) -> Chain | None:
+    """The ufunc calls :func:`_bind_add`'s ``run`` makes for a sum of same-shape arrays,
+    in its order; None when the sum is one array as it is (no new array)."""
+    calls: list[Call] = []
+    acc: Slot | Temp | None = None
+
+    def call(ufunc: np.ufunc, *args: Slot | Const | Temp) -> Temp:
+        calls.append(Call(ufunc, args))
+        return Temp(len(calls) - 1)
+
+    pending = scalar
+    for slot, coef in arrays:
+        x = Slot(slot)
+        if acc is None:
+            if join_scalar:
+                acc = call(np.add, x, Const(pending)) if coef == 1 else call(np.subtract, Const(pending), x)
+                pending = 0
+            elif coef == 1:
+                acc = x
+            else:
+                acc = call(np.negative, x) if coef == -1 else call(np.multiply, Const(coef), x)
+        elif coef == 1:
+            acc = call(np.add, acc, x)
+        elif coef == -1:
+            acc = call(np.subtract, acc, x)
+        else:
+            acc = call(np.add, acc, call(np.multiply, Const(coef), x))
+    if pending != 0 and acc is not None:
+        acc = call(np.add, acc, Const(pending))
+    return Chain(tuple(calls)) if calls else None
 
 
 def _partitions(embeds: list, shape: tuple[int, ...]) -> bool:
@@ -1119,11 +1201,16 @@ def _bind_term(
         return result
 
     # the common shapes of a term, without the general path's list and tests
+    numpy = backend.name == "numpy"
+    reads = [Slot(cast(int, slot)) for slot in slots]  # plain: every operand a slot
     if plain and len(slots) == 2 and scale_at is None and after == 1.0:
         first, second = slots  # the common binary product: one call, no list
 
         def core(env):
             return contract(env[first], env[second])
+
+        if numpy and contract is np.multiply:
+            core = describe(core, Chain((Call(np.multiply, (reads[0], reads[1])),)))
 
     elif plain and len(slots) == 1 and scale_at == -1 and after == 1.0 and specs[0] == target:
         (only,) = slots  # c * x: one multiplication, no contraction call
@@ -1131,11 +1218,18 @@ def _bind_term(
         def core(env):
             return env[only] * factor
 
+        if numpy:
+            core = describe(core, Chain((Call(np.multiply, (reads[0], Const(factor))),)))
+
     elif plain and len(slots) == 2 and scale_at == -1 and after == 1.0:
         first, second = slots
 
         def core(env):
             return contract(env[first], env[second]) * factor
+
+        if numpy and contract is np.multiply:
+            calls = (Call(np.multiply, (reads[0], reads[1])), Call(np.multiply, (Temp(0), Const(factor))))
+            core = describe(core, Chain(calls))
 
     else:
         core = general_core
@@ -1170,7 +1264,10 @@ def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output
     key = slice_key(step.data)
     if is_output:  # never hand out a view of the caller's array
         return (lambda env: _copy(env[a][key])), OpCost(0, 1, math.prod(shape))
-    return (lambda env: env[a][key]), OpCost(0, 0, 0)  # basic indexing: a view, no copy
+    view = lambda env: env[a][key]  # noqa: E731 - basic indexing: a view, no copy
+    if backend.name == "numpy":
+        view = describe(view, View(a, key))
+    return view, OpCost(0, 0, 0)
 
 
 def _copy(value: Any) -> Any:
