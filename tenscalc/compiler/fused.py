@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Call", "Chain", "Const", "Slot", "Temp", "Tiles", "View", "describe", "fuse"]
+__all__ = ["Call", "Chain", "Const", "Fresh", "Slot", "Temp", "Terms", "Tiles", "View", "describe", "fuse"]
 
 #: programs with more operations than this keep the loop (compiling a huge function's
 #: source costs more than it saves)
@@ -111,7 +111,24 @@ class Tiles:
     parts: tuple[tuple[int, float, tuple], ...]
 
 
-Inline = Chain | View | Tiles
+@dataclass(frozen=True)
+class Fresh:
+    """A step whose closure returns an array nobody else holds (a contraction with at
+    least one pairwise product: matmul, einsum or multiply allocate their result; at
+    most a transposed view of it is returned).  The closure is called as it is; its
+    value's buffer may be taken over once released, and its reads keep no alias."""
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A sum of closures' values, added in order (the terms of a fused product);
+    ``fresh`` when the first one returns an array nobody else holds."""
+
+    fns: tuple[Callable[[list], Any], ...]
+    fresh: bool
+
+
+Inline = Chain | View | Tiles | Fresh | Terms
 
 
 def describe(fn: Callable, inline: Inline) -> Callable:
@@ -241,6 +258,18 @@ class _Writer:
         self.lines.append(f"{target} = {name}")
         self.lines.append(f"del {name}")
 
+    def terms(self, target: str, terms: Terms) -> None:
+        """``target = `` the sum of the terms, added into the running total's buffer
+        once it is one this function allocated."""
+        first, *rest = terms.fns
+        self.lines.append(f"_s = {self.name('_f', first)}(env)")
+        add = self.ufunc(np.add)
+        for k, fn in enumerate(rest):
+            out = ", out=_s" if terms.fresh or k > 0 else ""
+            self.lines.append(f"_s = {add}(_s, {self.name('_f', fn)}(env){out})")
+        self.lines.append(f"{target} = _s")
+        self.lines.append("del _s")
+
     def _shape(self, arg: Arg, temp_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if isinstance(arg, Slot):
             return tuple(self.shapes[arg.index])
@@ -319,8 +348,13 @@ def fuse(
         elif isinstance(inline, Tiles):
             writer.tiles(target, inline, f"_o{i}", tiled.get(i, set()))
             owned.add(slot)
+        elif isinstance(inline, Terms):
+            writer.terms(target, inline)
+            owned.add(slot)
         else:
             lines.append(f"{target} = {writer.name('_f', fn)}(env)")
+            if isinstance(inline, Fresh):
+                owned.add(slot)
         for released in dead:
             lines.append(f"env[{released}] = None")
             owned.discard(released)

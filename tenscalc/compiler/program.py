@@ -29,7 +29,7 @@ from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
-from .fused import Call, Chain, Const, Slot, Temp, Tiles, View, describe, fuse
+from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fuse
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc
 
@@ -1062,6 +1062,12 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
             total = total + fn(env)
         return total
 
+    if backend.name == "numpy" and shape != ():
+        # every term's closure returns an array of the product's shape (_bind_term: the
+        # core, its broadcast, or its diagonal written out), so the running total may
+        # be added into in place; into the first term's own array only if it is fresh
+        first = getattr(fns[0], "inline", None)
+        run = describe(run, Terms(tuple(fns), isinstance(first, (Chain, Fresh))))
     return run, cost
 
 
@@ -1234,6 +1240,8 @@ def _bind_term(
     else:
         core = general_core
 
+    if numpy and getattr(core, "inline", None) is None and (gram is not None or any(len(p) == 2 for p in path)):
+        core = describe(core, Fresh())  # a pairwise product allocates the result
     broadcast = len(target) != len(unique)
     if broadcast:
         index = tuple(slice(None) if letter in present else None for letter in unique)

@@ -216,3 +216,28 @@ def test_reusing_buffers_lowers_the_peak_memory_of_a_call():
     # measured: 7 arrays of x's size at the peak against 8 (the plan keeps five
     # summands alive until the final sum: that part of the peak is the plan's)
     assert fused_peak <= loop_peak - x.nbytes
+
+
+def test_a_network_gradient_writes_elementwise_steps_into_released_contraction_results():
+    from benchmarks import classes
+
+    run = tc.compile(classes.deep_build(tc, 3))
+    data = classes.deep_data(3, m=12, h=5)
+    got, loop = _both(run, {name: data[name] for name in run.inputs})
+    _same_bits(got, loop)
+    # tanh(X W1ᵀ) into the buffer of X W1ᵀ (a matmul's result, released right there)
+    assert re.search(r"= _u_tanh\(env\[(\d+)\], out=env\[\1\]\)", _program(run).fused_source)
+    np.testing.assert_allclose(got[0], classes.deep_numpy(data)[0], rtol=1e-12)
+
+
+def test_the_terms_of_a_product_are_added_in_place_and_agree_bit_for_bit():
+    from benchmarks import classes
+
+    f = tc.parse(classes.SOFTMAX, {"X": 2, "W": 2, "Y": 2})
+    run = tc.compile(tc.hessian(f, "W"))
+    rng = np.random.default_rng(3)
+    values = {"X": rng.standard_normal((7, 4)), "W": rng.standard_normal((3, 4)), "Y": np.eye(3)[rng.integers(0, 3, 7)]}
+    got, loop = _both(run, {name: values[name] for name in run.inputs})
+    assert "_s = _u_add(_s, " in _program(run).fused_source  # a sum of terms, accumulated
+    _same_bits(got, loop)
+    np.testing.assert_allclose(got[0], tc.evaluate(tc.hessian(f, "W"), values), rtol=1e-12, atol=1e-13)
