@@ -4,7 +4,8 @@
 small arrays that loop is a visible share of the time: the extended Rosenbrock
 gradient at n = 1,000 is 8 steps on 500-entry arrays, ~9 µs of NumPy and ~5 µs of
 Python around it.  :func:`fuse` writes the whole bound program as straight-line
-source, compiled once per shape signature:
+source, compiled once per shape signature on its second call (the first call binds
+and runs the loop: a function called once does not pay for compiling source):
 
 * a step the binder described as elementwise (:class:`Chain`: NumPy ufunc calls on
   slots, numbers and its own temporaries), a basic-index view (:class:`View`) or a
@@ -25,7 +26,10 @@ functions map real numbers to real numbers, so every value is then float64 and a
 >>> import numpy as np, tenscalc as tc
 >>> f = tc.parse("sum(100*(x[1::2] - x[::2].^2).^2 + (1 - x[::2]).^2)")
 >>> run = tc.compile(tc.gradient(f, "x"))
->>> run(x=np.array([1.0, 2.0, 0.5, 0.0])).tolist()  # by hand: -400·0.5·(0 - 0.25) - 2·0.5 = 49
+>>> x = np.array([1.0, 2.0, 0.5, 0.0])
+>>> run(x=x).tolist()  # the first call binds and runs the loop
+[-400.0, 200.0, 49.0, -50.0]
+>>> run(x=x).tolist()  # the second writes the fused function and runs it (by hand: -400·0.5·(0 - 0.25) - 2·0.5 = 49)
 [-400.0, 200.0, 49.0, -50.0]
 >>> print(run._last[1].fused_source)  # doctest: +ELLIPSIS
 def _fused(arrays, like):
@@ -48,11 +52,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Call", "Chain", "Const", "Fresh", "Slot", "Temp", "Terms", "Tiles", "View", "describe", "fuse"]
+__all__ = [
+    "Call",
+    "Chain",
+    "Const",
+    "Fresh",
+    "Slot",
+    "Temp",
+    "Terms",
+    "Tiles",
+    "View",
+    "describe",
+    "fresh_results",
+    "fuse",
+]
 
-#: programs with more operations than this keep the loop (compiling a huge function's
-#: source costs more than it saves)
-MAX_OPS = 5_000
+#: programs with more operations than this keep the loop: compiling the source costs
+#: ~50 µs per operation, which a few hundred calls of a large program repay
+MAX_OPS = 2_000
 
 
 @dataclass(frozen=True)
@@ -81,10 +98,13 @@ Arg = Slot | Const | Temp
 
 @dataclass(frozen=True)
 class Call:
-    """``ufunc(*args)``."""
+    """``ufunc(*args)``; ``op``: the Python operator the closure uses instead (``*``,
+    ``/``, ``+``, ``-``), written as such on numbers, where NumPy's scalar arithmetic
+    (not the ufunc) runs and names itself in warnings ("scalar divide")."""
 
     ufunc: np.ufunc
     args: tuple[Arg, ...]
+    op: str | None = None
 
 
 @dataclass(frozen=True)
@@ -208,28 +228,34 @@ class _Writer:
         taken: set[int] = set()  # temporaries whose buffer a later call took
         calls = chain.calls
         last = len(calls) - 1
+        last_read = {arg: j for j, call in enumerate(calls) for arg in call.args}  # the latest call reading it
         for j, call in enumerate(calls):
-            later = {arg for later_call in calls[j + 1 :] for arg in later_call.args}
             shape = np.broadcast_shapes(*[self._shape(arg, temp_shapes) for arg in call.args])
             out = into if j == last else None
             if shape != () and out is None:
                 for arg in call.args:
-                    if isinstance(arg, Temp) and arg not in later and arg.index not in taken:
+                    if isinstance(arg, Temp) and last_read[arg] == j and arg.index not in taken:
                         if temp_shapes[arg.index] == shape:
                             out = f"_t{arg.index}"
                             taken.add(arg.index)
                             break
                 else:
                     for arg in call.args:
-                        if isinstance(arg, Slot) and arg.index in reusable and arg not in later:
+                        if isinstance(arg, Slot) and arg.index in reusable and last_read[arg] == j:
                             if self.shapes[arg.index] == shape:
                                 out = f"env[{arg.index}]"
                                 reusable.remove(arg.index)
                                 break
             args = ", ".join(self._arg(arg) for arg in call.args)
-            if out is not None:
-                args += f", out={out}"
-            expression = f"{self.ufunc(call.ufunc)}({args})"
+            if shape == () and call.op is not None and out is None:
+                operands = [self._arg(arg) for arg in call.args]
+                expression = (
+                    f"({call.op} {operands[0]})" if len(operands) == 1 else f"({f' {call.op} '.join(operands)})"
+                )
+            elif out is not None:
+                expression = f"{self.ufunc(call.ufunc)}({args}, out={out})"
+            else:
+                expression = f"{self.ufunc(call.ufunc)}({args})"
             if j < last:
                 self.lines.append(f"_t{j} = {expression}")
             elif target is None:
@@ -299,12 +325,11 @@ def fuse(
     outputs: Sequence[int],
     n_slots: int,
     densify: Mapping[int, Callable[[Any], Any]],
-) -> tuple[Callable[[Sequence[Any], Any], tuple[Any, ...] | None], str, bool] | None:
+) -> tuple[Callable[[Sequence[Any], Any], tuple[Any, ...] | None], str] | None:
     """The program ``ops`` (closure, slot written, slots released after it; ``reads``:
     the slots each one reads) as one function of the input arrays and the ``like``
     reference, returning the results (None when an input is not float64), with its
-    source and whether every result is an array it allocated; None for programs over
-    :data:`MAX_OPS` operations."""
+    source; None for programs over :data:`MAX_OPS` operations."""
     if len(ops) > MAX_OPS:
         return None
     inlines: list[Inline | None] = [getattr(fn, "inline", None) for fn, _, _ in ops]
@@ -367,11 +392,23 @@ def fuse(
         else:
             results.append(f"_finish(env[{slot}])")
     lines.append(f"return ({''.join(r + ', ' for r in results)})")
-    fresh = all(slot in owned and slot not in densify and shapes[slot] != () for slot in outputs)
     source = "def _fused(arrays, like):\n" + "".join(f"    {line}\n" for line in lines)
     namespace = writer.namespace
     exec(compile(source, "<tenscalc fused program>", "exec"), namespace)  # noqa: S102 - source written above
-    return namespace["_fused"], source, fresh
+    return namespace["_fused"], source
+
+
+def fresh_results(
+    ops: Sequence[tuple[Callable, int, tuple[int, ...]]],
+    shapes: Sequence[tuple[int, ...]],
+    outputs: Sequence[int],
+    densify: Mapping[int, Callable[[Any], Any]],
+) -> bool:
+    """Whether every result is an array the program allocates, in the loop and in the
+    fused function alike (an elementwise, tiled or contraction step's new array):
+    the caller's check for results sharing memory with an input can be skipped."""
+    allocating = {slot for fn, slot, _ in ops if isinstance(getattr(fn, "inline", None), (Chain, Tiles, Fresh, Terms))}
+    return all(slot in allocating and slot not in densify and shapes[slot] != () for slot in outputs)
 
 
 def _finish(value: Any) -> np.ndarray:

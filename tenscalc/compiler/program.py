@@ -29,7 +29,7 @@ from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
-from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fuse
+from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
 from .kernels import gram_contraction, gram_pattern
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc
 
@@ -229,12 +229,18 @@ class Program:
     #: when an input is not float64 (the loop below runs then)
     fused: Callable[[Sequence[Any], Any], tuple[Any, ...] | None] | None = None
     fused_source: str = ""
+    #: writes the fused function; called on the program's second run, so the first
+    #: call (which also binds) does not pay for compiling its source
+    fuse_later: Callable[[], Any] | None = None
+    runs: int = 0
     #: every result is an array the program allocated (no view of an input): the
     #: caller's copy check (``Backend.unalias``) can be skipped
     fresh: bool = False
 
     def run(self, arrays: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
         fused = self.fused
+        if fused is None and self.fuse_later is not None:
+            fused = self._fuse_when_repeated()
         if fused is not None:
             results = fused(arrays, like)
             if results is not None:
@@ -252,6 +258,20 @@ class Program:
         if not densify:  # the common case, without a test per output
             return tuple([finish(env[slot]) for slot in self.outputs])
         return tuple([finish(densify[slot](env[slot]) if slot in densify else env[slot]) for slot in self.outputs])
+
+    def _fuse_when_repeated(self) -> Callable[[Sequence[Any], Any], tuple[Any, ...] | None] | None:
+        """The fused function, written on the second run (None before).  Threads racing
+        here may both write it: the same function, one of them kept."""
+        self.runs += 1
+        make = self.fuse_later
+        if self.runs < 2 or make is None:
+            return None
+        self.fuse_later = None
+        made = make()
+        if made is not None:
+            self.fused_source = made[1]
+            self.fused = made[0]
+        return self.fused
 
 
 def _collector_paused(fn: Callable[..., Program]) -> Callable[..., Program]:
@@ -373,9 +393,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     # inputs released by liveness are dropped after their last use too
     program = Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
     if backend.name == "numpy" and not resolver.estimate:
-        fused = fuse(ops, reads, shapes, input_slots, plan.outputs, n_slots, densify)
-        if fused is not None:
-            program.fused, program.fused_source, program.fresh = fused
+        program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
+        program.fuse_later = partial(fuse, ops, reads, shapes, input_slots, plan.outputs, n_slots, densify)
     return program
 
 
@@ -850,17 +869,17 @@ def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     if e == 2:
         square = lambda env: env[a] * env[a]  # noqa: E731
         if numpy:
-            square = describe(square, Chain((Call(np.multiply, (Slot(a), Slot(a))),)))
+            square = describe(square, Chain((Call(np.multiply, (Slot(a), Slot(a)), "*"),)))
         return square, replace(cost, multiplications=size)
     if e == -1:
         reciprocal = lambda env: 1.0 / env[a]  # noqa: E731
         if numpy:
-            reciprocal = describe(reciprocal, Chain((Call(np.divide, (Const(1.0), Slot(a))),)))
+            reciprocal = describe(reciprocal, Chain((Call(np.divide, (Const(1.0), Slot(a)), "/"),)))
         return reciprocal, cost
     if e == -2:
         inverse_square = lambda env: 1.0 / (env[a] * env[a])  # noqa: E731
         if numpy:
-            calls = (Call(np.multiply, (Slot(a), Slot(a))), Call(np.divide, (Const(1.0), Temp(0))))
+            calls = (Call(np.multiply, (Slot(a), Slot(a)), "*"), Call(np.divide, (Const(1.0), Temp(0)), "/"))
             inverse_square = describe(inverse_square, Chain(calls))
         return inverse_square, OpCost(2 * size, 2, size, multiplications=size)
     if e == 0.5:
@@ -1003,8 +1022,10 @@ def _sum_chain(arrays: list[tuple[int, float]], scalar: float, join_scalar: bool
     calls: list[Call] = []
     acc: Slot | Temp | None = None
 
+    operators = {np.add: "+", np.subtract: "-", np.negative: "-", np.multiply: "*"}  # as run writes them
+
     def call(ufunc: np.ufunc, *args: Slot | Const | Temp) -> Temp:
-        calls.append(Call(ufunc, args))
+        calls.append(Call(ufunc, args, operators[ufunc]))
         return Temp(len(calls) - 1)
 
     pending = scalar
@@ -1225,7 +1246,7 @@ def _bind_term(
             return env[only] * factor
 
         if numpy:
-            core = describe(core, Chain((Call(np.multiply, (reads[0], Const(factor))),)))
+            core = describe(core, Chain((Call(np.multiply, (reads[0], Const(factor)), "*"),)))
 
     elif plain and len(slots) == 2 and scale_at == -1 and after == 1.0:
         first, second = slots
@@ -1234,7 +1255,7 @@ def _bind_term(
             return contract(env[first], env[second]) * factor
 
         if numpy and contract is np.multiply:
-            calls = (Call(np.multiply, (reads[0], reads[1])), Call(np.multiply, (Temp(0), Const(factor))))
+            calls = (Call(np.multiply, (reads[0], reads[1])), Call(np.multiply, (Temp(0), Const(factor)), "*"))
             core = describe(core, Chain(calls))
 
     else:

@@ -13,6 +13,7 @@ import random
 import re
 import threading
 import tracemalloc
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -20,7 +21,7 @@ import pytest
 
 import tenscalc as tc
 from tenscalc.compiler import fused as fused_module
-from tenscalc.compiler.fused import Call, Chain, Slot, View, describe, fuse
+from tenscalc.compiler.fused import Call, Chain, Slot, View, describe, fresh_results, fuse
 from tenscalc.compiler.program import Program
 from tests.fuzz.generate import Generator
 
@@ -35,6 +36,7 @@ def _program(run: tc.CompiledFunction) -> Program:
 
 def _both(run: tc.CompiledFunction, values: dict) -> tuple[tuple, tuple]:
     """(the fused function's results, the loop's results) for ``values``."""
+    run(**values)  # the first call binds and runs the loop; the fused function is written on the second
     got = run(**values)
     got = got if isinstance(got, tuple) else (got,)
     program = _program(run)
@@ -104,6 +106,8 @@ def test_the_extended_rosenbrock_gradient_reuses_buffers_and_writes_its_parts_in
     run = tc.compile(tc.gradient(tc.parse(EXTENDED), "x"))
     x = np.random.default_rng(1).uniform(-2, 2, 10)
     run(x=x)
+    assert _program(run).fused is None  # the first call does not pay for writing it
+    run(x=x)
     source = _program(run).fused_source
     assert re.search(r"out=env\[\d+\]", source)  # a dead slot's buffer taken over
     assert re.search(r"out=_o\d+\[", source)  # a part computed straight into the result
@@ -126,14 +130,17 @@ def test_a_buffer_a_view_still_reads_is_never_reused():
     ops = [(square, 1, ()), (view, 2, ()), (plus, 3, (1,)), (times, 4, (3,))]
     reads = [[0], [1], [1], [3]]
     shapes = [(4,), (4,), (3,), (4,), (4,)]
-    run, source, fresh = fuse(ops, reads, shapes, (0,), (2, 4), 5, {})
+    made = fuse(ops, reads, shapes, (0,), (2, 4), 5, {})
+    assert made is not None
+    run, source = made
     assert "out=env[1]" not in source  # slot 1 is aliased by the view
     assert "out=env[3]" in source  # slot 3 is not: its buffer is reused
     x = np.arange(4.0)
     view_value, doubled = run([x], x)
     np.testing.assert_array_equal(view_value, (x * x)[1:])
     np.testing.assert_array_equal(doubled, (x * x + 1) * 2)
-    assert not fresh  # a view is handed out: the caller's copy check stays
+    assert not fresh_results(ops, shapes, (2, 4), {})  # a view is handed out: the caller's copy check stays
+    assert fresh_results(ops, shapes, (4,), {})
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
@@ -188,8 +195,9 @@ def test_programs_over_the_size_limit_keep_the_loop(monkeypatch):
     f = tc.parse(CHAINED)
     run = tc.compile(tc.gradient(f, "x"))
     x = np.linspace(-1, 1, 8)
+    run(x=x)
     got = run(x=x)
-    assert _program(run).fused is None
+    assert _program(run).fused is None and _program(run).runs == 2
     np.testing.assert_allclose(got, tc.evaluate(tc.gradient(f, "x"), {"x": x}), rtol=1e-13)
 
 
@@ -199,6 +207,7 @@ def test_reusing_buffers_lowers_the_peak_memory_of_a_call():
     f = tc.parse("sum(exp(x) .* sin(x) + cos(x) .^ 2 - x ./ (1 + x .^ 2))")
     run = tc.compile(tc.gradient(f, "x"))
     x = np.linspace(0.1, 2.0, 1_000_000)
+    run(x=x)
     run(x=x)
     program = _program(run)
     arrays = [x]
@@ -241,3 +250,23 @@ def test_the_terms_of_a_product_are_added_in_place_and_agree_bit_for_bit():
     assert "_s = _u_add(_s, " in _program(run).fused_source  # a sum of terms, accumulated
     _same_bits(got, loop)
     np.testing.assert_allclose(got[0], tc.evaluate(tc.hessian(f, "W"), values), rtol=1e-12, atol=1e-13)
+
+
+def test_numbers_warn_as_the_loop_warns():
+    # 0-d steps: the closures use Python operators (NumPy scalar arithmetic, "scalar
+    # divide" in its warning); the fused function writes the same operators there
+    f = tc.parse("1 / (sum(x) - 3) + sum(x .^ 2)")
+    run = tc.compile([f, tc.gradient(f, "x")])
+    x = np.ones(3)
+
+    def recorded():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values = run(x=x)
+        return values, [(type(w.message).__name__, str(w.message)) for w in caught]
+
+    loop_values, loop_warnings = recorded()
+    fused_values, fused_warnings = recorded()
+    assert _program(run).fused is not None
+    assert loop_warnings and fused_warnings == loop_warnings
+    _same_bits(fused_values, loop_values)

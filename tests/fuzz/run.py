@@ -171,9 +171,13 @@ class _Stop(Exception):
 def _evaluators(case: _Case, exprs: list, values: Mapping, label: str) -> list:
     """Evaluate ``exprs`` with evaluate, compile and to_python; check they agree."""
     results = case.stage(f"evaluate {label}", lambda: [tc.evaluate(e, values) for e in exprs])
-    compiled = case.must(f"compile {label}", lambda: tc.compile(exprs)(values))
+    run = case.must(f"compile {label}", lambda: tc.compile(exprs))
+    compiled = case.must(f"compile {label}", lambda: run(values))  # binds, runs the loop of steps
     for k, (a, b) in enumerate(zip(compiled, results)):
         case.agree(f"compile {label}[{k}]", a, b)
+    fused = case.must(f"compile, second call {label}", lambda: run(values))  # the fused function (float64)
+    for k, (a, b) in enumerate(zip(fused, compiled)):
+        case.agree(f"compile, second call {label}[{k}]", a, b)
     namespace: dict = {}
     case.must(f"to_python {label}", lambda: exec(tc.to_python(exprs), namespace))  # noqa: S102 - our own code
     # the generated function takes every variable whose values or shape it needs
