@@ -4,7 +4,8 @@ For every class, in one process and float64: tenscalc (symbolic time, first
 call, later calls), the hand-written NumPy closed form, ``jax.jit`` of the same
 transformation and ``torch.func``; all results are checked to agree.  Each
 thread count runs in its own child process (BLAS, XLA and PyTorch read their
-thread settings at start-up).  A symbolic-scaling sweep doubles model depth,
+thread settings at start-up), pinned to that many cores (JAX does not keep to one
+thread by its settings alone).  A symbolic-scaling sweep doubles model depth,
 nesting depth and the number of terms of a sum.
 
 Usage::
@@ -237,6 +238,21 @@ def plot(results: dict, path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def pin_to_cores(count: int) -> list[int] | None:
+    """Run this process (and every thread it starts) on ``count`` cores, where the OS
+    allows it.  Thread settings alone do not bound JAX: with
+    ``--xla_cpu_multi_thread_eigen=false`` and one BLAS thread its calls still used
+    1.4-1.9 cores of CPU time per second of wall time on this project's 2-core
+    machine, so a "1 thread" comparison needs the affinity."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < count:
+        return allowed
+    os.sched_setaffinity(0, allowed[:count])
+    return allowed[:count]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=None)
@@ -252,7 +268,9 @@ def main() -> None:
     args = parser.parse_args()
     only = [p for p in args.problems.split(",") if p]
     if args.child:
+        cores = pin_to_cores(args.child)
         result = run_child(args.child, args.repeats, args.budget, only, not args.no_sweep)
+        result["cores"] = cores
         print("RESULT " + json.dumps(result))
         return
     if args.source:

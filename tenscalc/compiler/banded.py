@@ -46,6 +46,7 @@ import numpy as np
 
 from ..core.nodes import Expr
 from .cost import OpCost
+from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandSum, describe
 from .plan import AddItem, Plan, Step, Term
 
 BandValues = tuple[Any, ...]  # per band: a 1-D array of its length, or a number
@@ -196,7 +197,7 @@ def _merge(parts: list[tuple[Band, Callable[[list], Any]]]) -> tuple[tuple[Band,
             values.append(total)
         return tuple(values)
 
-    return bands, run
+    return bands, describe(run, BandSum(tuple(tuple(group) for group in fns)))
 
 
 def _number(coef: Any) -> float | None:
@@ -238,8 +239,8 @@ class _Binder:
         """The value of band ``k`` of banded ``slot`` (a constant's number is baked in)."""
         if slot in self.static:
             value = self.static[slot][k]
-            return lambda env: value
-        return lambda env: env[slot][k]
+            return describe(lambda env: value, BandNumber(value))
+        return describe(lambda env: env[slot][k], BandRef(slot, k))
 
     def bind(self, step: Step) -> BandStep | None:
         shape = self.dense[step.index]
@@ -251,7 +252,7 @@ class _Binder:
                 return None
             bands, values = found
             self.static[step.index] = values
-            return BandStep(Layout(shape, bands), lambda env: values, OpCost(0, 0, 0))
+            return BandStep(Layout(shape, bands), describe(lambda env: values, BandNumber(values)), OpCost(0, 0, 0))
         if step.kind == "product":
             parts = self.product(step, shape)
         elif step.kind == "add":
@@ -362,7 +363,7 @@ class _Binder:
                 return None
             if item.kind == "delta" and item.n == 1 and shape[0] == shape[1]:
                 if shape[0]:
-                    parts.append((Band(0, 0, shape[0]), lambda env, c=coef: c))
+                    parts.append((Band(0, 0, shape[0]), describe(lambda env, c=coef: c, BandNumber(coef))))
                 continue
             if item.kind not in ("slot", "embed") or item.slot not in self.steps:
                 return None
@@ -413,7 +414,7 @@ def _scaled(value: Callable[[list], Any], stretches: list[tuple[int, slice]], fa
             result = result * env[slot][key]
         return result * factor if factor != 1 else result
 
-    return run
+    return describe(run, BandScaled(value, tuple(stretches), factor))
 
 
 def _stretch(value: Callable[[list], Any], first: int, every: int, length: int) -> Callable[[list], Any]:
@@ -424,7 +425,7 @@ def _stretch(value: Callable[[list], Any], first: int, every: int, length: int) 
         v = value(env)
         return v if isinstance(v, (int, float)) else v[first:stop:every]
 
-    return run
+    return describe(run, BandStretch(value, first, stop, every))
 
 
 def band_steps(

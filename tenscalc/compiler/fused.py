@@ -148,7 +148,53 @@ class Terms:
     fresh: bool
 
 
-Inline = Chain | View | Tiles | Fresh | Terms
+# ---- banded steps (:mod:`.banded`): a slot holds a tuple of band values (arrays or numbers)
+
+
+@dataclass(frozen=True)
+class BandRef:
+    """Band ``k`` of banded ``slot``."""
+
+    slot: int
+    k: int
+
+
+@dataclass(frozen=True)
+class BandNumber:
+    """A band value known when binding (a number, or a constant's band)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class BandScaled:
+    """A band value times the stretches ``slot[key]`` of vectors, in order, then ``factor``."""
+
+    value: Callable[[list], Any]
+    stretches: tuple[tuple[int, slice], ...]
+    factor: float
+
+
+@dataclass(frozen=True)
+class BandStretch:
+    """Entries ``first:stop:every`` of a band value (a number stays a number)."""
+
+    value: Callable[[list], Any]
+    first: int
+    stop: int
+    every: int
+
+
+@dataclass(frozen=True)
+class BandSum:
+    """A banded step: per band, the sum of its parts' values (left to right)."""
+
+    groups: tuple[tuple[Callable[[list], Any], ...], ...]
+
+
+Inline = Chain | View | Tiles | Fresh | Terms | BandSum | BandNumber
+#: steps whose value is a new array that aliases none of the slots they read
+ALLOCATING = (Chain, Tiles, Fresh, Terms)
 
 
 def describe(fn: Callable, inline: Inline) -> Callable:
@@ -296,6 +342,30 @@ class _Writer:
         self.lines.append(f"{target} = _s")
         self.lines.append("del _s")
 
+    def band_value(self, fn: Callable[[list], Any]) -> str:
+        """An expression for the band value ``fn`` computes (a call of it if undescribed)."""
+        inline = getattr(fn, "inline", None)
+        if isinstance(inline, BandRef):
+            return f"env[{inline.slot}][{inline.k}]"
+        if isinstance(inline, BandNumber):
+            return self.constant(inline.value)
+        if isinstance(inline, BandScaled):
+            expression = self.band_value(inline.value)
+            for slot, key in inline.stretches:
+                expression = f"({expression} * env[{slot}][{self.name('_k', key)}])"
+            if inline.factor != 1:
+                expression = f"({expression} * {self.number(inline.factor)})"
+            return expression
+        if isinstance(inline, BandStretch):
+            self.namespace["_stretch"] = _stretch
+            return f"_stretch({self.band_value(inline.value)}, {inline.first}, {inline.stop}, {inline.every})"
+        return f"{self.name('_f', fn)}(env)"
+
+    def constant(self, value: Any) -> str:
+        if isinstance(value, (int, float)):
+            return self.number(value)
+        return self.name("_c", value)
+
     def _shape(self, arg: Arg, temp_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if isinstance(arg, Slot):
             return tuple(self.shapes[arg.index])
@@ -336,7 +406,7 @@ def fuse(
     # the slots only inline elementwise steps read: their buffers can be taken over
     aliased: set[int] = set(outputs)
     for inline, op_reads in zip(inlines, reads):
-        if inline is None or isinstance(inline, View):  # a closure or a view may keep an alias
+        if not isinstance(inline, ALLOCATING):  # a closure, a view or a band may keep an alias
             aliased.update(op_reads)
     owned: set[int] = set()  # slots holding an array this function allocated
     into = _tile_producers(ops, inlines, reads, shapes, outputs)
@@ -376,6 +446,11 @@ def fuse(
         elif isinstance(inline, Terms):
             writer.terms(target, inline)
             owned.add(slot)
+        elif isinstance(inline, BandSum):
+            groups = [" + ".join(writer.band_value(part) for part in group) for group in inline.groups]
+            lines.append(f"{target} = ({''.join(g + ', ' for g in groups)})")
+        elif isinstance(inline, BandNumber):
+            lines.append(f"{target} = {writer.constant(inline.value)}")
         else:
             lines.append(f"{target} = {writer.name('_f', fn)}(env)")
             if isinstance(inline, Fresh):
@@ -407,7 +482,7 @@ def fresh_results(
     """Whether every result is an array the program allocates, in the loop and in the
     fused function alike (an elementwise, tiled or contraction step's new array):
     the caller's check for results sharing memory with an input can be skipped."""
-    allocating = {slot for fn, slot, _ in ops if isinstance(getattr(fn, "inline", None), (Chain, Tiles, Fresh, Terms))}
+    allocating = {slot for fn, slot, _ in ops if isinstance(getattr(fn, "inline", None), ALLOCATING)}
     return all(slot in allocating and slot not in densify and shapes[slot] != () for slot in outputs)
 
 
@@ -416,3 +491,7 @@ def _finish(value: Any) -> np.ndarray:
     if type(value) is not np.ndarray:
         return np.asarray(value)
     return value if value.flags.writeable else np.array(value)
+
+
+def _stretch(value: Any, first: int, stop: int, every: int) -> Any:
+    return value if isinstance(value, (int, float)) else value[first:stop:every]
