@@ -206,7 +206,9 @@ def plot(results: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    sweep = next((run["sweep"] for run in results["runs"] if "sweep" in run), None)
+    fig, panels = plt.subplots(1, 2 if sweep else 1, figsize=(12, 4.5) if sweep else (7, 4.5), squeeze=False)
+    axes = panels[0]
     for run, marker in zip(results["runs"], ("o", "s")):
         names = list(run["cases"])
         closed = [run["cases"][n]["tenscalc"]["median"] / run["cases"][n]["closed_form"]["median"] for n in names]
@@ -225,7 +227,6 @@ def plot(results: dict, path: str) -> None:
     axes[0].set_yscale("log")
     axes[0].set_ylabel("time ratio (lower is better)")
     axes[0].legend(fontsize=7)
-    sweep = next((run["sweep"] for run in results["runs"] if "sweep" in run), None)
     if sweep:
         for key, rows in sweep.items():
             sizes = [r["size"] for r in rows]
