@@ -8,14 +8,18 @@ source, compiled once per shape signature on its second call (the first call bin
 and runs the loop: a function called once does not pay for compiling source):
 
 * a step the binder described as elementwise (:class:`Chain`: NumPy ufunc calls on
-  slots, numbers and its own temporaries), a basic-index view (:class:`View`) or a
-  sum of parts tiling an empty array (:class:`Tiles`) is written inline;
-* every other step is a call of its closure, as in the loop;
+  slots, numbers and its own temporaries), a basic-index view (:class:`View`), a
+  sum of parts tiling an empty array (:class:`Tiles`, each part computed straight
+  into its strided view when only the sum reads it) or a banded step
+  (:class:`BandSum`: a tuple of band-value expressions) is written inline;
+* every other step is a call of its closure, as in the loop; a closure described as
+  :class:`Fresh` (a contraction's new array) or :class:`Terms` (a product's terms,
+  added in place) is known to allocate its result;
 * a ufunc's result goes into a buffer nobody needs any more instead of a new array
   (``out=``): a temporary of the same step, or a slot released at this step that
-  the program allocated itself and that only inline steps ever read (no view or
-  closure can hold an alias of it).  Arrays of 128 KiB and more are fresh pages
-  from the system on every allocation; reusing them saves that.
+  the program allocated itself and that only allocating steps ever read (no view,
+  band or other closure can hold an alias of it).  Arrays of 128 KiB and more are
+  fresh pages from the system on most allocations; reusing them saves that.
 
 The values are the closures' own: the same ufuncs on the same operands in the same
 order (writing into a buffer changes where a result goes, not its bits).  The
@@ -53,6 +57,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "BandNumber",
+    "BandRef",
+    "BandScaled",
+    "BandStretch",
+    "BandSum",
     "Call",
     "Chain",
     "Const",
@@ -241,14 +250,6 @@ def _tile_producers(
     return into
 
 
-def _reads(inline: Inline) -> list[int]:
-    if isinstance(inline, View):
-        return [inline.slot]
-    if isinstance(inline, Tiles):
-        return [slot for slot, _, _ in inline.parts]
-    return [arg.index for call in inline.calls for arg in call.args if isinstance(arg, Slot)]
-
-
 class _Writer:
     """The source of one fused function, and the names it needs."""
 
@@ -403,7 +404,7 @@ def fuse(
     if len(ops) > MAX_OPS:
         return None
     inlines: list[Inline | None] = [getattr(fn, "inline", None) for fn, _, _ in ops]
-    # the slots only inline elementwise steps read: their buffers can be taken over
+    # the slots only allocating steps read: their buffers can be taken over
     aliased: set[int] = set(outputs)
     for inline, op_reads in zip(inlines, reads):
         if not isinstance(inline, ALLOCATING):  # a closure, a view or a band may keep an alias

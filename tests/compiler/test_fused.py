@@ -79,6 +79,11 @@ def test_hand_picked_functions_and_derivatives_agree_bit_for_bit_with_the_loop(t
         _same_bits(got, loop)
         for g, e in zip(got, exprs_compiled):
             np.testing.assert_allclose(g, tc.evaluate(e, values), rtol=1e-11, atol=1e-12)
+        # other values through the same fused function: nothing is left over from a call
+        other = {n: rng.uniform(0.2, 1.5, lengths[n]) for n in names}
+        for point in (other, values, other):
+            for g, e in zip(run(**point), exprs_compiled):
+                np.testing.assert_allclose(g, tc.evaluate(e, point), rtol=1e-11, atol=1e-12)
 
 
 def _random_problems(count: int):
