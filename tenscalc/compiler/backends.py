@@ -219,6 +219,13 @@ class Backend:
         return results
 
 
+def numpy_result(value: Any) -> np.ndarray:
+    """A NumPy root's value as handed to the user: an array it may write to."""
+    if type(value) is not np.ndarray:
+        return np.asarray(value)
+    return value if value.flags.writeable else np.array(value)
+
+
 def _numeric(name: str, value: Any) -> np.ndarray:
     try:
         array = np.asarray(value)
@@ -306,9 +313,7 @@ class NumpyBackend(Backend):
         return numpy_contraction(eq, shapes, path)
 
     def finish(self, value):
-        if type(value) is not np.ndarray:
-            return np.asarray(value)
-        return value if value.flags.writeable else np.array(value)
+        return numpy_result(value)
 
     def unalias(self, results, inputs):
         # an array that owns its memory and is no input was made by this call:

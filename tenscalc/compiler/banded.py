@@ -46,7 +46,7 @@ import numpy as np
 
 from ..core.nodes import Expr
 from .cost import OpCost
-from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandSum, describe
+from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandSum, band_stretch, describe
 from .plan import AddItem, Plan, Step, Term
 
 BandValues = tuple[Any, ...]  # per band: a 1-D array of its length, or a number
@@ -140,11 +140,7 @@ class Layout:
     def disjoint(self) -> bool:
         """No two bands share an entry: each band is written with ``=``, not ``+=``
         (a read of fresh zeroed pages before the write faults each page in twice)."""
-        width = self.shape[1]
-        flat = [
-            np.arange(band.length) * (band.rstep * width + band.cstep) + band.row * width + band.col
-            for band in self.bands
-        ]
+        flat = [np.arange(key.start, key.stop, key.step) for key in self.keys]
         positions = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
         return len(np.unique(positions)) == len(positions)
 
@@ -422,8 +418,7 @@ def _stretch(value: Callable[[list], Any], first: int, every: int, length: int) 
     stop = first + every * (length - 1) + 1
 
     def run(env: list) -> Any:
-        v = value(env)
-        return v if isinstance(v, (int, float)) else v[first:stop:every]
+        return band_stretch(value(env), first, stop, every)
 
     return describe(run, BandStretch(value, first, stop, every))
 

@@ -56,6 +56,8 @@ from typing import Any
 
 import numpy as np
 
+from .backends import numpy_result
+
 __all__ = [
     "BandNumber",
     "BandRef",
@@ -71,6 +73,7 @@ __all__ = [
     "Terms",
     "Tiles",
     "View",
+    "band_stretch",
     "describe",
     "fresh_results",
     "fuse",
@@ -201,7 +204,7 @@ class BandSum:
     groups: tuple[tuple[Callable[[list], Any], ...], ...]
 
 
-Inline = Chain | View | Tiles | Fresh | Terms | BandSum | BandNumber
+Inline = Chain | View | Tiles | Fresh | Terms | BandSum | BandNumber | BandRef | BandScaled | BandStretch
 #: steps whose value is a new array that aliases none of the slots they read
 ALLOCATING = (Chain, Tiles, Fresh, Terms)
 
@@ -293,15 +296,13 @@ class _Writer:
                                 out = f"env[{arg.index}]"
                                 reusable.remove(arg.index)
                                 break
-            args = ", ".join(self._arg(arg) for arg in call.args)
+            operands = [self._arg(arg) for arg in call.args]
             if shape == () and call.op is not None and out is None:
-                operands = [self._arg(arg) for arg in call.args]
                 expression = (
                     f"({call.op} {operands[0]})" if len(operands) == 1 else f"({f' {call.op} '.join(operands)})"
                 )
-            elif out is not None:
-                expression = f"{self.ufunc(call.ufunc)}({args}, out={out})"
             else:
+                args = ", ".join(operands if out is None else [*operands, f"out={out}"])
                 expression = f"{self.ufunc(call.ufunc)}({args})"
             if j < last:
                 self.lines.append(f"_t{j} = {expression}")
@@ -349,7 +350,7 @@ class _Writer:
         if isinstance(inline, BandRef):
             return f"env[{inline.slot}][{inline.k}]"
         if isinstance(inline, BandNumber):
-            return self.constant(inline.value)
+            return self.number(inline.value)
         if isinstance(inline, BandScaled):
             expression = self.band_value(inline.value)
             for slot, key in inline.stretches:
@@ -358,14 +359,9 @@ class _Writer:
                 expression = f"({expression} * {self.number(inline.factor)})"
             return expression
         if isinstance(inline, BandStretch):
-            self.namespace["_stretch"] = _stretch
+            self.namespace["_stretch"] = band_stretch
             return f"_stretch({self.band_value(inline.value)}, {inline.first}, {inline.stop}, {inline.every})"
         return f"{self.name('_f', fn)}(env)"
-
-    def constant(self, value: Any) -> str:
-        if isinstance(value, (int, float)):
-            return self.number(value)
-        return self.name("_c", value)
 
     def _shape(self, arg: Arg, temp_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if isinstance(arg, Slot):
@@ -381,8 +377,9 @@ class _Writer:
             return f"_t{arg.index}"
         return self.number(arg.value)
 
-    def number(self, value: float) -> str:
-        """A number as a literal (a name for inf and nan, which have none)."""
+    def number(self, value: Any) -> str:
+        """A finite number as a literal; anything else (inf, nan, a constant's band
+        values) as a name in the namespace."""
         if isinstance(value, (int, float)) and math.isfinite(value):
             return repr(value)
         return self.name("_c", value)
@@ -413,7 +410,7 @@ def fuse(
     into = _tile_producers(ops, inlines, reads, shapes, outputs)
     tiled: dict[int, set[int]] = {}  # tiles op -> the part slots their producers wrote
     writer = _Writer(shapes)
-    writer.namespace.update(_F64=np.dtype(np.float64), _finish=_finish)
+    writer.namespace.update(_F64=np.dtype(np.float64), _finish=numpy_result)
     params = [f"_a{k}" for k in range(len(inputs))]
     lines = writer.lines
     if params:
@@ -451,7 +448,7 @@ def fuse(
             groups = [" + ".join(writer.band_value(part) for part in group) for group in inline.groups]
             lines.append(f"{target} = ({''.join(g + ', ' for g in groups)})")
         elif isinstance(inline, BandNumber):
-            lines.append(f"{target} = {writer.constant(inline.value)}")
+            lines.append(f"{target} = {writer.number(inline.value)}")
         else:
             lines.append(f"{target} = {writer.name('_f', fn)}(env)")
             if isinstance(inline, Fresh):
@@ -487,12 +484,6 @@ def fresh_results(
     return all(slot in allocating and slot not in densify and shapes[slot] != () for slot in outputs)
 
 
-def _finish(value: Any) -> np.ndarray:
-    """A result as :meth:`.backends.NumpyBackend.finish` hands it out."""
-    if type(value) is not np.ndarray:
-        return np.asarray(value)
-    return value if value.flags.writeable else np.array(value)
-
-
-def _stretch(value: Any, first: int, stop: int, every: int) -> Any:
+def band_stretch(value: Any, first: int, stop: int, every: int) -> Any:
+    """Entries ``first:stop:every`` of a band value; a number stays a number."""
     return value if isinstance(value, (int, float)) else value[first:stop:every]

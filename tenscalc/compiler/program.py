@@ -1229,33 +1229,32 @@ def _bind_term(
 
     # the common shapes of a term, without the general path's list and tests
     numpy = backend.name == "numpy"
-    reads = [Slot(cast(int, slot)) for slot in slots]  # plain: every operand a slot
     if plain and len(slots) == 2 and scale_at is None and after == 1.0:
-        first, second = slots  # the common binary product: one call, no list
+        first, second = cast("list[int]", slots)  # the common binary product: one call, no list
 
         def core(env):
             return contract(env[first], env[second])
 
         if numpy and contract is np.multiply:
-            core = describe(core, Chain((Call(np.multiply, (reads[0], reads[1])),)))
+            core = describe(core, Chain((Call(np.multiply, (Slot(first), Slot(second))),)))
 
     elif plain and len(slots) == 1 and scale_at == -1 and after == 1.0 and specs[0] == target:
-        (only,) = slots  # c * x: one multiplication, no contraction call
+        (only,) = cast("list[int]", slots)  # c * x: one multiplication, no contraction call
 
         def core(env):
             return env[only] * factor
 
         if numpy:
-            core = describe(core, Chain((Call(np.multiply, (reads[0], Const(factor)), "*"),)))
+            core = describe(core, Chain((Call(np.multiply, (Slot(only), Const(factor)), "*"),)))
 
     elif plain and len(slots) == 2 and scale_at == -1 and after == 1.0:
-        first, second = slots
+        first, second = cast("list[int]", slots)
 
         def core(env):
             return contract(env[first], env[second]) * factor
 
         if numpy and contract is np.multiply:
-            calls = (Call(np.multiply, (reads[0], reads[1])), Call(np.multiply, (Temp(0), Const(factor)), "*"))
+            calls = (Call(np.multiply, (Slot(first), Slot(second))), Call(np.multiply, (Temp(0), Const(factor)), "*"))
             core = describe(core, Chain(calls))
 
     else:
