@@ -13,6 +13,7 @@ Usage::
     python benchmarks/run_classes.py --out benchmarks/results/classes.json
     python benchmarks/run_classes.py --from benchmarks/results/classes.json --plot docs/img/classes.png
     python benchmarks/run_classes.py --quick          # 1 thread, few repeats, no sweep
+    python benchmarks/run_classes.py --keep-freed-memory ...   # glibc keeps freed heap (tc.keep_freed_memory)
 """
 
 from __future__ import annotations
@@ -180,7 +181,8 @@ def table(results: dict) -> str:
     lines = []
     for run in results["runs"]:
         threads = run["threads"]
-        lines.append(f"\n#### {threads} thread{'s' * (threads != 1)}\n")
+        kept = ", freed memory kept (tc.keep_freed_memory)" if run.get("keep_freed_memory") else ""
+        lines.append(f"\n#### {threads} thread{'s' * (threads != 1)}{kept}\n")
         lines.append(
             "| problem | tenscalc | closed form | jax.jit | torch.func | tc / closed (≤ 1.25) | tc / JAX (≤ 1.0) "
             "| first call / later | symbolic s | peak memory (entries) |"
@@ -265,13 +267,24 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--from", dest="source", default=None)
     parser.add_argument("--plot", default=None)
+    parser.add_argument(
+        "--keep-freed-memory",
+        action="store_true",
+        help="call tc.keep_freed_memory() first (glibc keeps 64 MiB of freed heap; every library in the process gains)",
+    )
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     only = [p for p in args.problems.split(",") if p]
     if args.child:
         cores = pin_to_cores(args.child)
+        kept = False
+        if args.keep_freed_memory:
+            import tenscalc as tc
+
+            kept = tc.keep_freed_memory()
         result = run_child(args.child, args.repeats, args.budget, only, not args.no_sweep)
         result["cores"] = cores
+        result["keep_freed_memory"] = kept
         print("RESULT " + json.dumps(result))
         return
     if args.source:
@@ -295,6 +308,8 @@ def main() -> None:
             command += ["--budget", str(args.budget)]
             if only:
                 command += ["--problems", ",".join(only)]
+            if args.keep_freed_memory:
+                command.append("--keep-freed-memory")
             if args.quick or args.no_sweep or k > 0:  # the sweep is symbolic: once is enough
                 command.append("--no-sweep")
             proc = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

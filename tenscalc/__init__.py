@@ -18,6 +18,7 @@ a table; ``docs/architecture.md`` maps the modules and lists the tables.
 from __future__ import annotations
 
 from .adapters import ScipyObjective, grad, scipy_objective
+from .allocator import keep_freed_memory
 from .calculus.api import derivative, gradient, hessian, jacobian, nth_derivative
 from .calculus.directional import hvp
 from .calculus.elimination import jacobian_accumulation
@@ -146,6 +147,7 @@ __all__ += ["grad", "scipy_objective", "ScipyObjective"]
 __all__ += ["to_matrix_notation", "sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus"]
 __all__ += ["logsumexp", "logdet"]
 __all__ += ["jacobian_accumulation"]  # issue 13, item 5
+__all__ += ["keep_freed_memory"]  # issue 13: allocation churn
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 
