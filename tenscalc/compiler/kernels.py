@@ -107,6 +107,10 @@ def pair_kernel(
     tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
     if a2 == a and b2 == b and a == b and ta is None and tb is None and not left and not right:
         return np.multiply, result  # the same labels in the same order: elementwise, no wrapper
+    nl = math.prod(sizes[c] for c in left)
+    nr = math.prod(sizes[c] for c in right)
+    if not batch and left and right and nr <= COLUMN_OUTER_MAX and nl >= COLUMN_OUTER_MIN_ROWS:
+        return _column_outer(reduce_a, reduce_b, ta, tb, tuple(sizes[c] for c in left), nr, out_shape), result
     index_a = (slice(None),) * (len(batch) + len(left)) + (None,) * len(right)
     index_b = (slice(None),) * len(batch) + (None,) * len(left) + (slice(None),) * len(right)
     need_a, need_b = bool(right), bool(left)
@@ -124,6 +128,35 @@ def pair_kernel(
         return multiply(x, y)
 
     return outer, result
+
+
+#: An outer product whose trailing group has at most this many entries (and whose
+#: leading group at least ``COLUMN_OUTER_MIN_ROWS``) is written one trailing column
+#: at a time.  A broadcast ``multiply`` into a C-ordered (n, 2) result runs NumPy's
+#: inner loop over 2 entries n times: at n = 1,000 / 100,000 it takes 8.9 / 796 us,
+#: the columns 2.7 / 71 us (m = 4: 9.2 / 853 against 5.1 / 170 us; m = 8 gains nothing,
+#: and below 500 rows the two extra calls cost more than they save).
+COLUMN_OUTER_MAX = 4
+COLUMN_OUTER_MIN_ROWS = 512
+
+
+def _column_outer(reduce_a, reduce_b, ta, tb, left_shape, nr, out_shape):
+    """``x ⊗ y`` for a long ``x`` and a short ``y``: ``out[..., j] = x * y[j]`` (the
+    same single rounding per entry as the broadcast product)."""
+    prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
+    multiply, empty = np.multiply, np.empty
+    columns = range(nr)
+    shape = (*left_shape, nr)
+
+    def outer_columns(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        x = prepare_a(x)
+        y = prepare_b(y).reshape(nr)
+        out = empty(shape, dtype=np.result_type(x, y))
+        for j in columns:
+            multiply(x, y[j], out=out[..., j])
+        return out.reshape(out_shape)
+
+    return outer_columns
 
 
 def _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape):

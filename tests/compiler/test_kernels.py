@@ -67,3 +67,32 @@ def test_a_batched_product_is_not_reoriented():
     arrays = [rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 5, 6))]
     result = numpy_contraction(eq, [a.shape for a in arrays], [(0, 1)])(*arrays)
     np.testing.assert_allclose(result, np.einsum(eq, *arrays), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "eq, shapes",
+    [
+        ("i,j->ij", [(1000,), (2,)]),
+        ("j,i->ij", [(3,), (700,)]),  # the kernel orders the pair itself
+        ("ij,k->ijk", [(600, 2), (2,)]),
+        ("ji,k->ijk", [(2, 600), (4,)]),  # a transposed long operand
+        ("i,jk->ijk", [(512,), (2, 2)]),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_long_by_short_outer_products_equal_the_broadcast_product_bit_for_bit(eq, shapes, dtype):
+    # written one trailing column at a time (kernels._column_outer): the same single
+    # rounding per entry, the same dtype, a C-ordered result
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    if dtype is np.complex128:
+        arrays = [a + 1j * rng.standard_normal(a.shape) for a in arrays]
+    result = numpy_contraction(eq, shapes, [(0, 1)])(*arrays)
+    specs, target = eq.split("->")
+    # the broadcast product, long operand first (complex products are not bitwise
+    # commutative under FMA), axes put in the target's order
+    (long_spec, long), (short_spec, short) = sorted(zip(specs.split(","), arrays), key=lambda p: -p[1].size)
+    labels = long_spec + short_spec
+    expected = np.multiply.outer(long, short).transpose([labels.index(c) for c in target])
+    assert result.dtype == expected.dtype
+    np.testing.assert_array_equal(result, expected)
