@@ -20,24 +20,7 @@ from tenscalc.compiler.program import (
     fold_squares,
     step_shape,
 )
-
-NETWORK = (
-    "(tanh(tanh(X *(mj,hj->mh) W1) *(mh,gh->mg) W2) *(mg,og->mo) W3 - Y) *(mo,mo->) "
-    "(tanh(tanh(X *(mj,hj->mh) W1) *(mh,gh->mg) W2) *(mg,og->mo) W3 - Y)"
-)
-ORDERS = {"X": 2, "W1": 2, "W2": 2, "W3": 2, "Y": 2}
-
-
-def _data(rng):
-    m, n, h, g, o = 7, 5, 4, 3, 2  # distinct lengths
-    return {
-        "X": rng.standard_normal((m, n)),
-        "W1": rng.standard_normal((h, n)) / 2,
-        "W2": rng.standard_normal((g, h)) / 2,
-        "W3": rng.standard_normal((o, g)),
-        "Y": rng.standard_normal((m, o)),
-        "v": rng.standard_normal((h, n)),
-    }
+from tests.compiler.test_paths import network_hvp, small_network_data
 
 
 def _program(compiled, data):
@@ -56,8 +39,8 @@ def _walk(program, data, names):
 
 
 def test_the_network_hvp_computes_its_shared_product_transposed_and_agrees():
-    hv = tc.hvp(tc.parse(NETWORK, ORDERS), "W1", direction="v")
-    data = _data(np.random.default_rng(3))
+    hv = network_hvp()
+    data = small_network_data(np.random.default_rng(3))
     compiled = tc.compile(hv)
     program = _program(compiled, data)
     env = _walk(program, data, compiled.inputs)

@@ -38,10 +38,10 @@ def test_network_hvp_builds_no_cube():
     assert cost.peak_memory <= 11 * 512 * 256
 
 
-def test_network_hvp_values_agree_with_the_interpreter_and_finite_differences():
-    rng = np.random.default_rng(3)
-    m, n, h, g, o = 7, 5, 4, 3, 2  # distinct lengths
-    data = {
+def small_network_data(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Inputs of the network HVP with distinct small lengths."""
+    m, n, h, g, o = 7, 5, 4, 3, 2
+    return {
         "X": rng.standard_normal((m, n)),
         "W1": rng.standard_normal((h, n)) / 2,
         "W2": rng.standard_normal((g, h)) / 2,
@@ -49,6 +49,10 @@ def test_network_hvp_values_agree_with_the_interpreter_and_finite_differences():
         "Y": rng.standard_normal((m, o)),
         "v": rng.standard_normal((h, n)),
     }
+
+
+def test_network_hvp_values_agree_with_the_interpreter_and_finite_differences():
+    data = small_network_data(np.random.default_rng(3))
     hv = network_hvp()
     compiled = tc.compile(hv)(data)
     np.testing.assert_allclose(compiled, tc.evaluate(hv, data), rtol=1e-12, atol=1e-12)
