@@ -1132,10 +1132,10 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     terms = _terms_of(step)
     alone = is_output and len(terms) == 1
     bound = [_bind_term(term, shape, shapes, resolver, backend, alone) for term in terms]
+    if len(bound) == 1:
+        return bound[0]
     size = math.prod(shape)
     cost = OpCost.combine([c for _, c in bound])
-    if len(bound) == 1:
-        return bound[0][0], cost
     fns = [fn for fn, _ in bound]
     # the running sum stays allocated while each later term is computed
     cost = cost + OpCost(size * (len(fns) - 1), len(fns) - 1, size, size + cost.step_peak)
