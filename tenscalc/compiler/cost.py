@@ -65,7 +65,7 @@ class OpCost:
             flops += cost.flops
             operations += cost.operations
             largest = max(largest, cost.largest_intermediate)
-            peak = max(peak, cost.peak, cost.largest_intermediate)
+            peak = max(peak, cost.step_peak)
             if cost.flags:
                 flags += cost.flags
             multiplications += cost.multiplications
