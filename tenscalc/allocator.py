@@ -59,13 +59,14 @@ def _glibc() -> ctypes.CDLL | None:
 
 def keep_freed_memory(pad: int = 64 * 2**20) -> bool:
     """Ask glibc's ``malloc`` to keep ``pad`` bytes of freed heap memory for reuse
-    instead of returning it to the system (``mallopt(M_TOP_PAD, pad)``).
+    instead of returning it to the system (``mallopt`` of ``M_TOP_PAD`` and
+    ``M_MMAP_THRESHOLD``).
 
     Makes repeated calls of compiled functions whose intermediates are 100 KiB or
-    more faster (10-35 % on this project's benchmarks, for NumPy code that is not
-    tenscalc's too); see the module docstring for what it costs.  Returns True when
-    set, False where the C library is not glibc (nothing is changed there).
-    ``pad=0`` asks for no extra memory.
+    more faster (up to a third on this project's benchmarks, for NumPy code that
+    is not tenscalc's too; nothing changes where arrays are small); see the module
+    docstring for what it costs.  Returns True when set, False where the C library
+    is not glibc (nothing is changed there).  ``pad=0`` asks for no extra memory.
 
     Examples
     --------
