@@ -28,6 +28,16 @@ def _program(compiled, data):
     return compiled._last[1]
 
 
+def _layout_choice(compiled, data):
+    """The plan as binding sees it (squares folded, shared pairs hoisted), and the
+    slots :func:`_transposed_slots` lays out transposed for these shapes."""
+    plan, _ = fold_squares(compiled.plan)
+    resolver = ShapeResolver(compiled._graphs, {name: np.shape(data[name]) for name in compiled.inputs})
+    dense = [step_shape(step, resolver) for step in plan.steps]
+    hoisted, rewritten = _shared_pairs(plan, dense, {})
+    return plan, rewritten, _transposed_slots(plan, rewritten, hoisted, dense, set())
+
+
 def _walk(program, data, names):
     """Every slot's array, step by step, as the loop computes them."""
     env = [None] * (program.n_slots + 1)
@@ -54,10 +64,8 @@ def test_the_network_hvp_computes_its_shared_product_transposed_and_agrees():
     assert env[slot].flags.f_contiguous  # a transposed view of a fresh C array
     # the entrywise partners of that slot, in the fused products reading it, have the
     # reversed axis order and C layout: the same element order in memory
-    plan, _ = fold_squares(compiled.plan)
-    resolver = compiled_resolver(compiled, data)
-    dense = [step_shape(step, resolver) for step in plan.steps]
-    hoisted, rewritten = _shared_pairs(plan, dense, {})
+    plan, rewritten, chosen = _layout_choice(compiled, data)
+    assert chosen == {slot}
     partners = []
     for step in [rewritten.get(s.index, s) for s in plan.steps if s.kind == "product"]:
         for term in _terms_of(step):
@@ -70,10 +78,6 @@ def test_the_network_hvp_computes_its_shared_product_transposed_and_agrees():
     expected = tc.evaluate(hv, data)
     np.testing.assert_allclose(compiled(data), expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(compiled(data), expected, rtol=1e-12, atol=1e-12)
-
-
-def compiled_resolver(compiled, data):
-    return ShapeResolver(compiled._graphs, {name: np.shape(data[name]) for name in compiled.inputs})
 
 
 def test_outputs_and_slots_read_elementwise_keep_the_dags_layout():
@@ -89,9 +93,7 @@ def test_outputs_and_slots_read_elementwise_keep_the_dags_layout():
     compiled = tc.compile(g)
     data["C"] = rng.standard_normal((5, 3))
     program = _program(compiled, data)
-    plan, _ = fold_squares(compiled.plan)
-    dense = [step_shape(step, compiled_resolver(compiled, data)) for step in plan.steps]
-    assert _transposed_slots(plan, {}, [], dense, set()) == set()
+    assert _layout_choice(compiled, data)[2] == set()
     np.testing.assert_allclose(compiled(data), tc.evaluate(g, data), rtol=1e-12)
     assert all(not isinstance(a, np.ndarray) or a.flags.c_contiguous for a in _walk(program, data, compiled.inputs))
 
@@ -104,10 +106,7 @@ def test_a_product_met_only_in_the_other_order_is_transposed():
     compiled = tc.compile(g)
     rng = np.random.default_rng(1)
     data = {name: rng.standard_normal(shape) for name, shape in zip("ABCD", [(3, 4), (5, 4), (5, 3), (5, 3)])}
-    plan, _ = fold_squares(compiled.plan)
-    dense = [step_shape(step, compiled_resolver(compiled, data)) for step in plan.steps]
-    hoisted, rewritten = _shared_pairs(plan, dense, {})
-    (chosen,) = _transposed_slots(plan, rewritten, hoisted, dense, set())
+    (chosen,) = _layout_choice(compiled, data)[2]
     env = _walk(_program(compiled, data), data, compiled.inputs)
     assert env[chosen].shape == (3, 5) and env[chosen].flags.f_contiguous
     for _ in range(2):  # the loop, then the fused function
