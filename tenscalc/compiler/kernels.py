@@ -363,7 +363,7 @@ def gram_contraction(
             return gram if scale == 1.0 else gram * scale
         if scale != 1.0:
             d = d * scale
-        if d.min() >= 0:
+        if d.size == 0 or d.min() >= 0:  # an empty batch: min() of nothing raises
             b = x * np.sqrt(d)[:, None]
             return b.T @ b
         if d.max() <= 0:

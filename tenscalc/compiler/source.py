@@ -65,7 +65,7 @@ def _gram(x, d, scale):
         return gram if scale == 1.0 else gram * scale
     if scale != 1.0:
         d = d * scale
-    if d.min() >= 0:
+    if d.size == 0 or d.min() >= 0:  # an empty batch: min() of nothing raises
         b = x * _np.sqrt(d)[:, None]
         return b.T @ b
     if d.max() <= 0:
@@ -100,6 +100,8 @@ def array_literal(value: np.ndarray) -> str:
     if value.ndim == 0:
         return literal(value)
     flat = value.ravel()
+    if flat.size == 0:  # a constant with an empty axis
+        return f"_np.zeros({value.shape!r})"
     if np.all(flat == flat[0]) or (np.isnan(flat).all()):
         return f"_np.full({value.shape!r}, {literal(flat[0])})"
     if value.size > 10_000:
