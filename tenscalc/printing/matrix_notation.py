@@ -13,7 +13,7 @@ A'*x + A*x
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 from ..core import nodes as N
 from ..core.nodes import Expr
@@ -51,6 +51,22 @@ def to_matrix_notation(root: Expr) -> str:
     return _oriented(entry, "c")[0] if entry[2] == "r" else entry[0]
 
 
+class _TextView(Mapping[Expr, tuple[str, int]]):
+    """``(text, precedence)`` of the printed nodes, as the einsum-language printers read them."""
+
+    def __init__(self, texts: dict[Expr, _Entry]):
+        self._texts = texts
+
+    def __getitem__(self, node: Expr) -> tuple[str, int]:
+        return self._texts[node][:2]
+
+    def __iter__(self) -> Iterator[Expr]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+
 def _default_kind(order: int) -> str:
     return {0: "s", 1: "c", 2: "m"}.get(order, "t")
 
@@ -76,8 +92,9 @@ def _print_node(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry:
     entry = _print_matrix(node, texts, root)
     if entry is not None:
         return entry
-    simple = {c: texts[c][:2] for c in node.children}
-    text, prec = P.TEXT_PRINTERS[node.op](node, simple)
+    # the einsum printers read (text, precedence) of children and, for a quotient, of
+    # the denominator's base (a grandchild): a view of every printed node, not a copy
+    text, prec = P.TEXT_PRINTERS[node.op](node, _TextView(texts))
     return text, prec, _default_kind(node.order), None
 
 
