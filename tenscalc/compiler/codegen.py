@@ -13,7 +13,6 @@ source cannot be made to do anything but compute.  Numbers are written with
 
 from __future__ import annotations
 
-import keyword
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -30,10 +29,8 @@ from ..errors import TensCalcError
 from ..interpreter import is_constant_scalar
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
+from .generated import ALIASES, RESULT_HELPER, check_function_name, dtype_line, python_names, signature
 from .numpy_names import numpy_call
-
-# names the generated module defines itself; user names may not start with "_"
-RESERVED = frozenset({"_np", "_contract", "_contract_expression", "_expressions", "_ValueError", "_len", "_range"})
 
 #: the generic code's contraction: opt_einsum's path searched once per spec and
 #: shapes, as tc.compile does (a search per call costs more than small contractions)
@@ -45,7 +42,7 @@ def _contract(spec, *operands):
     key = (spec, *[operand.shape for operand in operands])
     expression = _expressions.get(key)
     if expression is None:
-        if len(_expressions) >= 512:
+        if _len(_expressions) >= 512:
             _expressions.clear()
         expression = _expressions[key] = _contract_expression(spec, *key[1:])
     return expression(*operands)'''
@@ -57,12 +54,6 @@ def _index_text(items) -> str:
     from ..printing.text import slice_text
 
     return slice_text(items) if items else "()"
-
-
-def _check_identifier(name: object, what: str) -> str:
-    if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
-        raise TensCalcError(f"{what} {name!r} is not a plain Python identifier (letters, digits and '_')")
-    return name
 
 
 def _literal(value: int | float) -> str:
@@ -111,16 +102,21 @@ class _Writer:
         self.sources: dict[int, dict[int, str]] = {}
         self.orders: dict[str, int] = {}
         self.checks: list[tuple[str, str]] = []
+        self.names: dict[str, str] = {}  # variable -> its Python name (a keyword renamed)
 
     # -- sizes -------------------------------------------------------------------------
     def bind_sizes(self) -> list[str]:
         """Which axis of which argument fixes each length; returns the parameters."""
+        self.names = python_names(
+            {name for root in self.roots for name, *_ in axis_graph(root).var_slots}
+            | {node.arg[0] for node in topological(self.roots) if node.op == "var"}
+        )
         for root in self.roots:
             graph = axis_graph(root)
             source: dict[int, str] = {}
             for var_name, order, axis, slot in graph.var_slots:
                 self.orders[var_name] = order
-                length = f"{var_name}.shape[{axis}]"
+                length = f"{self.names[var_name]}.shape[{axis}]"
                 cls = graph.find(slot)
                 if cls not in source:
                     source[cls] = length
@@ -136,12 +132,7 @@ class _Writer:
         for pair in self.checks:
             unique.setdefault(frozenset(pair), pair)
         self.checks = list(unique.values())
-        params = sorted(self.orders)
-        for name in params:
-            _check_identifier(name, "variable name")
-            if name.startswith("_"):
-                raise TensCalcError(f"variable name {name!r}: names starting with '_' are reserved in generated code")
-        return params
+        return sorted(self.orders)
 
     def _derived_sources(self, graph, source: dict[int, str]) -> None:
         """Lengths of sliced axes ("n - 1"), written from the axes they slice."""
@@ -189,11 +180,11 @@ class _Writer:
     def full(self, node: Expr, value: _Value) -> str:
         """``value`` with its full shape (a broadcast scalar materialised)."""
         if value.scalar and node.order > 0:
-            return f"_np.full({_shape_text(node, value.shape)}, {value.text})"
+            return f"_np.full({_shape_text(node, value.shape)}, {value.text}, dtype=_dtype)"
         return value.text
 
     def _write_var(self, node, kids, shape):
-        return _Value(node.arg[0], False, shape)
+        return _Value(self.names[node.arg[0]], False, shape)
 
     def _write_const(self, node, kids, shape):
         return _Value(_literal(node.arg[0]), True, shape)
@@ -205,7 +196,7 @@ class _Writer:
         text = _shape_text(node, shape)
         size = " * ".join(a for a in shape[:n])
         # not bound to a temporary: a product absorbs it without ever building it
-        return _Value(f"_np.eye({size}).reshape({text})", False, shape)
+        return _Value(f"_np.eye({size}, dtype=_dtype).reshape({text})", False, shape)
 
     def _write_add(self, node, kids, shape):
         parts = []
@@ -248,7 +239,7 @@ class _Writer:
         ins, out = node.arg
         if any(c.op == "const" and c.arg[0] == 0 for c in node.children):
             # a zero factor is zero even against inf or nan, as in evaluate and compile
-            return _Value(f"_np.zeros({_shape_text(node, shape)})" if shape else "0.0", not shape, shape)
+            return _Value(f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)" if shape else "0.0", not shape, shape)
         children, kids, ins, out = _absorb_deltas(node.children, kids, ins, out)
         kept: set[int] = set()
         for child, kid, spec in zip(children, kids, ins):
@@ -287,8 +278,9 @@ class _Writer:
         # repeated output letters write onto a diagonal
         if not operands:
             unique_shape = tuple(shape[out.index(letter)] for letter in unique_out)
-            text = f"_np.full({_shape_text(node, unique_shape)}, {text})"
-        temp = self.bind(f"_np.zeros({_shape_text(node, shape)})")
+            text = f"_np.full({_shape_text(node, unique_shape)}, {text}, dtype=_dtype)"
+        # zeros of the inputs' dtype: complex input keeps the diagonal's imaginary part
+        temp = self.bind(f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)")
         self.lines.append(f'_np.einsum("{_letters(out)}->{_letters(unique_out)}", {temp})[...] = {text}')
         return _Value(temp, False, shape)
 
@@ -300,46 +292,45 @@ class _Writer:
 
     def _write_embed(self, node, kids, shape):
         (kid,) = kids
-        temp = self.bind(f"_np.zeros({_shape_text(node, shape)})")
+        temp = self.bind(f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)")
         self.lines.append(f"{temp}[{_index_text(node.arg[0])}] = {kid.text}")
         return _Value(temp, False, shape)
 
     # -- the module --------------------------------------------------------------------
     def source(self, params: list[str], results: list[_Value], single: bool, header: str) -> str:
         body: list[str] = []
+        names = {name: self.names[name] for name in params}
         # only names starting with '_' are used below: a variable may be called `float`
         # or `ValueError`.  Complex input stays complex, as in evaluate; ints become floats.
-        for name in params:
-            body.append(f"{name} = _np.asarray({name})")
-            body.append(f'if {name}.dtype.kind not in "fc":')
-            body.append(f"    {name} = {name}.astype(_np.float64)")
-        for name in params:
+        for python in names.values():
+            body.append(f"{python} = _np.asarray({python})")
+            body.append(f'if {python}.dtype.kind not in "fc":')
+            body.append(f"    {python} = {python}.astype(_np.float64)")
+        body.append(dtype_line(names))
+        for name, python in names.items():
             order = self.orders[name]
-            body.append(f"if {name}.ndim != {order}:")
-            body.append(f'    raise _ValueError(f"{name} must have {order} axes, got shape {{{name}.shape}}")')
+            body.append(f"if {python}.ndim != {order}:")
+            body.append(f'    raise _ValueError(f"{name} must have {order} axes, got shape {{{python}.shape}}")')
         for a, b in self.checks:
             body.append(f"if {a} != {b}:")
             body.append(f'    raise _ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
         body.extend(self.lines)
         texts = []
         for root, value in zip(self.roots, results):
-            if value.scalar and root.order == 0:
-                texts.append(f"_np.float64({value.text})")
-            else:
-                text = self.full(root, value)
-                # a result is never an input: writing into it must not change the caller's array
-                texts.append(f"_np.array({text})" if text in params else text)
+            # _result: the inputs' dtype, and never an input itself (writing into a result
+            # must not change the caller's array)
+            text = value.text if value.scalar and root.order == 0 else self.full(root, value)
+            copy = text in names.values()
+            texts.append(f"_result({'_np.array(' + text + ')' if copy else text}, _dtype)")
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
-        signature = f"def {self.name}(*, {', '.join(params)}):" if params else f"def {self.name}():"
+        head, *reads = signature(self.name, names)
         imports = ["import numpy as _np", "from opt_einsum import contract_expression as _contract_expression"]
-        # a variable may be named ValueError, len or range: the code uses private aliases
-        imports += ["", "_ValueError = ValueError"]
+        # a variable or the function may be named ValueError, len or range: the code uses private aliases
+        imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):
-            imports += [CACHED_CONTRACT]
-        if "_len(" in "\n".join(body):
-            imports += ["_len, _range = len, range"]
-        lines = [header, *imports, "", "", signature]
-        lines.extend("    " + line for line in body)
+            imports += ["", CACHED_CONTRACT]
+        lines = [header, *imports, "", "", head]
+        lines.extend("    " + line for line in reads + body)
         return "\n".join(lines) + "\n"
 
 
@@ -441,13 +432,16 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
         Python source defining ``name``.  The function takes every variable as a
         keyword-only argument and returns a tuple of arrays in the order of
         ``exprs`` (a single array when ``exprs`` is one expression).  Nodes shared
-        by the expressions are computed once.
+        by the expressions are computed once.  As with ``tc.compile``, other
+        keyword arguments are accepted and ignored, a variable named like a Python
+        keyword is passed as ``f(**{"lambda": value, ...})``, and the results have
+        NumPy's promotion of the inputs' dtypes (float32 in, float32 out).
 
     Raises
     ------
     TensCalcError
-        When ``name`` or a variable name is not a plain identifier (or is a
-        Python keyword), so that no text can be injected into the code.
+        When ``name`` or a variable name is not a plain identifier (or the function
+        name is a Python keyword), so that no text can be injected into the code.
 
     Examples
     --------
@@ -460,9 +454,7 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
     >>> float(value), grad.tolist()
     (5.0, [2.0, 4.0])
     """
-    _check_identifier(name, "function name")
-    if name in RESERVED:
-        raise TensCalcError(f"function name {name!r} is reserved in generated code")
+    check_function_name(name)
     single = isinstance(exprs, Expr)
     roots = require_exprs(exprs, "to_python")
     if not roots:
@@ -476,12 +468,7 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
     if shapes is not None:
         from .source import program_source
 
-        for variable in {n for root in roots for n, _ in root.varset}:
-            _check_identifier(variable, "variable name")
-            if variable.startswith("_"):
-                raise TensCalcError(
-                    f"variable name {variable!r}: names starting with '_' are reserved in generated code"
-                )
+        python_names({n for root in roots for n, _ in root.varset})  # refuses names the code cannot hold
         header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
         return program_source(roots, name, shapes, single, header)
     writer = _Writer(roots, name)

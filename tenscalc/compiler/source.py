@@ -22,6 +22,7 @@ import opt_einsum
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .backends import letters
+from .generated import ALIASES, RESULT_HELPER, dtype_line, python_names, signature
 from .kernels import GramPattern, gram_pattern, is_identity_permutation
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
@@ -32,28 +33,28 @@ HELPERS = {
     "_write_diagonal": '''
 def _write_diagonal(core, eq, shape):
     """A zero array of ``shape`` with ``core`` written on the diagonal ``eq`` reads."""
-    full = _np.zeros(shape)
+    full = _np.zeros(shape, dtype=_np.result_type(core, 0.0))
     _np.einsum(eq, full)[...] = core
     return full
 ''',
     "_add_diagonal": '''
 def _add_diagonal(x, eq, coef, shape):
     """``x`` (broadcast to ``shape``) plus ``coef`` on the diagonal ``eq`` reads."""
-    x = _np.array(_np.broadcast_to(x, shape), dtype=float)
+    x = _np.array(_np.broadcast_to(x, shape), dtype=_np.result_type(x, 0.0))
     _np.einsum(eq, x)[...] += coef
     return x
 ''',
     "_embed": '''
 def _embed(part, key, shape):
     """Zeros of ``shape`` with ``part`` written at the basic index ``key``."""
-    out = _np.zeros(shape, dtype=_np.result_type(part, float))
+    out = _np.zeros(shape, dtype=_np.result_type(part, 0.0))
     out[key] = part
     return out
 ''',
     "_add_embedded": '''
 def _add_embedded(x, part, key, coef, shape):
     """``x`` (broadcast to ``shape``) plus ``coef * part`` at the basic index ``key``."""
-    x = _np.array(_np.broadcast_to(x, shape), dtype=_np.result_type(x, part, float))
+    x = _np.array(_np.broadcast_to(x, shape), dtype=_np.result_type(x, part, 0.0))
     x[key] += coef * part
     return x
 ''',
@@ -74,12 +75,6 @@ def _gram(x, d, scale):
         _np.negative(gram, out=gram)
         return gram
     return (x * d[:, None]).T @ x
-''',
-    "_out": '''
-def _out(x):
-    """A result the caller may write to."""
-    x = _np.asarray(x)
-    return x if x.flags.writeable else _np.array(x)
 ''',
 }
 
@@ -104,8 +99,11 @@ def array_literal(value: np.ndarray) -> str:
         return f"_np.zeros({value.shape!r})"
     if np.all(flat == flat[0]) or (np.isnan(flat).all()):
         return f"_np.full({value.shape!r}, {literal(flat[0])})"
-    if value.size > 10_000:
-        raise TensCalcError(f"a constant of {value.size} entries is too large to write into the source")
+    nonzero = np.flatnonzero(flat)
+    if len(nonzero) * 4 <= flat.size:  # a delta's structure: its entries, not its zeros
+        at = ", ".join(str(int(k)) for k in nonzero)
+        entries = ", ".join(literal(v) for v in flat[nonzero])
+        return f"_np.bincount([{at}], weights=[{entries}], minlength={flat.size}).reshape({value.shape!r})"
     rows = ", ".join(literal(v) for v in flat)
     return f"_np.array([{rows}]).reshape({value.shape!r})"
 
@@ -130,7 +128,7 @@ class ProgramSource:
 
     def _constant(self, value: np.ndarray) -> str:
         text = array_literal(value)
-        if "_np.array(" not in text and "_np.full(" not in text:
+        if not text.startswith(("_np.array(", "_np.full(", "_np.bincount(")):
             return text  # a plain number
         name = f"_K{len(self.constants)}"
         self.constants.append(f"{name} = {text}")
@@ -443,6 +441,7 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
             if node.op == "var":
                 orders.setdefault(node.arg[0], node.arg[1])
     params = sorted(orders)
+    names = python_names(params)  # variable -> its Python name (a keyword renamed)
     missing = [p for p in params if p not in shapes]
     if missing:
         raise TensCalcError(f"to_python: no shape given for {', '.join(missing)}")
@@ -455,21 +454,26 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
     except Exception as exc:  # the shapes disagree with each other: say so now, not in the code
         raise TensCalcError(f"to_python: the shapes do not fit the expressions: {exc}") from None
     writer = ProgramSource(plan, resolver)
-    body = writer.write({slot: var_name for var_name, slot in plan.inputs.items()})
-    writer.helpers.add("_out")
-    results = [f"_out({writer.names[slot]})" for slot in plan.outputs]
-    lines = [header, "import numpy as _np", "", "_ValueError = ValueError  # a variable may be named ValueError"]
+    body = writer.write({slot: names[var_name] for var_name, slot in plan.inputs.items()})
+    # _result: the inputs' dtype (see .generated), an array the caller may write to
+    results = [f"_result({writer.names[slot]}, _dtype)" for slot in plan.outputs]
+    lines = [header, "import numpy as _np", "", ALIASES, RESULT_HELPER.rstrip()]
     lines += writer.constants
     for helper in sorted(writer.helpers):
         lines.append(HELPERS[helper].rstrip())
-    lines += ["", "", f"def {name}(*, {', '.join(params)}):"]
-    for p in params:
-        lines.append(f"    {p} = _np.asarray({p}, dtype=float)")
-        lines.append(f"    if {p}.shape != {fixed[p]!r}:")
+    head, *reads = signature(name, names)
+    lines += ["", "", head] + [f"    {line}" for line in reads]
+    for p, python in names.items():
+        # complex input stays complex and float32 float32, as in evaluate; integers become floats
+        lines.append(f"    {python} = _np.asarray({python})")
+        lines.append(f'    if {python}.dtype.kind not in "fc":')
+        lines.append(f"        {python} = {python}.astype(_np.float64)")
+        lines.append(f"    if {python}.shape != {fixed[p]!r}:")
         lines.append(
-            f'        raise _ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{p}.shape}}: '
+            f'        raise _ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{python}.shape}}: '
             f'generate it again with tc.to_python(..., shapes=...)")'
         )
+    lines.append(f"    {dtype_line(names)}")
     lines += [f"    {line}" for line in body]
     if single:
         lines.append(f"    return {results[0]}")

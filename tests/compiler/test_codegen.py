@@ -139,10 +139,14 @@ def test_function_names_are_validated(name):
 def test_variable_names_are_validated():
     from tenscalc.core import nodes as N
 
-    for bad in ("class", "_t0", "_np"):  # keywords and names reserved for the generated code
+    for bad in ("_t0", "_np", "fünf"):  # names reserved for the generated code, non-ASCII
         expr = N.var(bad, 1)
         with pytest.raises(tc.TensCalcError):
             tc.to_python(expr)
+    # a Python keyword is a valid variable: renamed inside, passed as f(**{"class": ...})
+    namespace: dict = {}
+    exec(tc.to_python(N.var("class", 1)), namespace)  # noqa: S102 - the library's own generated code
+    assert namespace["f"](**{"class": [1.0, 2.0]}).tolist() == [1.0, 2.0]
 
 
 def test_source_is_plain_python_without_tenscalc():
@@ -185,7 +189,7 @@ def test_deltas_next_to_variables_are_absorbed_not_built():
     # a delta between two free axes is a genuine identity: built from the argument's length
     x = tc.var("x", 1)
     source = tc.to_python(tc.hessian(tc.einsum("i,i->", x, x), "x"))
-    assert "_np.eye(x.shape[0])" in source
+    assert "_np.eye(x.shape[0], dtype=_dtype)" in source
     np.testing.assert_allclose(compile_source(source, "f")(x=np.ones(3)), 2 * np.eye(3))
 
 

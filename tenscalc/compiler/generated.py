@@ -1,0 +1,113 @@
+"""What every generated function shares: its signature, its input prologue and its results.
+
+Both writers of :func:`tenscalc.to_python` (the shape-free one of :mod:`.codegen` and the
+shape-specialised one of :mod:`.source`) open and close the function with these lines, so
+the two forms take the same arguments and hand back the same dtypes:
+
+* every variable is a keyword argument; one named like a Python keyword (``lambda``,
+  ``class``) is renamed ``_v_<name>`` inside and read from ``**_others``, so it is passed
+  as ``f(**{"lambda": 0.1, "x": x})``, as ``tc.compile``'s function is called with it;
+* other keyword arguments are accepted and ignored, as ``tc.compile`` ignores them (a
+  derivative that no longer reads ``c`` still accepts ``c``);
+* the results have NumPy's promotion of the inputs' dtypes (integers count as float64, no
+  input at all as float64): float32 in, float32 out, whatever constants the code holds;
+* the code calls no builtin by its plain name (a variable or the function itself may be
+  called ``len`` or ``float``): the module binds private aliases first.
+
+>>> python_names(["x", "lambda"])
+{'lambda': '_v_lambda', 'x': 'x'}
+>>> signature("f", {"lambda": "_v_lambda", "x": "x"})[0]
+'def f(*, x, **_others):'
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Iterable, Mapping
+
+from ..errors import TensCalcError
+
+#: module-level lines every generated module starts with (after ``import numpy as _np``)
+ALIASES = "_ValueError, _TypeError, _len, _range = ValueError, TypeError, len, range  # a variable may be named len"
+
+#: the generated module's helper that casts a result to the inputs' dtype
+RESULT_HELPER = '''
+def _result(x, dtype):
+    """A result of the inputs' dtype (a real result of complex inputs stays real) that the caller may write to."""
+    x = _np.asarray(x)
+    if x.dtype != dtype and (x.dtype.kind != "c" or dtype.kind == "c"):
+        return x.astype(dtype)
+    return x if x.flags.writeable else _np.array(x)
+
+
+def _dtype_of(values):
+    """NumPy's promotion of the numeric values' dtypes (integers as float64; none: float64)."""
+    dtypes = [_np.asarray(v).dtype for v in values]
+    dtypes = [d if d.kind in "fc" else _np.dtype(_np.float64) for d in dtypes if d.kind in "biufc"]
+    return _np.result_type(*dtypes) if dtypes else _np.dtype(_np.float64)
+'''
+
+#: names the generated module defines at module level (a function of that name would replace them)
+MODULE_NAMES = frozenset(
+    {"_np", "_contract", "_contract_expression", "_expressions", "_ValueError", "_TypeError", "_len", "_range"}
+    | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
+)
+_CONSTANT_NAME = re.compile(r"_K\d+")
+
+
+def check_identifier(name: object, what: str) -> str:
+    """``name`` if it is a plain ASCII identifier (a keyword included), else a ``TensCalcError``."""
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise TensCalcError(f"{what} {name!r} is not a plain Python identifier (letters, digits and '_')")
+    return name
+
+
+def check_function_name(name: object) -> str:
+    """The generated function's name: an identifier that is no keyword and no name of the module."""
+    check_identifier(name, "function name")
+    assert isinstance(name, str)
+    if keyword.iskeyword(name):
+        raise TensCalcError(f"function name {name!r} is a Python keyword")
+    if name in MODULE_NAMES or _CONSTANT_NAME.fullmatch(name):
+        raise TensCalcError(f"function name {name!r} is reserved in generated code")
+    return name
+
+
+def python_names(variables: Iterable[str]) -> dict[str, str]:
+    """Variable name -> its name inside the generated function (a keyword renamed ``_v_<name>``).
+
+    Names starting with ``_`` are refused: the generated code's own names all do.
+    """
+    names = {}
+    for variable in sorted(variables):
+        check_identifier(variable, "variable name")
+        if variable.startswith("_"):
+            raise TensCalcError(f"variable name {variable!r}: names starting with '_' are reserved in generated code")
+        names[variable] = f"_v_{variable}" if keyword.iskeyword(variable) else variable
+    return names
+
+
+def signature(name: str, names: Mapping[str, str]) -> list[str]:
+    """The ``def`` line and the lines reading keyword-named variables (unindented body lines
+    after the first)."""
+    plain = [python for variable, python in names.items() if python == variable]
+    head = f"def {name}(*, {', '.join(plain)}, **_others):" if plain else f"def {name}(**_others):"
+    lines = [head]
+    for variable, python in names.items():
+        if python != variable:  # a keyword: only f(**{"lambda": ...}) can pass it
+            lines.append(f"if {variable!r} not in _others:")
+            lines.append(
+                f"    raise _TypeError(\"{name}() missing the argument '{variable}': pass it as "
+                f"{name}(**{{'{variable}': value, ...}})\")"
+            )
+            lines.append(f"{python} = _others[{variable!r}]")
+    return lines
+
+
+def dtype_line(names: Mapping[str, str]) -> str:
+    """The body line setting ``_dtype``, the results' dtype, once the inputs are arrays."""
+    inputs = list(names.values())
+    if inputs:
+        return f"_dtype = _np.result_type({', '.join(inputs)})"
+    return "_dtype = _dtype_of(_others.values())"
