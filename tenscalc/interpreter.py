@@ -19,6 +19,7 @@ from .core.nodes import Expr, topological
 from .core.text import einsum_letters as _letters
 from .errors import EvaluationError
 from .limits import check_entries, check_shape, memory_limit
+from .linalg import numpy_det, numpy_inv
 from .printing.text import text_length, to_text
 
 
@@ -248,13 +249,13 @@ def _eval_pow(node, kids, shape, arrays):
 
 def _eval_inv(node, kids, shape, arrays):
     try:
-        return np.linalg.inv(kids[0])
+        return numpy_inv(kids[0])
     except np.linalg.LinAlgError as exc:
         raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
 
 
 def _eval_det(node, kids, shape, arrays):
-    return np.asarray(np.linalg.det(kids[0]))
+    return numpy_det(kids[0])
 
 
 def _eval_mul(node, kids, shape, arrays):

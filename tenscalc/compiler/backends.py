@@ -28,6 +28,7 @@ import opt_einsum
 
 from ..core.text import einsum_letters as letters
 from ..errors import EvaluationError
+from ..linalg import lapack_dtype, numpy_det, numpy_inv
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
 
@@ -127,10 +128,21 @@ class Backend:
         return base**exponent
 
     def inv(self, x: Any) -> Any:
-        return self.func("linalg.inv")(x)
+        return self._linalg("linalg.inv", x)
 
     def det(self, x: Any) -> Any:
-        return self.func("linalg.det")(x)
+        return self._linalg("linalg.det", x)
+
+    def _linalg(self, name: str, x: Any) -> Any:
+        """``name`` of ``x``, factorised in a dtype LAPACK has (float16 in float32 ...) and
+        converted back, so that half and extended precision compute (see tenscalc/linalg.py)."""
+        import autoray
+
+        dtype = autoray.get_dtype_name(x)
+        wider = lapack_dtype(dtype)
+        if wider is None:
+            return self.func(name)(x)
+        return autoray.astype(self.func(name)(autoray.astype(x, wider)), dtype)
 
     # ------------------------------------------------------------ construction
     def full(self, shape: tuple[int, ...], value: float, like: Any = None) -> Any:
@@ -269,6 +281,12 @@ class NumpyBackend(Backend):
 
     def power(self, base, exponent):
         return np.power(base, exponent)
+
+    def inv(self, x):
+        return numpy_inv(x)
+
+    def det(self, x):
+        return numpy_det(x)
 
     def full(self, shape, value, like=None):
         dtype = like.dtype if like is not None else np.float64
@@ -417,9 +435,7 @@ class DaskBackend(Backend):
         import dask.array as da
 
         whole = x.rechunk(x.shape)
-        value = da.map_blocks(
-            lambda block: np.asarray(np.linalg.det(block)).reshape(1, 1), whole, chunks=((1,), (1,)), dtype=x.dtype
-        )
+        value = da.map_blocks(lambda block: numpy_det(block).reshape(1, 1), whole, chunks=((1,), (1,)), dtype=x.dtype)
         return value[0, 0]
 
 
