@@ -35,6 +35,7 @@ from ..core.nodes import Expr, topological
 from ..core.text import short as _short
 from ..errors import SemanticError
 from ..simplifier import simplify
+from .constraint_kinds import CONSTRAINT_KINDS
 from .facts import Interval
 
 WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")
@@ -125,30 +126,20 @@ def normalize_assumptions(
 
 @dataclass
 class Constraint:
-    """``node`` must satisfy ``kind`` (``positive``, ``nonnegative``, ``nonzero``,
-    ``unit`` for |u| <= 1, ``invertible``) because of ``origin``."""
+    """``node`` must satisfy ``kind`` (a key of :data:`CONSTRAINT_KINDS`: ``positive``,
+    ``nonnegative``, ``nonzero``, ``unit`` for |u| <= 1, ``invertible``, ``cos_nonzero``)
+    because of ``origin``."""
 
     node: Expr
     kind: str
     origin: Expr
 
     def describe(self) -> str:
-        what = {
-            "positive": "> 0",
-            "nonnegative": ">= 0",
-            "nonzero": "!= 0",
-            "unit": "in [-1, 1]",
-            "invertible": "invertible",
-            "cos_nonzero": "not an odd multiple of pi/2",
-        }[self.kind]
-        return f"{_short(self.node)} {what} (from {_short(self.origin)})"
+        return f"{_short(self.node)} {CONSTRAINT_KINDS[self.kind].text} (from {_short(self.origin)})"
 
     def interval(self) -> Interval | None:
-        return {
-            "positive": Interval.positive(),
-            "nonnegative": Interval.nonnegative(),
-            "unit": Interval.closed(-1, 1),
-        }.get(self.kind)
+        make = CONSTRAINT_KINDS[self.kind].interval
+        return make() if make is not None else None
 
 
 AddConstraint = Callable[[Expr, str, Expr], None]

@@ -38,6 +38,7 @@ from .assumptions import (
     variable_tags,
 )
 from .compose import MAX_COMPOSITION_DEPTH, composed_certificate, perspective, precomposed, scalar_composition
+from .constraint_kinds import CONSTRAINT_KINDS
 from .derivation import Derivation, identity_perm
 from .errors import InternalError
 from .facts import Curvature, Interval, Modulus
@@ -469,10 +470,11 @@ def _domain_convex(f: Expr, constraints: list[Constraint], intervals, tags, wrt:
     for c in relevant:
         if _covered(plain, c):
             continue
-        if c.kind in ("positive", "nonnegative", "unit") and affine_in(c.node, wrt):
+        kind = CONSTRAINT_KINDS[c.kind]
+        if kind.sublevel_of_affine and affine_in(c.node, wrt):
             convex_sets.append(c)
             continue
-        if c.kind in ("positive", "nonnegative") and _entrywise_concave(c.node, wrt, intervals, tags):
+        if kind.superlevel_of_concave and _entrywise_concave(c.node, wrt, intervals, tags):
             convex_sets.append(c)
             continue
         pending.append(c)
@@ -524,23 +526,7 @@ def _as_given(intervals, tags, node: Expr) -> dict[str, Any]:
 
 
 def _covered(an: Analyzer, c: Constraint) -> bool:
-    iv = an.interval(c.node)
-    if c.kind == "positive":
-        return iv.pos
-    if c.kind == "nonnegative":
-        return iv.nonneg
-    if c.kind == "nonzero":
-        return iv.pos or iv.neg
-    if c.kind == "unit":
-        return iv.lo >= -1 and iv.hi <= 1
-    if c.kind == "invertible":
-        curv = an.curvature(c.node)
-        return curv is not None and curv.symmetric and (curv.pd or curv.nd)
-    if c.kind == "cos_nonzero":
-        import math
-
-        return iv.lo > -math.pi / 2 and iv.hi < math.pi / 2
-    return False
+    return CONSTRAINT_KINDS[c.kind].covered(an, c.node)
 
 
 # ------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ..errors import TensCalcError
 from ..interpreter import evaluate
 from ..testing import combine
 from .assumptions import Constraint, VariableAssumption
+from .constraint_kinds import CONSTRAINT_KINDS
 
 TOLERANCE = 1e-9
 """A gap counts only when it exceeds this fraction of the function values involved
@@ -239,22 +240,8 @@ class Falsifier:
                     u = np.asarray(evaluate(c.node, values), dtype=float)
             except (TensCalcError, np.linalg.LinAlgError, ValueError):
                 return False
-            if not np.all(np.isfinite(u)) and c.kind not in ("invertible",):
-                return False
-            if c.kind == "positive" and not np.all(u > 0):
-                return False
-            if c.kind == "nonnegative" and not np.all(u >= 0):
-                return False
-            if c.kind == "nonzero" and not np.all(u != 0):
-                return False
-            if c.kind == "unit" and not np.all(np.abs(u) <= 1):
-                return False
-            if c.kind == "invertible":
-                if u.ndim != 2 or not np.all(np.isfinite(u)):
-                    return False
-                if np.linalg.cond(u) > 1e12:
-                    return False
-            if c.kind == "cos_nonzero" and not np.all(np.abs(np.cos(u)) > 1e-12):
+            kind = CONSTRAINT_KINDS[c.kind]
+            if not (kind.allows_nonfinite or np.all(np.isfinite(u))) or not kind.holds(u):
                 return False
         return True
 
