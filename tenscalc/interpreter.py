@@ -23,16 +23,17 @@ from .linalg import numpy_det, numpy_inv
 from .printing.text import text_length, to_text
 
 
-def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, **kwargs: Any) -> np.ndarray:
+def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> np.ndarray:
     """Evaluate ``expr`` on arrays.
 
     Parameters
     ----------
     expr : Expr
-        The expression (parsed, built or differentiated).
+        The expression (parsed, built or differentiated).  Positional only.
     values : mapping
         Variable name -> array (anything ``np.asarray`` takes; a Python float for
-        order 0).  Keyword arguments are merged in.
+        order 0).  Positional only, so that every keyword argument names a
+        variable (``values=`` and ``expr=`` included) and is merged in.
 
     Returns
     -------
@@ -45,6 +46,8 @@ def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, **kwargs: Any)
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
     >>> tc.evaluate(f, {"A": np.eye(2), "x": [1.0, 2.0]})
     array([1., 2.])
+    >>> tc.evaluate(tc.var("values", 1) * 2, values=[1.0, 2.0])
+    array([2., 4.])
     """
     if not isinstance(expr, Expr):
         raise EvaluationError(f"evaluate needs a tenscalc expression, got {type(expr).__name__}")

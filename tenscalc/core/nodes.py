@@ -351,8 +351,29 @@ def rebuild(node: Expr, children: Sequence[Expr]) -> Expr:
     return make(node.op, children, node.arg, node.dims if node.op in DIMENSIONED_LEAVES else None)
 
 
+def _number_key(value: int | float) -> tuple:
+    """A key equal for equal numbers only: 1 == 1.0 in Python, so the type keeps the
+    integer and the float apart; 0.0 == -0.0, so the sign bit keeps the zeros apart
+    (else ``x / 0.0`` would print and evaluate as ``x / -0.0`` while a -0.0 lives);
+    nan != nan, so every NaN is one key (else no NaN constant would ever be found)."""
+    if isinstance(value, float):
+        if value != value:  # sign and payload of a NaN are not kept by arithmetic either
+            return ("float", "nan")
+        return ("float", value, math.copysign(1.0, value))
+    return (type(value).__name__, value)
+
+
 def _arg_key(op: str, arg: Any) -> Any:
-    # 1 == 1.0 in Python; the type keeps the integer and the float constant apart.
+    if op == "const":
+        value, order = arg
+        return (*_number_key(value), order)
+    if op == "add":
+        return tuple(_number_key(c) for c in arg)
+    return arg
+
+
+def _digest_arg(op: str, arg: Any) -> Any:
+    """The arg as the digest has always read it (the type keeps 1 and 1.0 apart)."""
     if op == "const":
         value, order = arg
         return (type(value).__name__, value, order)
@@ -364,8 +385,9 @@ def _arg_key(op: str, arg: Any) -> Any:
 def _digest(op: str, arg: Any, children: tuple[Expr, ...], dims: Dims) -> bytes:
     h = hashlib.blake2b(digest_size=12)
     # known dimensions are part of a leaf's identity; without them the digest is the
-    # one v0.1 had, so the canonical order of sums is unchanged for such nodes
-    payload = (op, _arg_key(op, arg), dims) if any(map(is_known, dims)) else (op, _arg_key(op, arg))
+    # one v0.1 had, so the canonical order of sums is unchanged for such nodes (repr
+    # already tells -0.0 from 0.0, which the intern key needs _number_key for)
+    payload = (op, _digest_arg(op, arg), dims) if any(map(is_known, dims)) else (op, _digest_arg(op, arg))
     h.update(repr(payload).encode())
     for child in children:
         h.update(child.digest)

@@ -502,3 +502,14 @@ def test_non_numeric_values():
 def test_evaluation_errors_are_value_errors():
     with pytest.raises(ValueError):
         tc.evaluate(tc.parse("x", {"x": 1}), {})
+
+
+@pytest.mark.parametrize("name", ["values", "expr", "kwargs", "self"])
+def test_every_keyword_names_a_variable(name):
+    # evaluate's own parameters are positional only: `values=` and `expr=` are variables
+    e = tc.var(name, 1) * 2.0
+    assert tc.evaluate(e, **{name: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+    assert tc.evaluate(e, {name: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+    assert tc.compile(e)(**{name: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+    both = tc.var(name, 1) + tc.var("y", 1)
+    assert tc.evaluate(both, {"y": [1.0, 1.0]}, **{name: [1.0, 2.0]}).tolist() == [2.0, 3.0]

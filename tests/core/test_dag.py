@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import tenscalc as tc
@@ -91,6 +92,24 @@ def test_int_and_float_constants_are_different_nodes():
     assert P("x + 1") is not P("x + 1.0")
     assert P("x + 1.0") is P("x + 1.")
     assert N.const(1, 1) is not N.const(1, 0)  # the order is part of a constant
+
+
+def test_signed_zeros_and_nan_constants_are_kept_apart_and_nan_is_interned():
+    # 0.0 == -0.0: one key made x / 0.0 print and evaluate as x / -0.0 while a -0.0 lived
+    negative = N.const(-0.0)
+    assert N.const(0.0) is not negative and str(negative) == "-0.0"
+    x = tc.var("x", 1)
+    quotient = x / 0.0
+    assert str(quotient) == "x / 0.0"
+    with np.errstate(divide="ignore"):
+        assert tc.evaluate(quotient, x=np.ones(2)).tolist() == [np.inf, np.inf]
+        assert tc.compile(quotient)(x=np.ones(2)).tolist() == [np.inf, np.inf]
+        assert tc.evaluate(x / -0.0, x=np.ones(2)).tolist() == [-np.inf, -np.inf]
+    assert x * 0.0 is not x * -0.0 and x + 0.0 is not x + -0.0
+    # nan != nan: without one key for every NaN no NaN constant was ever found again
+    assert N.const(float("nan")) is N.const(float("nan")) is N.const(-float("nan"))
+    assert x * float("nan") is x * float("nan")
+    assert N.const(float("nan")) is not N.const(0.0)
 
 
 def test_nodes_are_immutable():
