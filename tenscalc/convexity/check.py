@@ -17,6 +17,7 @@ The steps, for ``f`` and the variables ``wrt``:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -162,213 +163,309 @@ def check_convexity(
     >>> tc.check_convexity(tc.parse("sin(x)", {"x": 0}), "x").verdict
     'neither'
     """
-    f, names, given = _resolve(expr, wrt, assumptions)
-    orders = f.variables
-    assumed = normalize_assumptions(given, orders)
-    wrt_set = set(names)
-    notes: list[str] = []
+    setting = _setting(expr, wrt, assumptions)
+    smooth = _prove_smooth(setting)
+    sides = smooth.sides
+    if not sides.proven and _depth < MAX_COMPOSITION_DEPTH:
+        _prove_by_composition(setting, sides, smooth.domain_ok, values, _depth)
+    notes = list(smooth.notes)
+    numbers = _search_numbers(
+        setting, sides, notes, falsify=falsify, points=points, verify=verify, seed=seed, values=values
+    )
+    verdict = _verdict(sides.convex, sides.concave, numbers.convex is not None, numbers.concave is not None)
+    strength = _strength(verdict, smooth.curvature, smooth.kinks)
+    notes.extend(_unknown_notes(verdict, sides, numbers, smooth, falsify))
+    return ConvexityResult(
+        verdict=verdict,
+        expression=setting.f,
+        wrt=tuple(setting.names),
+        strict=strength.strict,
+        strong=strength.strong,
+        modulus=strength.modulus,
+        modulus_value=strength.modulus_value,
+        convex_certificate=sides.convex_certificate,
+        concave_certificate=sides.concave_certificate,
+        convex_counterexample=numbers.convex,
+        concave_counterexample=numbers.concave,
+        assumptions={name: tuple(a.given) for name, a in setting.assumed.items()},
+        implied_domain=smooth.domain_text,
+        hessian=smooth.hessian,
+        kinks=[k.describe() for k in smooth.kinks],
+        notes=notes,
+        search=numbers.search,
+        method=sides.method,
+        graph=sides.graph,
+        graph_facts=sides.graph_facts,
+    )
 
+
+# ------------------------------------------------------------------------------------------
+# the phases of check_convexity, in the order it runs them
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Setting:
+    """What every phase reads: the function, the variables, the assumptions and the domain."""
+
+    f: Expr
+    names: list[str]
+    given: dict[str, Any]
+    assumed: dict[str, Any]
+    constraints: list[Constraint]
+    intervals: Any
+    tags: Any
+    refine: Any
+    an: Analyzer
+
+    @property
+    def orders(self) -> Mapping[str, int]:
+        return self.f.variables
+
+    @property
+    def wrt(self) -> set[str]:
+        return set(self.names)
+
+
+@dataclass
+class _Sides:
+    """What is proven of the two sides, with its certificates, method and picture."""
+
+    convex: bool = False
+    concave: bool = False
+    convex_certificate: Certificate | None = None
+    concave_certificate: Certificate | None = None
+    method: str = ""
+    graph: list = field(default_factory=list)
+    graph_facts: dict = field(default_factory=dict)
+
+    @property
+    def proven(self) -> bool:
+        return self.convex or self.concave
+
+    def adopt(self, claim: str, certificate: Certificate) -> None:
+        """Record a proof of ``claim`` (``convex``, ``concave`` or ``affine``: both sides)."""
+        if claim in ("convex", "affine"):
+            self.convex, self.convex_certificate = True, certificate
+        if claim in ("concave", "affine"):
+            self.concave, self.concave_certificate = True, certificate
+        self.method = certificate.method
+
+
+@dataclass
+class _Smooth:
+    """The outcome of the Hessian phase: the proven sides and what the notes need."""
+
+    sides: _Sides
+    hessian: Any
+    proof: Derivation | None
+    curvature: Curvature
+    kinks: list[Kink]
+    kinks_convex: bool
+    kinks_concave: bool
+    domain_ok: bool
+    domain_text: list[str]
+    notes: list[str]
+
+
+@dataclass
+class _Numbers:
+    """The outcome of the numeric search: counterexamples to each side (None: none found)."""
+
+    search: Any = None
+    convex: Any = None
+    concave: Any = None
+
+
+@dataclass
+class _Strength:
+    strict: bool = False
+    strong: bool = False
+    modulus: str | None = None
+    modulus_value: float | None = None
+
+
+def _setting(expr: Any, wrt: Any, assumptions: Mapping[str, Any] | None) -> _Setting:
+    """Phase 1: read the function, the variables, the assumptions and the implied domain."""
+    f, names, given = _resolve(expr, wrt, assumptions)
+    assumed = normalize_assumptions(given, f.variables)
     constraints = implied_constraints(f)
     refine = refinements(constraints + simplified_constraints(constraints))
-    intervals = variable_intervals(assumed, orders)
+    intervals = variable_intervals(assumed, f.variables)
     tags = variable_tags(assumed)
     an = Analyzer(intervals, tags, refine, names)
+    return _Setting(f, names, given, assumed, constraints, intervals, tags, refine, an)
 
-    domain_ok, domain_notes = _domain_convex(f, constraints, intervals, tags, wrt_set)
-    notes.extend(domain_notes)
 
-    # the Hessian and its facts
-    hess, proof, method, an_h = _certify_smooth(f, names, an, assumed, orders, constraints)
+def _prove_smooth(s: _Setting) -> _Smooth:
+    """Phase 2: the domain must be convex, the Hessian PSD (NSD) and the kinks bend the right way."""
+    domain_ok, notes = _domain_convex(s.f, s.constraints, s.intervals, s.tags, s.wrt)
+    hess, proof, method, an_h = _certify_smooth(s.f, s.names, s.an, s.assumed, s.orders, s.constraints)
     curvature = proof.curvature if proof is not None else Curvature()
-
-    # non-smooth points
-    kinks = find_kinks(f, wrt_set, an)
+    kinks = find_kinks(s.f, s.wrt, s.an)
     # u^p (0 < p < 1) with u concave: u = 0 is the boundary of the convex set {u >= 0},
     # where f is continuous, so convexity inside extends to it (as for affine u)
     kinks = [
-        k for k in kinks if not (k.kind == "power" and _entrywise_concave(k.node.children[0], wrt_set, intervals, tags))
+        k
+        for k in kinks
+        if not (k.kind == "power" and _entrywise_concave(k.node.children[0], s.wrt, s.intervals, s.tags))
     ]
-    check_kinks(f, kinks, intervals, tags, refine, wrt_set)
+    check_kinks(s.f, kinks, s.intervals, s.tags, s.refine, s.wrt)
     combine_kinks(kinks)
     kinks_convex = all(k.convex_ok for k in kinks)
     kinks_concave = all(k.concave_ok for k in kinks)
-
-    convex_proven = curvature.psd and kinks_convex and domain_ok
-    concave_proven = curvature.nsd and kinks_concave and domain_ok
-
-    result_kinks = [k.describe() for k in kinks]
-    domain_text = [c.describe() for c in constraints if depends_on(c.node, set(orders))]
-
-    certificate_convex = certificate_concave = None
-    if convex_proven:
-        certificate_convex = _certificate("convex", hess, proof, an_h, kinks, domain_text, method)
-    if concave_proven:
-        certificate_concave = _certificate("concave", hess, proof, an_h, kinks, domain_text, method)
-
+    domain_text = [c.describe() for c in s.constraints if depends_on(c.node, set(s.orders))]
+    sides = _Sides(method=method)
+    if curvature.psd and kinks_convex and domain_ok:
+        sides.convex = True
+        sides.convex_certificate = _certificate("convex", hess, proof, an_h, kinks, domain_text, method)
+    if curvature.nsd and kinks_concave and domain_ok:
+        sides.concave = True
+        sides.concave_certificate = _certificate("concave", hess, proof, an_h, kinks, domain_text, method)
     # the picture: the DAG the proof read, coloured by its facts
     if method == "second directional derivative" and proof is not None:
-        graph = list(proof.premises)
+        sides.graph = list(proof.premises)
     else:
-        graph = list(hess.values()) if isinstance(hess, dict) else [hess]
-    graph_facts = node_facts(an_h, graph)
+        sides.graph = list(hess.values()) if isinstance(hess, dict) else [hess]
+    sides.graph_facts = node_facts(an_h, sides.graph)
+    return _Smooth(sides, hess, proof, curvature, kinks, kinks_convex, kinks_concave, domain_ok, domain_text, notes)
 
+
+def _prove_by_composition(s: _Setting, sides: _Sides, domain_ok: bool, values: Any, depth: int) -> None:
+    """Phase 3, when the Hessian proved nothing: the rules of convex analysis, tried in turn
+    until one proves a side (each checks the inner function with ``check_convexity``)."""
     # f = g(affine maps): g's verdict carries over (its domain and kinks included)
-    if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
-        inner = precomposed(f, wrt_set, given, values, _depth, an, check=check_convexity)
-        if inner is not None:
-            result_g, cut = inner
-            if result_g.verdict in ("convex", "affine"):
-                convex_proven = True
-                certificate_convex = composed_certificate(result_g.convex_certificate, cut)
-                method = certificate_convex.method
-            if result_g.verdict in ("concave", "affine"):
-                concave_proven = True
-                certificate_concave = composed_certificate(result_g.concave_certificate, cut)
-                method = certificate_concave.method
-            if result_g.certified:
-                graph, graph_facts = result_g.graph, result_g.graph_facts
+    inner = precomposed(s.f, s.wrt, s.given, values, depth, s.an, check=check_convexity)
+    if inner is not None:
+        result_g, cut = inner
+        if result_g.verdict in ("convex", "affine"):
+            sides.adopt("convex", composed_certificate(result_g.convex_certificate, cut))
+        if result_g.verdict in ("concave", "affine"):
+            sides.adopt("concave", composed_certificate(result_g.concave_certificate, cut))
+        if result_g.certified:
+            sides.graph, sides.graph_facts = result_g.graph, result_g.graph_facts
+    if sides.proven:
+        return
     # f = t g(x / t): the perspective of g
-    if not (convex_proven or concave_proven) and _depth < MAX_COMPOSITION_DEPTH:
-        persp = perspective(f, wrt_set, given, an, _depth, check=check_convexity)
-        if persp is not None:
-            claim, certificate, result_g = persp
-            if claim in ("convex", "affine"):
-                convex_proven, certificate_convex = True, certificate
-            if claim in ("concave", "affine"):
-                concave_proven, certificate_concave = True, certificate
-            method = certificate.method
-            graph, graph_facts = result_g.graph, result_g.graph_facts
+    persp = perspective(s.f, s.wrt, s.given, s.an, depth, check=check_convexity)
+    if persp is not None:
+        claim, certificate, result_g = persp
+        sides.adopt(claim, certificate)
+        sides.graph, sides.graph_facts = result_g.graph, result_g.graph_facts
+    if sides.proven or not domain_ok:
+        return
     # f = h(g(x)) with g scalar: the composition rules of convex analysis
-    if not (convex_proven or concave_proven) and domain_ok and _depth < MAX_COMPOSITION_DEPTH:
-        composed = scalar_composition(f, wrt_set, given, values, _depth, check=check_convexity)
-        if composed is not None:
-            claim, certificate, result_h = composed
-            if claim == "convex":
-                convex_proven, certificate_convex = True, certificate
-            else:
-                concave_proven, certificate_concave = True, certificate
-            method = certificate.method
-            graph, graph_facts = result_h.graph, result_h.graph_facts
+    composed = scalar_composition(s.f, s.wrt, s.given, values, depth, check=check_convexity)
+    if composed is not None:
+        claim, certificate, result_h = composed
+        sides.adopt("convex" if claim == "convex" else "concave", certificate)
+        sides.graph, sides.graph_facts = result_h.graph, result_h.graph_facts
 
-    # numbers: counterexamples to the open sides, and a cross-check of the proven ones
-    # (a proof contradicted by numbers is a bug of the rules, never a verdict)
-    search = None
-    cex_convex = cex_concave = None
-    want_convex = convex_proven or falsify
-    want_concave = concave_proven or falsify
-    if want_convex or want_concave:
-        falsifier = Falsifier(f, names, assumed, [c for c in constraints], seed=seed, values=values)
-        budget = points * 2 if verify else points if falsify else min(points, CROSS_CHECK_POINTS)
-        search = falsifier.run(convex=want_convex, concave=want_concave, points=budget)
-        cex_convex, cex_concave = search.convex, search.concave
-        for proven, cex, claim, certificate in (
-            (convex_proven, cex_convex, "convex", certificate_convex),
-            (concave_proven, cex_concave, "concave", certificate_concave),
-        ):
-            if proven and cex is not None and rounding_level(cex):
-                # a proof is not overturned by a violation rounding can explain (cancellation
-                # inside f makes its error relative to intermediate values, not to f)
-                notes.append(
-                    f"cross-check: a violation of the proven {claim}ity at rounding level was ignored "
-                    f"(relative size {_relative_violation(cex):.1e})"
-                )
-                if claim == "convex":
-                    cex_convex = None
-                else:
-                    cex_concave = None
-                continue
-            if proven and cex is not None and _evaluation_contradicts_facts(f, an, cex):
-                # the numbers broke a proven fact about a node (exp(-206) underflowing to 0
-                # under a proven 1 + e > 1): the evaluation, not the proof, is wrong there
-                notes.append(
-                    f"cross-check: a violation of the proven {claim}ity was ignored: at its points the "
-                    "floating-point evaluation contradicts a proven bound of a node (underflow or rounding)"
-                )
-                if claim == "convex":
-                    cex_convex = None
-                else:
-                    cex_concave = None
-                continue
-            if proven and cex is not None:
-                raise InternalError(
-                    f"internal error in the convexity checker: {safe_text(f, 200)} was proven {claim} in "
-                    f"{', '.join(names)} ({certificate.method if certificate else method}) but the numeric "
-                    f"cross-check found a counterexample:\n{cex.describe()}\n"
-                    "Please report this expression: a rule certified something false.",
-                    claim,
-                    certificate,
-                    cex,
-                )
-        checked = [claim for proven, claim in ((convex_proven, "convexity"), (concave_proven, "concavity")) if proven]
-        if checked and not any(n.startswith("cross-check: a violation") for n in notes):
-            notes.append(
-                f"cross-check: no counterexample to the proven {' and '.join(checked)} at "
-                f"{search.points_in_domain} sampled points of the domain"
+
+def _search_numbers(
+    s: _Setting, sides: _Sides, notes: list[str], *, falsify: bool, points: int, verify: bool, seed: int, values: Any
+) -> _Numbers:
+    """Phase 4: counterexamples to the open sides, and a cross-check of the proven ones
+    (a proof contradicted by numbers is a bug of the rules, never a verdict)."""
+    numbers = _Numbers()
+    want_convex = sides.convex or falsify
+    want_concave = sides.concave or falsify
+    if not (want_convex or want_concave):
+        return numbers
+    falsifier = Falsifier(s.f, s.names, s.assumed, list(s.constraints), seed=seed, values=values)
+    budget = points * 2 if verify else points if falsify else min(points, CROSS_CHECK_POINTS)
+    search = falsifier.run(convex=want_convex, concave=want_concave, points=budget)
+    numbers.search, numbers.convex, numbers.concave = search, search.convex, search.concave
+    for proven, claim, certificate in (
+        (sides.convex, "convex", sides.convex_certificate),
+        (sides.concave, "concave", sides.concave_certificate),
+    ):
+        cex = numbers.convex if claim == "convex" else numbers.concave
+        if not proven or cex is None:
+            continue
+        reason = _explained_violation(s, cex)
+        if reason is None:
+            raise InternalError(
+                f"internal error in the convexity checker: {safe_text(s.f, 200)} was proven {claim} in "
+                f"{', '.join(s.names)} ({certificate.method if certificate else sides.method}) but the numeric "
+                f"cross-check found a counterexample:\n{cex.describe()}\n"
+                "Please report this expression: a rule certified something false.",
+                claim,
+                certificate,
+                cex,
             )
+        notes.append(f"cross-check: a violation of the proven {claim}ity {reason}")
+        if claim == "convex":
+            numbers.convex = None
+        else:
+            numbers.concave = None
+    checked = [claim for proven, claim in ((sides.convex, "convexity"), (sides.concave, "concavity")) if proven]
+    if checked and not any(n.startswith("cross-check: a violation") for n in notes):
+        notes.append(
+            f"cross-check: no counterexample to the proven {' and '.join(checked)} at "
+            f"{search.points_in_domain} sampled points of the domain"
+        )
+    return numbers
 
-    verdict = _verdict(convex_proven, concave_proven, cex_convex is not None, cex_concave is not None)
-    strict = strong = False
-    modulus = None
-    modulus_value = None
-    if verdict == "convex":
-        strict = curvature.pd and not kinks
-        if curvature.lower is not None and curvature.lower.strong:
-            strong = True
-            modulus, modulus_value = curvature.lower.text, curvature.lower.value
-    elif verdict == "concave":
-        strict = curvature.nd and not kinks
-        if curvature.upper is not None and curvature.upper.strong:
-            strong = True
-            modulus, modulus_value = curvature.upper.text, curvature.upper.value
-    if strong:
-        strict = True
+
+def _explained_violation(s: _Setting, cex: Any) -> str | None:
+    """Why a counterexample to a proof is floating point, not a false proof (None: it is not)."""
+    if rounding_level(cex):
+        # cancellation inside f makes its error relative to intermediate values, not to f
+        return f"at rounding level was ignored (relative size {_relative_violation(cex):.1e})"
+    if _evaluation_contradicts_facts(s.f, s.an, cex):
+        # the numbers broke a proven fact about a node (exp(-206) underflowing to 0
+        # under a proven 1 + e > 1): the evaluation, not the proof, is wrong there
+        return (
+            "was ignored: at its points the floating-point evaluation contradicts a proven bound "
+            "of a node (underflow or rounding)"
+        )
+    return None
+
+
+def _strength(verdict: str, curvature: Curvature, kinks: list[Kink]) -> _Strength:
+    """Phase 5: strict and strong convexity (concavity), with the modulus where proven."""
+    if verdict not in ("convex", "concave"):
+        return _Strength()
+    convex = verdict == "convex"
+    bound = curvature.lower if convex else curvature.upper
+    if bound is not None and bound.strong:
+        return _Strength(True, True, bound.text, bound.value)
+    return _Strength(strict=(curvature.pd if convex else curvature.nd) and not kinks)
+
+
+def _unknown_notes(verdict: str, sides: _Sides, numbers: _Numbers, smooth: _Smooth, falsify: bool) -> list[str]:
+    """Phase 6: for each side neither proven nor refuted, the reasons (one note when both are open)."""
+    notes = []
     for side, proven, cex, kinks_ok, bends in (
-        ("convexity", convex_proven, cex_convex, kinks_convex, "up"),
-        ("concavity", concave_proven, cex_concave, kinks_concave, "down"),
+        ("convexity", sides.convex, numbers.convex, smooth.kinks_convex, "up"),
+        ("concavity", sides.concave, numbers.concave, smooth.kinks_concave, "down"),
     ):
         if proven or cex is not None:
             continue
         reasons = []
-        if not domain_ok:
+        if not smooth.domain_ok:
             reasons.append("the domain was not shown to be convex")
-        if proof is None or not (curvature.psd if side == "convexity" else curvature.nsd):
+        curvature = smooth.curvature
+        if smooth.proof is None or not (curvature.psd if side == "convexity" else curvature.nsd):
             reasons.append("no rule showed the Hessian " + ("PSD" if side == "convexity" else "NSD"))
-        if any(k.kind == "sign" for k in kinks):
+        if any(k.kind == "sign" for k in smooth.kinks):
             reasons.append("sign(...) of the variables makes the function jump")
         elif not kinks_ok:
-            bad = [k for k in kinks if not (k.convex_ok if side == "convexity" else k.concave_ok)]
+            bad = [k for k in smooth.kinks if not (k.convex_ok if side == "convexity" else k.concave_ok)]
             reasons.append(
                 f"{len(bad)} kink{'s' if len(bad) > 1 else ''} not shown to bend {bends}: "
                 + "; ".join(k.describe() for k in bad[:3])
             )
         if falsify:
-            reasons.append(f"no counterexample at {search.points_in_domain if search else 0} sampled points")
+            reasons.append(
+                f"no counterexample at {numbers.search.points_in_domain if numbers.search else 0} sampled points"
+            )
         head = "unknown" if verdict == "unknown" else f"{side} unknown"
         notes.append(f"{head}: " + "; ".join(reasons) + " (this is not a claim that the function is not convex)")
         if verdict == "unknown":
             break  # one note: the reasons of the two sides are the same words
-    return ConvexityResult(
-        verdict=verdict,
-        expression=f,
-        wrt=tuple(names),
-        strict=strict,
-        strong=strong,
-        modulus=modulus,
-        modulus_value=modulus_value,
-        convex_certificate=certificate_convex,
-        concave_certificate=certificate_concave,
-        convex_counterexample=cex_convex,
-        concave_counterexample=cex_concave,
-        assumptions={name: tuple(a.given) for name, a in assumed.items()},
-        implied_domain=domain_text,
-        hessian=hess,
-        kinks=result_kinks,
-        notes=notes,
-        search=search,
-        method=method,
-        graph=graph,
-        graph_facts=graph_facts,
-    )
+    return notes
 
 
 ROUNDING_LEVEL = 1e-6
