@@ -71,6 +71,34 @@ def analyse(request: Mapping[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": describe_error(exc, request)}
 
 
+_TEXT_FIELDS = ("expression", "declarations", "wrt")
+
+
+def check_request(request: Any) -> None:
+    """Refuse (``InputError``) a request no page would send: the server answers 400 to it
+    without giving it to a worker.  Mistakes in what the user typed are not checked here.
+
+    >>> check_request({"expression": "x", "order": True})
+    Traceback (most recent call last):
+    ...
+    tenscalc.web.compute.InputError: the order must be a whole number, not True
+    """
+    if not isinstance(request, Mapping):
+        raise InputError("the body must be a JSON object")
+    for name in _TEXT_FIELDS:
+        _field(request, name)
+    if str(request.get("part", "derive")) not in PARTS:
+        raise InputError(f"unknown part {request.get('part')!r}; expected one of {', '.join(PARTS)}")
+    read_order(request.get("order"))
+    if not isinstance(request.get("defaults", True), bool):
+        raise InputError("'defaults' must be true or false")
+    session, seq = request.get("session"), request.get("seq")
+    if session is not None and not (isinstance(session, str) and len(session) <= 100):
+        raise InputError("'session' must be text of at most 100 characters")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 2**53):
+        raise InputError("'seq' must be a whole number from 0 to 2**53")
+
+
 class Problem:
     """The parsed request: expression, variables to differentiate by, order."""
 
@@ -91,7 +119,9 @@ def _field(request: Mapping[str, Any], name: str) -> str:
 
 
 def read_order(value: Any) -> int:
-    """The derivative order asked for: an integer from 1 to :data:`MAX_ORDER`.
+    """The derivative order asked for: an integer from 1 to :data:`MAX_ORDER`
+    (a JSON number without fraction, or its digits as text; ``true``, ``2.7`` and
+    ``2.0`` are refused rather than read as 1 or 2).
 
     >>> read_order("2")
     2
@@ -99,13 +129,20 @@ def read_order(value: Any) -> int:
     Traceback (most recent call last):
     ...
     tenscalc.web.compute.InputError: the order must be at most 6 (asked: 9)
+    >>> read_order(2.7)
+    Traceback (most recent call last):
+    ...
+    tenscalc.web.compute.InputError: the order must be a whole number, not 2.7
     """
     if value is None or value == "":
         return 1
-    try:
+    if isinstance(value, str) and value.strip().isdigit() and len(value) <= 9:
         order = int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"the order must be a whole number, not {value!r}") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        order = value
+    else:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise InputError(f"the order must be a whole number, not {shown}")
     if order < 1:
         raise InputError(f"the order must be at least 1 (asked: {order})")
     if order > MAX_ORDER:

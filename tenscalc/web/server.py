@@ -8,9 +8,17 @@ of :class:`tenscalc.web.workers.WorkerPool`, each request with a deadline.
 
 Safety for a server on the user's own machine: it listens on 127.0.0.1 unless
 ``--host`` says otherwise; it answers only requests whose ``Host`` header names
-the address it listens on (no DNS rebinding); the API takes only
-``application/json`` bodies (a cross-site form cannot post one) of at most
-:data:`MAX_BODY` bytes; only the files shipped in ``static/`` are served.
+the address it listens on or this machine (no DNS rebinding, also when listening
+beyond loopback); the API takes only ``application/json`` bodies (a cross-site
+form cannot post one) of at most :data:`MAX_BODY` bytes, nested at most
+:data:`MAX_DEPTH` deep, with whole-number orders in range (anything else is a 4xx
+JSON error); only the files shipped in ``static/`` are served, and no other site
+may frame them.  The listen backlog holds :data:`BACKLOG` connections and a
+connection that sends nothing for :data:`IDLE_TIMEOUT` seconds is closed.
+
+Work nobody waits for is stopped: a request whose client hung up, or one that a
+newer request of the same page (``session`` and a larger ``seq``) supersedes,
+gives its worker back at once (see :meth:`WorkerPool.run`).
 
 >>> server = make_server(port=0, workers=1)
 >>> server.server_address[0]
@@ -22,23 +30,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import select
 import signal
+import socket
 import sys
 import threading
 import webbrowser
+from collections import OrderedDict
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
-from .compute import MAX_INPUT
+from .compute import MAX_INPUT, InputError, check_request
 from .workers import DEFAULT_TIMEOUT, WorkerPool
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MAX_BODY = MAX_INPUT * 4 + 1024
 """Largest API request body in bytes (the input limit, in UTF-8, plus the JSON around it)."""
+MAX_DEPTH = 16
+"""Deepest nesting of JSON arrays and objects accepted (a request is one flat object)."""
+BACKLOG = 128
+"""Connections the operating system queues before the server accepts them."""
+IDLE_TIMEOUT = 30.0
+"""Seconds a connection may stay silent (half-sent request, idle keep-alive) before it is closed."""
+MAX_SESSIONS = 1024
+"""Pages whose latest request number is remembered (the oldest are forgotten first)."""
+CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; "
+    "frame-ancestors 'none'"
+)
+"""The page loads nothing from elsewhere (drawings come as data: images) and no site may frame it."""
 _TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -74,18 +98,70 @@ def static_files() -> dict[str, tuple[bytes, str]]:
     return found
 
 
+def allowed_hosts(host: str, port: int) -> set[str]:
+    """The ``Host`` header values a server bound to ``host:port`` answers.
+
+    Loopback names always; the bound address; and, when it listens on every
+    address (``0.0.0.0``, ``::``), this machine's names and addresses, so that
+    another machine reaches it by name or address while a page of some other
+    site (DNS rebinding) is still refused.
+
+    >>> sorted(allowed_hosts("127.0.0.1", 8765))
+    ['127.0.0.1:8765', '[::1]:8765', 'localhost:8765']
+    >>> "evil.example:8765" in allowed_hosts("0.0.0.0", 8765)
+    False
+    >>> f"{socket.gethostname()}:8765" in allowed_hosts("0.0.0.0", 8765)
+    True
+    """
+    names = {"127.0.0.1", "localhost", "::1"}
+    if host not in ("", "0.0.0.0", "::"):
+        names.add(host)
+    else:
+        for name in (socket.gethostname(), socket.getfqdn()):
+            names.add(name)
+            try:
+                names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+            except OSError:  # a name this machine cannot resolve: the name itself is still allowed
+                pass
+    shown = {(f"[{n}]" if ":" in n else n).lower() for n in names if n}
+    return {f"{n}:{port}" for n in shown} | ({n for n in shown} if port == 80 else set())
+
+
 class Server(ThreadingHTTPServer):
     """The HTTP server with its static files and worker pool."""
 
     daemon_threads = True
+    request_queue_size = BACKLOG
     verbose = False
 
-    def __init__(self, address: tuple[str, int], pool: WorkerPool):
+    def __init__(self, address: tuple[str, int], pool: WorkerPool, idle_timeout: float = IDLE_TIMEOUT):
         self.pool = pool
         self.files = static_files()
+        self.idle_timeout = idle_timeout
+        self._sessions: OrderedDict[str, int] = OrderedDict()
+        self._sessions_lock = threading.Lock()
         super().__init__(address, Handler)
         host, port = str(self.server_address[0]), self.server_address[1]
-        self.allowed_hosts = {f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]", host)}
+        self.allowed_hosts = allowed_hosts(host, port)
+
+    def note_request(self, session: str, seq: int) -> None:
+        """Remember the newest request number of a page (older ones are superseded)."""
+        with self._sessions_lock:
+            self._sessions[session] = max(seq, self._sessions.get(session, seq))
+            self._sessions.move_to_end(session)
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+
+    def superseded(self, session: str, seq: int) -> bool:
+        """Whether the page ``session`` sent a request newer than ``seq``."""
+        with self._sessions_lock:
+            return self._sessions.get(session, seq) > seq
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that hung up or stayed silent is no error of the server's
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
     @property
     def url(self) -> str:
@@ -106,13 +182,27 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "tenscalc"
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        # the socket's timeout: a silent connection is closed instead of holding a thread
+        self.timeout = self.server.idle_timeout
+        super().setup()
+
+    def client_gone(self) -> bool:
+        """Whether the client closed its side of the connection (it no longer waits)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            # readable with nothing to read: the other side closed (a pipelined request is data)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         if self.server.verbose:
             super().log_message(format, *args)
 
     def _host_ok(self) -> bool:
         host = self.headers.get("Host", "")
-        if self.server.server_address[0] in ("0.0.0.0", "", "::") or host in self.server.allowed_hosts:
+        if host.lower() in self.server.allowed_hosts:
             return True
         self._send_json({"ok": False, "error": {"message": f"unexpected Host header {host!r}"}}, HTTPStatus.FORBIDDEN)
         return False
@@ -156,14 +246,24 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         try:
-            request = json.loads(self.rfile.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self._send_json(_error(f"the body is not JSON: {exc}"), HTTPStatus.BAD_REQUEST)
+            request = read_json(self.rfile.read(length))
+            check_request(request)
+        except InputError as exc:
+            self._send_json(_error(str(exc)), HTTPStatus.BAD_REQUEST)
             return
-        if not isinstance(request, dict):
-            self._send_json(_error("the body must be a JSON object"), HTTPStatus.BAD_REQUEST)
+        session, seq = request.get("session"), request.get("seq")
+        if isinstance(session, str) and isinstance(seq, int):
+            self.server.note_request(session, seq)
+            answer = self.server.pool.run(request, lambda: self.server.superseded(session, seq) or self.client_gone())
+        else:
+            answer = self.server.pool.run(request, self.client_gone)
+        if answer.get("error", {}).get("kind") == "Cancelled":
+            self.close_connection = True
+            if self.client_gone():
+                return  # nobody to tell
+            self._send_json(answer, HTTPStatus.CONFLICT)
             return
-        self._send_json(self.server.pool.run(request), HTTPStatus.OK)
+        self._send_json(answer, HTTPStatus.OK)
 
     def _send_json(self, payload: dict[str, Any], status: HTTPStatus) -> None:
         self._send(json.dumps(payload).encode("utf-8"), "application/json", status)
@@ -174,16 +274,77 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Cache-Control", "max-age=3600" if cache else "no-cache")
+        self.send_header("X-Frame-Options", "DENY")
         if media.startswith("text/html"):
-            # the page loads nothing from elsewhere; drawings come as data: images
-            self.send_header(
-                "Content-Security-Policy",
-                "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'",
-            )
+            self.send_header("Content-Security-Policy", CSP)
         if self.close_connection:
             self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.end_headers()
+            self.wfile.write(body)
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True  # the client hung up: nothing to report
+
+
+def read_json(body: bytes) -> dict[str, Any]:
+    """The request object in ``body``, or an :class:`InputError` saying what is wrong with it.
+
+    Nesting is measured before parsing (the standard parser recurses, so deep
+    nesting would raise ``RecursionError``); ``NaN`` and ``Infinity`` are refused.
+
+    >>> read_json(b'{"expression": "x", "order": 2}')
+    {'expression': 'x', 'order': 2}
+    >>> read_json(b'{"order": Infinity}')
+    Traceback (most recent call last):
+    ...
+    tenscalc.web.compute.InputError: the body is not JSON: Infinity is not a number JSON allows
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the body is not UTF-8: {exc}") from None
+    depth = json_depth(text)
+    if depth > MAX_DEPTH:
+        raise InputError(f"the body is nested {depth} deep; a request is one object (at most {MAX_DEPTH} deep)")
+    try:
+        request = json.loads(text, parse_constant=_refuse_constant)
+    except InputError:
+        raise
+    except (ValueError, RecursionError) as exc:  # ValueError: also an integer of too many digits
+        raise InputError(f"the body is not JSON: {exc}") from None
+    if not isinstance(request, dict):
+        raise InputError("the body must be a JSON object")
+    return request
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InputError(f"the body is not JSON: {name} is not a number JSON allows")
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in ``text`` (brackets inside strings do not count).
+
+    >>> json_depth('{"a": [1, {"b": "[[["}]}')
+    3
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _error(message: str) -> dict[str, Any]:
@@ -191,7 +352,11 @@ def _error(message: str) -> dict[str, Any]:
 
 
 def make_server(
-    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, workers: int = 2, timeout: float = DEFAULT_TIMEOUT
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    workers: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> Server:
     """A server bound to ``host:port`` (port 0: any free port), not yet serving.
 
@@ -199,7 +364,7 @@ def make_server(
     """
     pool = WorkerPool(size=workers, timeout=timeout)
     try:
-        return Server((host, port), pool)
+        return Server((host, port), pool, idle_timeout)
     except BaseException:
         pool.close()
         raise

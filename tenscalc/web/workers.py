@@ -6,6 +6,14 @@ request takes an idle worker, sends it the request and waits at most
 pathological input) or dies (out of memory) is killed and replaced, and the
 request gets a clear error; the server itself never blocks on the work.
 
+Work nobody waits for any more is stopped too: :meth:`WorkerPool.run` takes a
+``cancelled`` test (the client hung up, or a newer request of the same page
+superseded this one) and, when it turns true, kills the worker and starts a
+fresh one, so an abandoned heavy input never holds a worker until its deadline.
+A worker is handed out only once it has imported and warmed up (it says
+"ready"), so a replacement being started never delays a request that another
+worker can take.
+
 >>> pool = WorkerPool(size=1, timeout=60)
 >>> pool.run({"expression": "x *(i,i->) x", "declarations": "x 1", "wrt": "x"})["derivatives"][0]["label"]
 'gradient wrt x'
@@ -19,12 +27,18 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
 DEFAULT_TIMEOUT = 20.0
 """Seconds a computation may take before its worker is killed."""
+POLL = 0.05
+"""Seconds between two looks at whether the client still waits for the answer."""
+_READY = "ready"
+MAX_START_FAILURES = 3
+"""Workers that die one after another before they are ready: then the pool stops starting them."""
 
 
 def _work(conn: Connection) -> None:
@@ -36,6 +50,12 @@ def _work(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from .compute import analyse
 
+    # the first answer pays for lazy imports and caches: pay it before any user waits
+    analyse({"expression": "x *(i,i->) x", "declarations": "x 1", "wrt": "x"})
+    try:
+        conn.send(_READY)
+    except (OSError, ValueError):
+        return
     while True:
         try:
             request = conn.recv()
@@ -62,11 +82,18 @@ def _work(conn: Connection) -> None:
 
 
 class _Worker:
-    def __init__(self, context: multiprocessing.context.SpawnContext):
+    def __init__(self, context: Any):
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_work, args=(child,), daemon=True, name="tenscalc-web-worker")
         self.process.start()
         child.close()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Whether the worker said it is ready within ``timeout`` seconds."""
+        try:
+            return bool(self.conn.poll(timeout)) and self.conn.recv() == _READY
+        except (EOFError, OSError):
+            return False
 
     def stop(self, kill: bool = False) -> None:
         if kill:
@@ -83,6 +110,15 @@ class _Worker:
         self.conn.close()
 
 
+def _start_method() -> Any:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        # only taken into account when the fork server is not running yet
+        context.set_forkserver_preload(["tenscalc.web.compute"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
 def _failure(message: str, kind: str) -> dict[str, Any]:
     return {"ok": False, "error": {"message": message, "field": None, "offset": None, "kind": kind}}
 
@@ -90,27 +126,50 @@ def _failure(message: str, kind: str) -> dict[str, Any]:
 class WorkerPool:
     """``size`` worker processes; :meth:`run` gives a request to one, with a deadline.
 
-    Workers are started with the ``spawn`` method (a fresh interpreter): forking a
-    process that runs server threads is unsafe.
+    Workers are started by the ``forkserver`` method where there is one (a clean
+    process that imported tenscalc once forks each worker: a replacement is ready in
+    a fraction of a second) and by ``spawn`` elsewhere (a fresh interpreter); never
+    by a plain fork of the server, which runs threads.
     """
 
     def __init__(self, size: int = 2, timeout: float = DEFAULT_TIMEOUT):
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.timeout = timeout
-        self._context = multiprocessing.get_context("spawn")
+        self._context = _start_method()
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._start_failures = 0
+        self.cancelled = 0
+        """How many requests were stopped because nobody waited for them any more."""
         for _ in range(size):
             self._add()
 
     def _add(self) -> None:
+        """Start a worker; it joins the idle ones once it says it is ready (from a thread:
+        the caller does not wait for a fresh interpreter to import tenscalc)."""
         worker = _Worker(self._context)
         with self._lock:
             self._all.append(worker)
-        self._idle.put(worker)
+        threading.Thread(target=self._admit, args=(worker,), name="tenscalc-web-start", daemon=True).start()
+
+    def _admit(self, worker: _Worker) -> None:
+        # a worker that cannot start within the deadline is as good as dead
+        if worker.wait_ready(max(self.timeout, 60.0)):
+            self._start_failures = 0
+            self._idle.put(worker)
+            return
+        self._start_failures += 1
+        if self._start_failures < MAX_START_FAILURES:
+            self._retire(worker)
+            return
+        # workers that die while starting will keep dying: stop trying, and say so
+        with self._lock:
+            if worker in self._all:
+                self._all.remove(worker)
+        worker.stop(kill=True)
 
     def _retire(self, worker: _Worker) -> None:
         with self._lock:
@@ -120,29 +179,62 @@ class WorkerPool:
         if not self._closed:
             self._add()
 
-    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """The answer to ``request``, or an error when it takes longer than the timeout."""
+    def ready(self) -> int:
+        """How many workers are idle and ready now."""
+        return self._idle.qsize()
+
+    def run(self, request: Mapping[str, Any], cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
+        """The answer to ``request``, or an error when it takes longer than the timeout.
+
+        ``cancelled()`` is asked every :data:`POLL` seconds while the request waits for
+        a worker or for its answer; once it is true the work is given up (its worker
+        killed and replaced) and a ``"Cancelled"`` error comes back.
+        """
         if self._closed:
             return _failure("the server is shutting down", "Unavailable")
-        try:
-            worker = self._idle.get(timeout=self.timeout)
-        except queue.Empty:
+        if self._start_failures >= MAX_START_FAILURES:
+            return _failure("the worker processes cannot start (see the server's terminal)", "Unavailable")
+        gone = cancelled or (lambda: False)
+        deadline = time.monotonic() + self.timeout
+        worker = self._take(deadline, gone)
+        if worker is None:
+            if gone():
+                self.cancelled += 1
+                return _failure("cancelled: nobody waits for this answer any more", "Cancelled")
             return _failure(f"the server is busy: no worker was free within {self.timeout:g} s", "Busy")
+        deadline = time.monotonic() + self.timeout
         try:
             worker.conn.send(dict(request))
-            if not worker.conn.poll(self.timeout):
-                self._retire(worker)
-                return _failure(
-                    f"stopped after {self.timeout:g} s: this input takes too long (try a lower order or a "
-                    "smaller expression)",
-                    "Timeout",
-                )
+            while not worker.conn.poll(POLL):
+                if gone():
+                    self.cancelled += 1
+                    self._retire(worker)
+                    return _failure("cancelled: nobody waits for this answer any more", "Cancelled")
+                if time.monotonic() >= deadline:
+                    self._retire(worker)
+                    return _failure(
+                        f"stopped after {self.timeout:g} s: this input takes too long (try a lower order or a "
+                        "smaller expression)",
+                        "Timeout",
+                    )
             answer = worker.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             self._retire(worker)
             return _failure("the computation crashed (out of memory?); the worker was restarted", "Crashed")
         self._idle.put(worker)
         return answer
+
+    def _take(self, deadline: float, gone: Callable[[], bool]) -> _Worker | None:
+        """An idle worker, or None when the deadline passes or the request is cancelled first."""
+        while not gone():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                return self._idle.get(timeout=min(POLL, left))
+            except queue.Empty:
+                continue
+        return None
 
     def close(self) -> None:
         """Stop every worker."""

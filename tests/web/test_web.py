@@ -18,7 +18,7 @@ import pytest
 import tenscalc as tc
 from tenscalc.cli import main as cli_main
 from tenscalc.web.compute import MAX_INPUT, MAX_ORDER, analyse, default_orders, latex_with_temporaries
-from tenscalc.web.server import MAX_BODY, make_server, serve_in_thread, static_files
+from tenscalc.web.server import MAX_BODY, allowed_hosts, json_depth, make_server, serve_in_thread, static_files
 from tenscalc.web.workers import WorkerPool
 
 # short to write, slow to differentiate six times: about 40 s on an idle machine
@@ -440,9 +440,18 @@ def test_a_pathological_input_is_stopped_and_the_server_keeps_answering():
         srv.close()
 
 
+def wait_until(condition, seconds=120.0):
+    """Wait (bounded) until ``condition()`` holds; fail the test if it never does."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still not true after {seconds} s"
+        time.sleep(0.05)
+
+
 def test_worker_pool_replaces_a_dead_worker():
     pool = WorkerPool(size=1, timeout=60)
     try:
+        wait_until(lambda: pool.ready() == 1)
         worker = pool._all[0]
         worker.process.kill()
         worker.process.join()
@@ -475,3 +484,177 @@ def test_cli_serve_reports_a_busy_port(capsys):
 def test_cli_serve_refuses_bad_options(capsys):
     assert cli_main(["serve", "--workers", "0"]) == 2
     assert cli_main(["serve", "--port", "many"]) == 2
+
+
+# ------------------------------------------------------------ abandoned work
+
+
+def send_raw(srv, payload: dict) -> socket.socket:
+    """Post ``payload`` on a raw socket and return it unread (a client that may hang up)."""
+    host, port = srv.server_address[:2]
+    sock = socket.create_connection((host, port), timeout=30)
+    body = json.dumps(payload).encode()
+    head = f"POST /api/analyse HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+    sock.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    return sock
+
+
+def test_abandoned_heavy_requests_stop_and_a_light_one_is_answered_at_once(capfd):
+    # two workers, a deadline far beyond the heavy inputs' 40 s of work: without
+    # cancellation the light request would wait for one of them to finish
+    srv = make_server(port=0, workers=2, timeout=300)
+    serve_in_thread(srv)
+    try:
+        wait_until(lambda: srv.pool.ready() == 2)
+        heavy = [send_raw(srv, SLOW), send_raw(srv, {**SLOW, "order": 5})]
+        wait_until(lambda: srv.pool.ready() == 0)  # both workers are busy with them
+        for sock in heavy:
+            sock.close()  # the user moved on
+        wait_until(lambda: srv.pool.cancelled == 2, 30)
+        start = time.monotonic()
+        status, reply = post(srv, {"expression": "x *(i,i->) x", "wrt": "x"})
+        elapsed = time.monotonic() - start
+        assert status == 200 and reply["ok"], reply
+        assert elapsed < 2, elapsed  # a fresh worker, not the end of 40 s of abandoned work
+    finally:
+        srv.shutdown()
+        srv.close()
+    assert "Traceback" not in capfd.readouterr().err  # a client that hung up is no error
+
+
+def test_a_newer_request_of_the_same_page_supersedes_the_older_one():
+    srv = make_server(port=0, workers=2, timeout=300)
+    serve_in_thread(srv)
+    try:
+        wait_until(lambda: srv.pool.ready() == 2)
+        # the page's first input: heavy; the client is still connected
+        first = send_raw(srv, {**SLOW, "session": "page-1", "seq": 1})
+        wait_until(lambda: srv.pool.ready() == 1)
+        # another page's request is not affected by page-1's numbers
+        other = send_raw(srv, {**SLOW, "session": "page-2", "seq": 0})
+        wait_until(lambda: srv.pool.ready() == 0)
+        status, reply = post(srv, {"expression": "x *(i,i->) x", "wrt": "x", "session": "page-1", "seq": 2})
+        assert status == 200 and reply["ok"], reply
+        # the superseded request is answered 409 "Cancelled"; page-2's still runs
+        first.settimeout(60)
+        head = first.recv(65536).decode()
+        assert head.startswith("HTTP/1.1 409") and '"Cancelled"' in head, head
+        assert srv.pool.cancelled == 1
+        other.close()
+        wait_until(lambda: srv.pool.cancelled == 2, 30)
+    finally:
+        first.close()
+        srv.shutdown()
+        srv.close()
+
+
+# ------------------------------------------------------------ crafted requests
+
+
+def raw_post(srv, body: bytes):
+    return request(srv, "POST", "/api/analyse", body, {"Content-Type": "application/json"})
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        (b'{"a": ' + b"[" * 40_000 + b"]" * 40_000 + b"}", "nested 40001 deep"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": Infinity}', "Infinity"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": NaN}', "NaN"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": 2.7}', "whole number, not 2.7"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": 2.0}', "whole number, not 2.0"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": true}', "whole number, not True"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": 1e400}', "whole number, not inf"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": ' + b"9" * 5000 + b"}", "not JSON"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "order": 7}', "at most 6"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "defaults": "no"}', "true or false"),
+        (b'{"expression": "x *(i,i->) x", "wrt": "x", "seq": -1}', "'seq'"),
+        (b'{"expression": ["x"]}', "must be text"),
+        (b'"x"', "JSON object"),
+        (b"\xff\xfe", "UTF-8"),
+    ],
+)
+def test_crafted_requests_get_a_4xx_json_error_and_no_traceback(server, capfd, body, needle):
+    assert len(body) < MAX_BODY
+    status, headers, data = raw_post(server, body)
+    assert status == 400 and headers["Content-Type"] == "application/json"
+    reply = json.loads(data)
+    assert not reply["ok"] and needle in reply["error"]["message"], reply
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_json_depth_skips_brackets_inside_strings():
+    assert json_depth('{"a": "[[[{{{", "b": [[1]]}') == 3
+    assert json_depth('{"a": "\\"[["}') == 1  # an escaped quote does not end the string
+
+
+def test_the_backlog_holds_a_hundred_concurrent_connections():
+    # not serving yet: the operating system alone accepts what the backlog holds
+    srv = make_server(port=0, workers=1)
+    host, port = srv.server_address[:2]
+    sockets = [socket.socket() for _ in range(100)]
+    try:
+        for sock in sockets:
+            sock.setblocking(False)
+            sock.connect_ex((host, port))
+        pending, deadline = list(sockets), time.monotonic() + 10
+        while pending and time.monotonic() < deadline:
+            _, writable, _ = __import__("select").select([], pending, [], 0.2)
+            pending = [s for s in pending if s not in writable]
+        connected = [s for s in sockets if s not in pending and s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0]
+        assert len(connected) == 100
+        serve_in_thread(srv)
+        # and every one of them is answered
+        request_line = f"GET /app.css HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
+        for sock in sockets:
+            sock.setblocking(True)
+            sock.settimeout(30)
+            sock.sendall(request_line)
+        assert all(sock.recv(64).startswith(b"HTTP/1.1 200") for sock in sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+        srv.shutdown()
+        srv.close()
+
+
+def test_a_silent_connection_is_closed_after_the_idle_timeout(capfd):
+    srv = make_server(port=0, workers=1, idle_timeout=0.5)
+    serve_in_thread(srv)
+    host, port = srv.server_address[:2]
+    try:
+        with socket.create_connection((host, port), timeout=30) as sock:
+            sock.sendall(b"POST /api/analyse HTTP/1.1\r\nHost: ")  # and then nothing
+            assert sock.recv(1024) == b""  # closed by the server, long before our 30 s
+        with socket.create_connection((host, port), timeout=30) as sock:
+            head = f"POST /api/analyse HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            sock.sendall(f"{head}Content-Length: 100\r\n\r\n{{".encode())  # a body that never comes
+            assert sock.recv(1024) == b""
+    finally:
+        srv.shutdown()
+        srv.close()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_no_site_may_frame_the_page(server):
+    _, headers, _ = request(server, "GET", "/")
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    assert headers["X-Frame-Options"] == "DENY"
+
+
+def test_the_host_check_stays_on_beyond_loopback():
+    # 127.0.0.2 is another loopback address: a server bound to it is "beyond 127.0.0.1"
+    # without being reachable from another machine
+    srv = make_server(host="127.0.0.2", port=0, workers=1)
+    serve_in_thread(srv)
+    try:
+        port = srv.server_address[1]
+        assert request(srv, "GET", "/", headers={"Host": f"127.0.0.2:{port}"})[0] == 200
+        assert request(srv, "GET", "/", headers={"Host": "evil.example"})[0] == 403
+    finally:
+        srv.shutdown()
+        srv.close()
+    # listening on every address: the machine's own names stay allowed, no other
+    everywhere = allowed_hosts("0.0.0.0", 8765)
+    assert f"{socket.gethostname().lower()}:8765" in everywhere and "127.0.0.1:8765" in everywhere
+    assert "evil.example:8765" not in everywhere and "evil.example" not in everywhere

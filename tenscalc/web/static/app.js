@@ -1,6 +1,8 @@
 // The tenscalc page: sends what the user typed to /api/analyse and shows the answers.
-// Three requests per input: "derive" (formulas, text, drawings, Python), then "check"
-// (finite differences) and "convexity", which may take longer and fill in when ready.
+// Per input, one request at a time: "derive" (formulas, text, drawings, Python), then
+// "check" (finite differences), then "convexity", each filling in when ready.  Every
+// request carries this page's session and the input's number: a newer input aborts
+// the request in flight and the server stops its worker (it supersedes older numbers).
 "use strict";
 
 const EXAMPLES = [
@@ -15,6 +17,8 @@ const EXAMPLES = [
 const $ = (id) => document.getElementById(id);
 const fields = ["expression", "declarations", "wrt"];
 let generation = 0;        // the answer to an older input is dropped
+// names this page to the server (not a secret: it only lets a newer input supersede older ones)
+const SESSION = Math.random().toString(36).slice(2) + Date.now().toString(36);
 let controllers = [];      // in-flight requests of the current input
 let pythonSource = "";
 
@@ -25,6 +29,8 @@ function request() {
     wrt: $("wrt").value,
     order: Number($("order").value),
     defaults: $("defaults").checked,
+    session: SESSION,
+    seq: generation,
   };
 }
 
@@ -235,18 +241,17 @@ async function update() {
   $("check").innerHTML = '<p class="muted">checking…</p>';
   $("convexity").innerHTML = '<p class="muted">deciding…</p>';
   $("check-badge").textContent = ""; $("convexity-badge").textContent = "";
-  const later = ["check", "convexity"].map(async (part) => {
-    const c = new AbortController();
-    controllers.push(c);
+  // one after the other: this page never holds more than one worker
+  for (const part of ["check", "convexity"]) {
     try {
-      const a = await post({ ...body, part }, c);
+      const a = await post({ ...body, part }, controller);
       if (mine !== generation) return;
       (part === "check" ? showCheck : showConvexity)(a);
     } catch (e) {
-      if (e.name !== "AbortError" && mine === generation) $(part).textContent = `no answer: ${e.message}`;
+      if (e.name === "AbortError" || mine !== generation) return;
+      $(part).textContent = `no answer: ${e.message}`;
     }
-  });
-  await Promise.all(later);
+  }
   if (mine === generation) status("ready");
 }
 
