@@ -399,6 +399,21 @@ class TorchBackend(Backend):
         view.copy_(core.expand(view.shape) if core.shape != view.shape else core)
         return full
 
+    def unalias(self, results, inputs):
+        # as NumPy's: a compiled x or transpose is a view of the input's storage (of the
+        # caller's NumPy array too: torch.as_tensor shares it), so such a result is cloned
+        import torch
+
+        storages = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+        storages.discard(0)  # an empty tensor has no storage to share
+        copies: dict[int, Any] = {}  # one root listed twice stays one tensor
+        out = []
+        for value in results:
+            if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() in storages:
+                value = copies.setdefault(id(value), value.clone())
+            out.append(value)
+        return tuple(out)
+
     def add_diagonal(self, x, n, coef, shape, fresh):
         if not fresh or tuple(x.shape) != shape:
             x = x.expand(shape).clone()

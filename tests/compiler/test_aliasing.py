@@ -48,3 +48,35 @@ def test_a_list_of_results_aliases_no_input(rng):
     results = tc.compile([x, A, tc.parse("A *(ij,->ji) 1", {"A": 2}), x + 0])(values)
     for result in results:
         assert not any(np.may_share_memory(result, array) for array in values.values())
+
+
+@pytest.mark.parametrize("text", CASES)
+@pytest.mark.parametrize("given", ["tensor", "numpy"])
+def test_torch_results_are_fresh_tensors(text, given, rng):
+    # torch.as_tensor shares a NumPy input's memory, so both kinds of input can be aliased
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
+    expr = tc.parse(text, ORDERS)
+    x, A = rng.standard_normal(3), rng.standard_normal((3, 3))
+    x0, A0 = x.copy(), A.copy()
+    values = {"x": x, "A": A}
+    if given == "tensor":
+        values = {name: torch.from_numpy(value) for name, value in values.items()}  # shares x's and A's memory
+    run = tc.compile([expr, expr * 2.0], backend="torch")
+    for _ in range(2):
+        result, _double = run(**{name: values[name] for name in expr.variables})
+        assert not any(result is value for value in values.values())
+        result[...] = 123.0
+        np.testing.assert_array_equal(x, x0)
+        np.testing.assert_array_equal(A, A0)
+
+
+def test_torch_keeps_one_root_listed_twice_one_tensor():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
+    x = tc.var("x", 1)
+    t = torch.ones(3, dtype=torch.float64)
+    first, second = tc.compile([x, x], backend="torch")(x=t)
+    assert first is second and first is not t
+    first[0] = 5.0
+    assert t.tolist() == [1.0, 1.0, 1.0]
