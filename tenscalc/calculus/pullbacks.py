@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import nodes as N
+from ..core.exact import exact_sum
 from ..core.nodes import Expr
 
 #: ``rule(node, k, pullback, q)``: the contribution of ``node`` to the pullback of child ``k``
@@ -76,7 +77,7 @@ def pull_func(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
 
 def _minus_one(e: Expr) -> Expr:
     if e.op == "const":
-        return N.const(e.arg[0] - 1, 0)
+        return N.const(exact_sum([e.arg[0], -1]), 0)  # 1/3 - 1 is -2/3 exactly (rounded once)
     return N.add((e, N.const(1, 0)), (1, -1))
 
 

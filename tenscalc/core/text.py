@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import opt_einsum
 
+from .exact import small_fraction
+
 #: Index letters of the language, in the order ints are named (then ``i1``, ``j1`` ...).
 LETTERS = "ijklmnopqrstuvwxyzabcdefgh"
 
@@ -69,6 +71,20 @@ def format_number(value: int | float) -> str:
     if isinstance(value, int):
         return str(value)
     return repr(float(value))
+
+
+def format_exact(value: int | float) -> str:
+    """:func:`format_number`, except that a float rounded from a fraction whose decimals never
+    end is written as that fraction, in parentheses so that it reads as one number:
+    ``det(X)^(1/3)`` rather than ``det(X)^0.3333333333333333`` (parsing it gives the same float).
+
+    >>> format_exact(1 / 3), format_exact(-2 / 3), format_exact(0.25), format_exact(2)
+    ('(1/3)', '(-2/3)', '0.25', '2')
+    """
+    fraction = small_fraction(value)
+    if fraction is None:
+        return format_number(value)
+    return f"({fraction[0]}/{fraction[1]})"
 
 
 def short(node: object, limit: int = 60, fallback: str | None = None) -> str:

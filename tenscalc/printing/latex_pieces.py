@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..core.exact import small_fraction
 from ..core.nodes import Expr
 
 # precedence: what a piece of LaTeX may stand next to without parentheses
@@ -46,6 +47,10 @@ def format_number(value: int | float) -> str:
         return r"\infty" if value > 0 else r"-\infty"
     if value.is_integer() and abs(value) < 1e16:
         return str(int(value))
+    fraction = small_fraction(value)
+    if fraction is not None:  # 1/3 rather than 0.3333333333333333
+        p, q = fraction
+        return f"{'-' if p < 0 else ''}\\frac{{{abs(p)}}}{{{q}}}"
     text = repr(value)
     if "e" in text:
         mantissa, exponent = text.split("e")

@@ -108,7 +108,7 @@ def _m_var(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
 
 
 def _m_const(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
-    number = P.format_number(node.arg[0])
+    number = P.format_exact(node.arg[0]) if node.order == 0 else P.format_number(node.arg[0])
     if node.order:
         number += P.dimensions_text(node)  # states the order and the lengths
     return number, (P.FACTOR if number.startswith("-") else P.ATOM), _default_kind(node.order), None
@@ -186,7 +186,7 @@ def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:
             else:
                 parts.append((" + " if coef == 1 else " - ") + _wrap(entry, P.TERM))
             continue
-        scaled = f"{P.format_number(abs(coef))}*{_wrap(entry, P.FACTOR)}"
+        scaled = f"{P.format_exact(abs(coef))}*{_wrap(entry, P.FACTOR)}"
         if i == 0:
             parts.append(scaled if coef > 0 else "-" + scaled)
         else:

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from ..core import nodes as N
 from ..core.nodes import Expr, chain_specs, topological
-from ..core.text import LETTERS, format_number, letter_for, letters_for  # noqa: F401 - part of this module's API
+from ..core.text import (  # noqa: F401 - part of this module's API
+    LETTERS,
+    format_exact,
+    format_number,
+    letter_for,
+    letters_for,
+)
 
 # precedence levels of the grammar: sum < product/quotient < unary minus < power < atom
 SUM, TERM, FACTOR, POWER, ATOM = 0, 1, 2, 3, 4
@@ -203,7 +209,7 @@ def _print_var(node, texts):
 
 def _print_const(node, texts):
     value = node.arg[0]
-    text = format_number(value)
+    text = format_exact(value) if node.order == 0 else format_number(value)  # (1/3); a tensor may carry {dims}
     return (text, FACTOR) if text.startswith("-") else (text, ATOM)
 
 
@@ -239,7 +245,7 @@ def _print_add(node, texts):
             parts.append("-" + _wrap(entry, POWER))
         else:
             spec = letters_for(tuple(range(child.order)))
-            magnitude = format_number(abs(coef))
+            magnitude = format_exact(abs(coef))
             scaled = f"{magnitude} *(,{spec}->{spec}) {_wrap(entry, FACTOR)}"
             if i == 0:
                 parts.append(("-" if coef < 0 else "") + (scaled if coef > 0 else f"({scaled})"))

@@ -23,9 +23,11 @@ MAX_LOCAL_REWRITES = 200
 
 @dataclass
 class Context:
-    """What rules may know beyond the node: how many parents each node has."""
+    """What rules may know beyond the node: how many parents each node has, and the
+    variables declared symmetric (rewrites using ``Aᵀ = A`` hold where they are)."""
 
     uses: dict[Expr, int] = field(default_factory=dict)
+    symmetric: frozenset[str] = frozenset()
 
     def single_use(self, node: Expr) -> bool:
         """Whether ``node`` has at most one parent (inlining it duplicates no work)."""

@@ -16,7 +16,7 @@ factors 0 and 1 and terms 0 disappear, constants fold, identical summands merge.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..core import nodes as N
 from ..core.nodes import Expr, topological
@@ -27,8 +27,13 @@ from .rules import LATE_RULES, RULES
 MAX_PASSES = 60
 
 
-def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
+def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None, *, symmetric: Iterable[str] = ()) -> Expr:
     """Rewrite ``root`` with the rule sets until nothing changes.
+
+    ``symmetric`` names matrix variables known to be symmetric (declared ``symmetric``,
+    ``psd`` or ``pd``): ``Aᵀ`` is then written ``A``, so the result equals ``root`` wherever
+    those matrices are symmetric.  Differentiating that result again by one of them gives
+    the derivative along symmetric directions (the only ones such a matrix has).
 
     Examples
     --------
@@ -36,14 +41,18 @@ def simplify(root: Expr, rules: dict[str, list[Rule]] | None = None) -> Expr:
     >>> x = tc.var("x", 1)
     >>> str(tc.simplify(x + x - 0))
     '2 *(,i->i) x'
+    >>> str(tc.simplify(tc.parse("A *(ij,->ji) 1 + A", {"A": 2}), symmetric=["A"]))
+    '2 *(,ij->ij) A'
     """
     from ..core.checks import require_expr
 
     require_expr(root, "simplify")
-    return simplify_many([root], rules)[0]
+    return simplify_many([root], rules, symmetric=symmetric)[0]
 
 
-def simplify_many(roots: Sequence[Expr], rules: dict[str, list[Rule]] | None = None) -> list[Expr]:
+def simplify_many(
+    roots: Sequence[Expr], rules: dict[str, list[Rule]] | None = None, *, symmetric: Iterable[str] = ()
+) -> list[Expr]:
     """:func:`simplify` several roots together (the derivatives of one sweep).
 
     Use counts span all the roots, so a node they share counts as shared and
@@ -56,16 +65,23 @@ def simplify_many(roots: Sequence[Expr], rules: dict[str, list[Rule]] | None = N
     """
     table = RULES if rules is None else rules
     roots = list(roots)
+    declared = _symmetric_names(symmetric)
     early = {op: [r for r in rs if r not in LATE_RULES] for op, rs in table.items()}
     if early != table:  # the late rules run once the others have settled (see rules.LATE_RULES)
-        roots = _fixed_point(roots, early)
-    return _fixed_point(roots, table)
+        roots = _fixed_point(roots, early, declared)
+    return _fixed_point(roots, table, declared)
 
 
-def _fixed_point(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr]:
+def _symmetric_names(names: Iterable[str]) -> frozenset[str]:
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TensCalcError(f"symmetric must be a list of variable names, not {names!r}")
+    return frozenset(names)
+
+
+def _fixed_point(roots: list[Expr], table: dict[str, list[Rule]], symmetric: frozenset[str]) -> list[Expr]:
     """Whole passes of ``table`` until no root changes."""
     for _ in range(MAX_PASSES):
-        new_roots = _one_pass_many(roots, table)
+        new_roots = _one_pass_many(roots, table, symmetric)
         if all(new is old for new, old in zip(new_roots, roots)):
             return roots
         roots = new_roots
@@ -73,13 +89,13 @@ def _fixed_point(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr]:
 
 
 def _one_pass(root: Expr, table: dict[str, list[Rule]]) -> Expr:
-    return _one_pass_many([root], table)[0]
+    return _one_pass_many([root], table, frozenset())[0]
 
 
-def _one_pass_many(roots: list[Expr], table: dict[str, list[Rule]]) -> list[Expr]:
+def _one_pass_many(roots: list[Expr], table: dict[str, list[Rule]], symmetric: frozenset[str]) -> list[Expr]:
     """One bottom-up pass: every node rewritten once its children are, with use counts over all roots."""
     nodes = topological(roots)
-    ctx = Context()
+    ctx = Context(symmetric=symmetric)
     for node in nodes:
         for child in node.children:
             ctx.uses[child] = ctx.uses.get(child, 0) + 1

@@ -7,7 +7,7 @@ The lists live with their subject (``rules_products``, ``rules_sums``,
 from __future__ import annotations
 
 from .context import Rule
-from .rules_functions import FUNC_RULES, INV_RULES, POW_RULES
+from .rules_functions import DET_RULES, FUNC_RULES, INV_RULES, POW_RULES
 from .rules_products import MUL_RULES, mul_distribute_cancelling_sum, mul_divide_sum
 from .rules_slices import EMBED_RULES, SLICE_RULES
 from .rules_sums import ADD_RULES
@@ -21,7 +21,7 @@ RULES: dict[str, list[Rule]] = {
     "func": FUNC_RULES,
     "pow": POW_RULES,
     "inv": INV_RULES,
-    "det": [],
+    "det": DET_RULES,
     "slice": SLICE_RULES,
     "embed": EMBED_RULES,
 }

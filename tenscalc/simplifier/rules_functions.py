@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..core import nodes as N
+from ..core.exact import exact_product
 from ..core.nodes import Expr
 from .context import Context, Rule
 from .rules_sums import const_power
@@ -92,7 +93,7 @@ def pow_of_pow(node: Expr, ctx: Context) -> Expr | None:
     inner = None if outer is None else const_power(outer[0])
     if inner is None or outer[1] != int(outer[1]):
         return None
-    return N.power(inner[0], N.const(N.normalize_number(inner[1] * outer[1]), 0))
+    return N.power(inner[0], N.const(N.normalize_number(exact_product([inner[1], outer[1]])), 0))
 
 
 POW_RULES: list[Rule] = [pow_simplify, pow_of_pow]
@@ -105,3 +106,36 @@ def inv_of_inv(node: Expr, ctx: Context) -> Expr | None:
 
 
 INV_RULES: list[Rule] = [inv_of_inv]
+
+
+def rank_one_update(matrix: Expr) -> tuple[Expr, Expr, int | float] | None:
+    """``I + c u vᵀ`` (a sum of the identity and a scaled outer product of two vectors)
+    as ``(u, v, c)``; None for any other matrix."""
+    if matrix.op != "add" or len(matrix.children) != 2:
+        return None
+    terms = list(zip(matrix.children, matrix.arg))
+    identity = [(t, a) for t, a in terms if t.op == "delta" and t.arg == 1]
+    if len(identity) != 1 or identity[0][1] != 1:
+        return None
+    ((outer, c),) = [(t, a) for t, a in terms if t is not identity[0][0]]
+    if outer.op == "add" and len(outer.children) == 1:  # a scaled outer product
+        outer, c = outer.children[0], c * outer.arg[0]
+    if outer.op != "mul" or len(outer.children) != 2 or any(k.order != 1 for k in outer.children):
+        return None
+    (a, b), out = outer.arg
+    if a == b or set(a + b) != set(out):
+        return None
+    u, v = outer.children if out == a + b else outer.children[::-1]
+    return u, v, c
+
+
+def det_rank_one(node: Expr, ctx: Context) -> Expr | None:
+    # det(I + c u vᵀ) -> 1 + c vᵀu   (the matrix determinant lemma)
+    found = rank_one_update(node.children[0])
+    if found is None:
+        return None
+    u, v, c = found
+    return N.add([N.const(1, 0), N.mul((u, v), ((0,), (0,)), ())], [1, c])
+
+
+DET_RULES: list[Rule] = [det_rank_one]

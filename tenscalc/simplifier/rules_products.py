@@ -8,11 +8,13 @@ from __future__ import annotations
 from ..core import nodes as N
 from ..core import products as P
 from ..core.checks import count_nodes
+from ..core.exact import exact_product, exact_sum
 from ..core.nodes import Expr
 from .context import Context, Rule, rewrite_locally
-from .rules_functions import POW_RULES
+from .rules_functions import POW_RULES, rank_one_update
 from .rules_slices import mul_pull_embed
 from .rules_sums import ADD_RULES, const_power, embedded_parts
+from .symmetry import canonical_operands
 
 # Fusing products (and flattening sums) without a bound turns a chain of n
 # single-use products into products of n, n-1, ... operands: O(n^2) work.  Bounded
@@ -55,7 +57,7 @@ def mul_pull_scale(node: Expr, ctx: Context) -> Expr | None:
     for child, spec in _operands(node):
         parts = P.scale_parts(child)
         if parts is not None:
-            factor *= parts[1]
+            factor = exact_product([factor, parts[1]])
             pairs.append((parts[0], spec))
             changed = True
         else:
@@ -85,9 +87,7 @@ def mul_all_constant(node: Expr, ctx: Context) -> Expr | None:
     letters = set().union(*ins)
     if letters != set(out) or len(set(out)) != len(out):
         return None
-    value = 1
-    for c in node.children:
-        value *= c.arg[0]
+    value = exact_product([c.arg[0] for c in node.children])
     return N.const_like(value, node)
 
 
@@ -168,11 +168,16 @@ def mul_drop_delta0(node: Expr, ctx: Context) -> Expr | None:
 
 def mul_sort_operands(node: Expr, ctx: Context) -> Expr | None:
     # b *(j,ij->i) A -> A *(ij,j->i) b  (a canonical operand order lets equal products merge)
+    # X *(ij,ki->jk) X -> X *(ij,jk->ki) X  (equal operands: the order giving the smallest letters)
+    # S *(ji,jk->ik) B -> S *(ij,jk->ik) B  (S symmetric: S Xᵀ, inv(AAᵀ), a declared symmetric A)
     pairs = _operands(node)
-    ordered = sorted(pairs, key=lambda p: p[0].digest)
-    if all(a[0] is b[0] for a, b in zip(ordered, pairs)):
+    out = node.arg[1]
+    found = canonical_operands(pairs, out, ctx.symmetric)
+    ordered = sorted(pairs, key=lambda p: p[0].digest) if found is None else found[0]
+    if all(a[0] is b[0] and a[1] == b[1] for a, b in zip(ordered, pairs)):
         return None
-    return _rebuild(ordered, node.arg[1])
+    result = _rebuild(ordered, out)
+    return None if result is node else result
 
 
 def _power_parts(node: Expr) -> tuple[Expr, int | float]:
@@ -197,7 +202,7 @@ def mul_merge_powers(node: Expr, ctx: Context) -> Expr | None:
         if len(members) < 2:
             continue
         base = _power_parts(pairs[members[0]][0])[0]
-        exponent = sum(_power_parts(pairs[k][0])[1] for k in members)
+        exponent = exact_sum([_power_parts(pairs[k][0])[1] for k in members])  # -2/3 + 1 -> 1/3, no drift
         merged = N.power(base, N.const(exponent, 0))
         rest = [p for k, p in enumerate(pairs) if k not in members[1:]]
         rest[members[0]] = (merged, pairs[members[0]][1])
@@ -264,6 +269,56 @@ def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
                 rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
                 rest.append((N.func("abs", inner), spec))
                 return _rebuild(rest, node.arg[1])
+    return None
+
+
+def mul_inverse_of_rank_one(node: Expr, ctx: Context) -> Expr | None:
+    # inv(I + c u vᵀ) *(ij,j->i) u -> u / (1 + c vᵀu) ; v *(i,ij->j) inv(I + c u vᵀ) -> v / (1 + c vᵀu)
+    # (I + c u vᵀ) u = u (1 + c vᵀu), and vᵀ (I + c u vᵀ) = (1 + c vᵀu) vᵀ: Sherman-Morrison on its vector
+    pairs = _operands(node)
+    out = node.arg[1]
+    for k, (inverse, spec) in enumerate(pairs):
+        if inverse.op != "inv" or spec[0] == spec[1]:
+            continue
+        found = rank_one_update(inverse.children[0])
+        if found is None:
+            continue
+        u, v, c = found
+        for m, (vector, vspec) in enumerate(pairs):
+            if m == k or len(vspec) != 1 or vspec[0] in out:
+                continue
+            if sum(s.count(vspec[0]) for _, s in pairs) != 2:
+                continue  # the letter must join just these two operands
+            if vector is u and vspec[0] == spec[1]:
+                kept = spec[0]
+            elif vector is v and vspec[0] == spec[0]:
+                kept = spec[1]
+            else:
+                continue
+            scale = N.power(N.add([N.const(1, 0), N.mul((u, v), ((0,), (0,)), ())], [1, c]), N.const(-1, 0))
+            rest = [p for n, p in enumerate(pairs) if n not in (k, m)] + [(vector, (kept,)), (scale, ())]
+            return _rebuild(rest, out)
+    return None
+
+
+def mul_sign_over_abs(node: Expr, ctx: Context) -> Expr | None:
+    # sign(a) ⊙ |a|^n -> a^n for an odd integer n   (sign(x)/abs(x) -> 1/x: d log|x| / dx; both
+    # sides agree wherever a != 0, and neither is finite where a = 0 and n < 0)
+    pairs = _operands(node)
+    for k, (child, spec) in enumerate(pairs):
+        if child.op != "func" or child.arg != "sign":
+            continue
+        inner = child.children[0]
+        for m, (other, other_spec) in enumerate(pairs):
+            power = const_power(other)
+            if m == k or other_spec != spec or power is None or power[0] is not N.func("abs", inner):
+                continue
+            exponent = power[1]
+            if exponent != int(exponent) or int(exponent) % 2 != 1:
+                continue
+            rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+            rest.append((N.power(inner, other.children[1]), spec))
+            return _rebuild(rest, node.arg[1])
     return None
 
 
@@ -536,6 +591,8 @@ MUL_RULES: list[Rule] = [
     mul_cancel_inverse,
     mul_distribute_delta_sum,
     mul_sign_times_self,
+    mul_sign_over_abs,
+    mul_inverse_of_rank_one,
     mul_distribute_power,
     mul_merge_powers,
     mul_distribute_cancelling_sum,

@@ -7,6 +7,7 @@ with a constant ``c``) and ``embedded_parts`` (a term as a scaled elementwise pr
 from __future__ import annotations
 
 from ..core import nodes as N
+from ..core.exact import exact_product, exact_sum
 from ..core.nodes import Expr
 from ..core.products import rebuild as _rebuild
 from .context import Context, Rule
@@ -34,12 +35,12 @@ def add_simplify_terms(node: Expr, ctx: Context) -> Expr | None:
             changed = True
         for c, k in terms:
             if c.op == "const":
-                constant += k * c.arg[0]
+                constant = exact_sum([constant, exact_product([k, c.arg[0]])])  # 1/3 - 1 -> -2/3 exactly
                 constant_terms += 1
                 changed = changed or c.arg[0] == 0 or constant_terms > 1  # a zero, or constants to fold
                 continue
             if c in merged:
-                merged[c][1] += k
+                merged[c][1] = exact_sum([merged[c][1], k])
                 changed = True
             else:
                 merged[c] = [c, k]

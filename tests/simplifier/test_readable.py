@@ -17,14 +17,17 @@ from tenscalc import cli
 from tenscalc.printing.latex import matrix_text
 from tenscalc.printing.text import to_text
 from tenscalc.simplifier import RULES
-from tenscalc.simplifier.rules_functions import inv_of_inv, pow_of_pow
+from tenscalc.simplifier.rules_functions import det_rank_one, inv_of_inv, pow_of_pow
 from tenscalc.simplifier.rules_products import (
     mul_cancel_inverse,
     mul_distribute_cancelling_sum,
     mul_distribute_delta_sum,
     mul_distribute_power,
     mul_divide_sum,
+    mul_inverse_of_rank_one,
+    mul_sign_over_abs,
     mul_sign_times_self,
+    mul_sort_operands,
 )
 from tenscalc.simplifier.rules_sums import add_cancel_over_square, add_complement_of_reciprocal
 from tenscalc.testing import check_derivative, random_values
@@ -229,7 +232,12 @@ RULE_CASES = [
     (mul_distribute_power, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
     (pow_of_pow, "p *(i,i->) log(p / q)", {"p": 1, "q": 1}, "q"),
     (add_cancel_over_square, "log(exp(x) + 1) *(i,i->) 1", {"x": 1}, "x"),
-    (mul_sign_times_self, "log(abs(det(X)))", {"X": 2}, "X"),
+    # (log|det X| was this rule's case; mul_sign_over_abs now writes sign(d)/|d| as 1/d there too)
+    (mul_sign_times_self, "abs(x) *(i,i->) x", {"x": 1}, "x"),
+    (mul_sign_over_abs, "log(abs(x)) *(i,->) 1", {"x": 1}, "x"),
+    (mul_sort_operands, "X *(ij,jk->ik) X *(ik,ki->) X", {"X": 2}, "X"),
+    (det_rank_one, "det(delta(1) + x *(i,j->ij) x)", {"x": 1}, "x"),
+    (mul_inverse_of_rank_one, "det(delta(1) + x *(i,j->ij) x)", {"x": 1}, "x"),
     (add_complement_of_reciprocal, BCE, LOGISTIC_ORDERS, "w"),
     (mul_distribute_cancelling_sum, BCE, LOGISTIC_ORDERS, "w"),
     (mul_divide_sum, BCE, LOGISTIC_ORDERS, "w"),
