@@ -112,6 +112,12 @@ class ExprFace:
     def __pos__(self) -> Expr:
         return self
 
+    def __abs__(self) -> Expr:
+        """``abs(x)``: the entrywise absolute value, as ``tc.abs(x)`` and NumPy's ``abs``."""
+        from ..frontend import builder
+
+        return builder.abs(self)
+
     # -- NumPy style (tenscalc/frontend/numpy_api.py) ------------------------------------
     def __matmul__(self, other: Any) -> Expr:
         from ..frontend import numpy_api

@@ -854,6 +854,13 @@ def _canon_det(children, arg):
     return children, None, 0
 
 
+#: what a negative slice step is refused with (the parser says the same)
+NEGATIVE_STEP_HINT = (
+    "a slice keeps the order of its axis, so a reversal such as x[::-1] cannot be written; "
+    "reverse the data instead (pass x_data[::-1] as the variable) and slice with a positive step"
+)
+
+
 def slice_item(item: Any) -> int | tuple[int, int | None, int]:
     """A slice item in canonical form: an int index or ``(start, stop, step)``."""
     if isinstance(item, slice):
@@ -870,7 +877,7 @@ def slice_item(item: Any) -> int | tuple[int, int | None, int]:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise SemanticError(f"slice bounds are integers, got {value!r}")
         if step < 1:
-            raise SemanticError(f"slice steps are positive integers, got {step}")
+            raise SemanticError(f"slice steps are positive integers, got {step}: {NEGATIVE_STEP_HINT}")
         return (start, stop, step)
     raise SemanticError(f"not a slice item: {item!r}")
 

@@ -83,16 +83,40 @@ def _as_expr(value: Operand, order: int, what: str) -> Expr:
 
 
 def _pair(a: Operand, b: Operand, what: str) -> tuple[Expr, Expr]:
+    """Both operands as expressions of one order: a number, or an expression of lower order,
+    is broadcast as NumPy broadcasts (its axes meet the trailing axes of the other)."""
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         raise SemanticError(f"{what} needs at least one tenscalc expression")
     check_names(a, b)
     order = a.order if isinstance(a, Expr) else b.order  # type: ignore[union-attr]
     x, y = _as_expr(a, order, what), _as_expr(b, order, what)
-    if x.order != y.order:
-        raise SemanticError(
-            f"cannot {what} expressions of different orders: `{x}` has order {x.order} but `{y}` has order {y.order}"
-        )
-    return x, y
+    return broadcast(x, y.order), broadcast(y, x.order)
+
+
+def broadcast(x: Expr, order: int) -> Expr:
+    """``x`` broadcast to ``order`` axes as NumPy does: new leading axes (of the lengths the
+    context gives them), ``x``'s axes the trailing ones.  ``x`` itself when it has the order.
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> X, x = tc.var("X", 2), tc.var("x", 1)
+    >>> tc.evaluate(X + x, X=np.zeros((2, 3)), x=np.arange(3.0))     # as NumPy's X + x
+    array([[0., 1., 2.],
+           [0., 1., 2.]])
+    """
+    if x.order >= order:
+        return x
+    lead = order - x.order
+    return N.mul((N.const(1, lead), x), (tuple(range(lead)), tuple(range(lead, order))), tuple(range(order)))
+
+
+def _trailing(a: Expr, b: Expr) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Einsum letters of ``a`` and ``b`` multiplied entry by entry with NumPy's broadcasting
+    (the lower order's axes meet the trailing axes of the higher), and of the result."""
+    order = max(a.order, b.order)
+    out = tuple(range(order))
+    return out[order - a.order :], out[order - b.order :], out
 
 
 # Longest sum the builder extends in place; see _chain.
@@ -137,19 +161,21 @@ def negate(a: Expr) -> Expr:
 
 
 def multiply(a: Operand, b: Operand) -> Expr:
-    """``a * b``: elementwise for equal orders, scaling when one side has order 0."""
+    """``a * b`` entry by entry, with NumPy's broadcasting: an order-0 side scales, and
+    a lower-order side meets the trailing axes of the other (``X * x`` scales X's columns).
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> X, x = tc.var("X", 2), tc.var("x", 1)
+    >>> tc.evaluate(X * x, X=np.ones((2, 3)), x=np.arange(3.0))
+    array([[0., 1., 2.],
+           [0., 1., 2.]])
+    """
     check_names(a, b)
     if isinstance(a, Expr) and isinstance(b, Expr) and a.order != b.order:
-        if a.order == 0:
-            spec = tuple(range(b.order))
-            return N.mul((a, b), ((), spec), spec)
-        if b.order == 0:
-            spec = tuple(range(a.order))
-            return N.mul((a, b), (spec, ()), spec)
-        raise SemanticError(
-            f"`*` multiplies equal orders or scales by an order-0 factor; `{a}` has order {a.order} and "
-            f"`{b}` has order {b.order}: use tc.einsum to say which axes meet"
-        )
+        left, right, out = _trailing(a, b)
+        return N.mul((a, b), (left, right), out)
     if not isinstance(a, Expr) or not isinstance(b, Expr):
         # a number times a tensor: the language writes this as `2 *(,ij->ij) X`
         tensor, number = (b, a) if isinstance(b, Expr) else (a, b)
@@ -164,7 +190,19 @@ def multiply(a: Operand, b: Operand) -> Expr:
 
 
 def divide(a: Operand, b: Operand) -> Expr:
-    """``a / b`` entry by entry."""
+    """``a / b`` entry by entry, with NumPy's broadcasting (``x / tc.norm(x)``, ``X / x``).
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> x = tc.var("x", 1)
+    >>> tc.evaluate(x / tc.norm(x), x=np.array([3.0, 4.0]))
+    array([0.6, 0.8])
+    """
+    if isinstance(a, Expr) and isinstance(b, Expr) and a.order != b.order:
+        check_names(a, b)
+        left, right, out = _trailing(a, b)
+        return N.mul((a, N.reciprocal(b)), (left, right), out)
     x, y = _pair(a, b, "divide")
     return N.divide(x, y)
 
@@ -182,7 +220,8 @@ def power(base: Operand, exponent: Operand) -> Expr:
 def einsum(spec: str, *operands: Operand) -> Expr:
     """A product in einsum notation with two or more operands.
 
-    ``einsum("ij,j->i", A, x)`` is ``A *(ij,j->i) x``.  With more operands the
+    ``einsum("ij,j->i", A, x)`` is ``A *(ij,j->i) x``; without ``->`` the output is
+    NumPy's implicit one (``"ij,jk"`` means ``"ij,jk->ik"``).  With more operands the
     product is built as the left-nested chain of binary products the language would
     write, keeping at each step the indices that are still needed.
 
@@ -193,8 +232,10 @@ def einsum(spec: str, *operands: Operand) -> Expr:
     >>> str(tc.einsum("i,ij,j->", x, A, x))
     'x *(i,ij->j) A *(i,i->) x'
     """
-    if not isinstance(spec, str) or "->" not in spec:
-        raise SemanticError(f"einsum needs an explicit spec such as 'ij,j->i', got {spec!r}")
+    if not isinstance(spec, str):
+        raise SemanticError(f"einsum needs a spec such as 'ij,j->i', got {spec!r}")
+    if "->" not in spec:
+        spec = implicit_output(spec)
     lhs, out = spec.replace(" ", "").split("->", 1)
     ins = lhs.split(",")
     if len(ins) != len(operands):
@@ -219,6 +260,21 @@ def einsum(spec: str, *operands: Operand) -> Expr:
         left = N.mul((left, exprs[k]), (left_spec, ins[k]), result)
         left_spec = result
     return left
+
+
+def implicit_output(spec: str) -> str:
+    """NumPy's implicit einsum output: the letters that occur once, in alphabetical order.
+
+    >>> implicit_output("ij,jk")
+    'ij,jk->ik'
+    >>> implicit_output("ii")
+    'ii->'
+    """
+    lhs = spec.replace(" ", "")
+    if "." in lhs:
+        raise SemanticError(f"einsum spec {spec!r}: an ellipsis '...' is not supported; name every axis")
+    once = sorted(c for c in set(lhs) if c != "," and lhs.count(c) == 1)
+    return f"{lhs}->{''.join(once)}"
 
 
 def _elementwise(name: str):

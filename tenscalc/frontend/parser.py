@@ -16,7 +16,7 @@ Grammar (docs/language.md, "Expressions", plus what the 2022 thesis tool also ac
     problem = [ "declare" { name natural } "expression" ] expr [ "derivative" "wrt" name ]
     expr    = term { ("+" | "-") term }
     term    = factor { "*" "(" ixs "," ixs "-" ">" ixs ")" factor | "/" factor }
-    factor  = { "-" } atom { "^" ( "(" expr ")" | atom ) }
+    factor  = { "-" } atom { "^" ( "(" expr ")" | { "-" } atom ) }
     atom    = number | func "(" expr ")" | name | "(" expr ")" | "delta" [ "(" natural ")" ]
 
 Matrix notation (:mod:`tenscalc.frontend.matrix_notation`) extends ``term`` with ``*``
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from ..core.nodes import MAX_ORDER
+from ..core.nodes import MAX_ORDER, NEGATIVE_STEP_HINT
 from ..core.vocabulary import ASSUMPTION_WORDS, KEYWORDS, NOTATION_FUNCTIONS
 from ..errors import ParseError, SemanticError
 from .lexer import Token, tokenize
@@ -392,13 +392,27 @@ class Parser:
                 exponent = yield self.expr()
                 self.expect(")", "')' closing the exponent")
             else:
-                exponent = yield self.atom()
+                exponent = yield self.signed_atom()  # x^-2, x.^-1 as MATLAB and Python read them
             node = Syn("pow", node.pos, self.prev_end(), (node, exponent))
         if minus % 2:
             if node.kind == "num":  # -2 is the constant -2, not a negation node
                 return Syn("num", start, node.end, (), -node.value, node.dims)
             return Syn("neg", start, node.end, (node,))
         return node
+
+    def signed_atom(self) -> Rule:
+        """An exponent's ``{"-"} atom``: ``2^-1`` is ``2^(-1)``, as in MATLAB and Python's ``2**-1``."""
+        start = self.tok.pos
+        minus = 0
+        while self.at("-"):
+            self.advance()
+            minus += 1
+        node = yield self.atom()
+        if minus % 2 == 0:
+            return node
+        if node.kind == "num":
+            return Syn("num", start, node.end, (), -node.value, node.dims)
+        return Syn("neg", start, node.end, (node,))
 
     def slice_items(self) -> tuple:
         """``[1:, 0, ::2]``: per axis an index or ``(start, stop, step)``."""
@@ -418,7 +432,9 @@ class Parser:
                             self.fail("a slice step (a positive integer)")
                         if step < 1:
                             where = self.tokens[self.i - 1].pos
-                            raise ParseError("slice steps are positive integers", self.text, where)
+                            raise ParseError(
+                                f"slice steps are positive integers: {NEGATIVE_STEP_HINT}", self.text, where
+                            )
                 items.append((0 if first is None else first, stop, step))
             elif first is None:
                 self.fail("an index or a slice such as 1: or :-1")

@@ -163,7 +163,7 @@ def test_einsum_with_one_operand():
 @pytest.mark.parametrize(
     "spec, operands",
     [
-        ("ij,j", (A, x)),  # no output
+        ("ij,...", (A, x)),  # an ellipsis (an implicit output, "ij,j", is NumPy's: see test_numpy_spellings)
         ("ij,j->i", (A,)),  # too few operands
         ("ij,j->i", (A, x, y)),  # too many operands
         ("iJ,J->i", (A, x)),  # uppercase
@@ -223,10 +223,7 @@ def test_larger_expressions_match_the_language():
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: x + A,
-        lambda: x - A,
-        lambda: x / A,
-        lambda: x * A,  # neither order is 0: which axes meet is ambiguous
+        # (x + A, x * A ...: NumPy's broadcasting, see test_numpy_spellings)
         lambda: x**y,
         lambda: x + "1",
         lambda: x * [1, 2],

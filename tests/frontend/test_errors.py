@@ -25,7 +25,7 @@ CASES = [
     ("x / ", tc.ParseError, f"expected {OPERAND} but found the end of the input", 3),  # right after '/',
     ("x *(i,i->)", tc.ParseError, f"expected {OPERAND} but found the end of the input", 10),
     ("*(i,i->) x", tc.ParseError, f"expected {OPERAND} but found '*'", 0),
-    ("x^-1", tc.ParseError, f"expected {OPERAND} but found '-'", 2),  # exponent is an atom
+    ("x^-*", tc.ParseError, f"expected {OPERAND} but found '*'", 3),  # exponent is a signed atom (x^-1 reads)
     # unbalanced parentheses
     ("(x + y", tc.ParseError, "expected ')' but found the end of the input", 6),
     ("x + y)", tc.ParseError, f"expected {OPERATOR} or the end of the expression but found ')'", 5),
