@@ -22,7 +22,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from fractions import Fraction
 
 from ..core import nodes as N
 from ..core.nodes import Expr
@@ -396,14 +395,6 @@ def common_factor(poly: Poly) -> tuple[Monomial, Poly]:
 
 def _expandable(node: Expr) -> bool:
     return node.op == "add" or (node.op == "mul" and is_elementwise_mul(node))
-
-
-def as_fraction(value: float) -> Fraction:
-    return Fraction(value).limit_denominator(10**9)
-
-
-def is_single(p: Poly | None) -> bool:
-    return p is not None and len(p) == 1
 
 
 __all__ = ["expand", "rational_interval", "mono_mul", "mono_pow", "monomial_interval", "poly_interval", "N"]

@@ -21,8 +21,8 @@ from ..core import nodes as N
 from ..core.letters import LetterClasses
 from ..core.nodes import Expr
 from ..core.products import constant_value
-from .derivation import Derivation, FactSource, Perm, number_text, short_text
-from .facts import Curvature, Interval, Modulus, power
+from .derivation import Derivation, FactSource, Perm, short_text
+from .facts import Curvature, Interval, Modulus, number_text, power
 
 
 def ones_value(node: Expr) -> float | None:

@@ -56,11 +56,6 @@ def identity_perm(k: int) -> Perm:
     return tuple(range(k))
 
 
-def number_text(v: float) -> str:
-    """A coefficient as a certificate prints it (``2``, not ``2.0``)."""
-    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.6g}"
-
-
 def short_text(node: Expr, limit: int = 70) -> str:
     """A node's text, cut to ``limit`` characters for a certificate (never raises)."""
     return short(node, limit, fallback=f"<{node.op} node>")

@@ -31,14 +31,13 @@ from typing import Any
 INF = math.inf
 
 
-def _fmt(value: float) -> str:
-    if value == INF:
+def number_text(v: float) -> str:
+    """A number as facts and certificates print it (``2``, not ``2.0``; ``inf``)."""
+    if v == INF:
         return "inf"
-    if value == -INF:
+    if v == -INF:
         return "-inf"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.6g}"
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.6g}"
 
 
 @dataclass(frozen=True)
@@ -271,23 +270,6 @@ class Interval:
         return power(self, exponent, kink=False)
 
     # -- display ----------------------------------------------------------------------------
-    def sign_word(self) -> str:
-        if self.empty:
-            return "empty (never happens)"
-        if self.is_indeterminate:
-            return "indeterminate"
-        if self.is_zero:
-            return "zero"
-        if self.pos:
-            return "positive"
-        if self.neg:
-            return "negative"
-        if self.nonneg:
-            return "nonnegative"
-        if self.nonpos:
-            return "nonpositive"
-        return "of either sign"
-
     def describe(self) -> str:
         """``'> 0'``, ``'in [0, 1)'``, ``'= 2'`` ... for explanations."""
         if self.empty:
@@ -295,21 +277,22 @@ class Interval:
         if self.is_indeterminate:
             return "indeterminate (may be undefined)"
         if self.lo == self.hi:
-            return f"= {_fmt(self.lo)}"
+            return f"= {number_text(self.lo)}"
         if self.hi == INF and self.lo > -INF:
-            return f"{'>=' if self.lo_closed else '>'} {_fmt(self.lo)}"
+            return f"{'>=' if self.lo_closed else '>'} {number_text(self.lo)}"
         if self.lo == -INF and self.hi < INF:
-            return f"{'<=' if self.hi_closed else '<'} {_fmt(self.hi)}"
+            return f"{'<=' if self.hi_closed else '<'} {number_text(self.hi)}"
         if self.lo == -INF and self.hi == INF:
             return "any real"
-        return f"in {'[' if self.lo_closed else '('}{_fmt(self.lo)}, {_fmt(self.hi)}{']' if self.hi_closed else ')'}"
+        left, right = "[" if self.lo_closed else "(", "]" if self.hi_closed else ")"
+        return f"in {left}{number_text(self.lo)}, {number_text(self.hi)}{right}"
 
     def __repr__(self) -> str:
         if self.empty:
             return "Interval(empty)"
         left = "[" if self.lo_closed else "("
         right = "]" if self.hi_closed else ")"
-        return f"Interval{left}{_fmt(self.lo)}, {_fmt(self.hi)}{right}"
+        return f"Interval{left}{number_text(self.lo)}, {number_text(self.hi)}{right}"
 
 
 def _endpoint_product(a: float, ca: bool, b: float, cb: bool) -> tuple[float, bool]:
@@ -437,7 +420,7 @@ class Modulus:
 
     @property
     def text(self) -> str:
-        return self.symbolic if self.symbolic is not None else _fmt(self.value)
+        return self.symbolic if self.symbolic is not None else number_text(self.value)
 
     @property
     def strong(self) -> bool:
@@ -461,7 +444,7 @@ class Modulus:
         symbolic = self.symbolic
         if symbolic is not None and c != 1:
             simple = all(ch.isalnum() or ch in "._^" for ch in symbolic)
-            symbolic = f"{_fmt(c)} {symbolic}" if simple else f"{_fmt(c)} ({symbolic})"
+            symbolic = f"{number_text(c)} {symbolic}" if simple else f"{number_text(c)} ({symbolic})"
         return Modulus(self.value * c, self.positive and c > 0, symbolic)
 
 

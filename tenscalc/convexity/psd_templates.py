@@ -20,8 +20,8 @@ from ..core import nodes as N
 from ..core.nodes import Expr
 from .algebra import expand, mono_mul, mono_pow, monomial_interval, poly_rational_interval
 from .congruence import Normalized, normalize_term
-from .derivation import FactSource, Perm, number_text, short_text
-from .facts import Curvature, Interval
+from .derivation import FactSource, Perm, short_text
+from .facts import Curvature, Interval, number_text
 
 
 def _interval_of(an: FactSource):
