@@ -61,7 +61,7 @@ from .simplifier import simplify
 __version__ = "0.1.0"
 
 
-def parse(text: str, orders: dict[str, int] | None = None) -> Expr:
+def parse(text: str, orders: dict[str, int] | None = None, *, letter_rule: bool = True) -> Expr:
     """Parse an expression (optionally with its own ``declare`` block) into a DAG.
 
     Parameters
@@ -71,18 +71,25 @@ def parse(text: str, orders: dict[str, int] | None = None) -> Expr:
         ``"declare A 2 x 1 expression A *(ij,j->i) x"``.
     orders : dict, optional
         Orders of variables not declared in the text.
+    letter_rule : bool
+        Give every name that is neither declared nor in ``orders`` matrixcalculus.org's
+        type by its first letter (``a``-``g`` scalars, ``h``-``z`` vectors, ``A``-``Z``
+        matrices; the default).  ``False``: every name must be declared.
 
     Examples
     --------
     >>> import tenscalc as tc
     >>> tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}).order
     1
+    >>> tc.parse("norm2(A*x - b)^2", {"b": 1}).variables     # A and x by their letters
+    {'A': 2, 'b': 1, 'x': 1}
     """
-    return build_problem(text, orders).expr
+    return build_problem(text, orders, letter_rule=letter_rule).expr
 
 
-def parse_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
-    """Parse a ``declare … expression … [derivative wrt …]`` problem.
+def parse_problem(text: str, orders: dict[str, int] | None = None, *, letter_rule: bool = True) -> Problem:
+    """Parse a ``declare … expression … [derivative wrt …]`` problem (``orders`` and
+    ``letter_rule`` as in :func:`parse`).
 
     Examples
     --------
@@ -91,7 +98,7 @@ def parse_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
     >>> p.orders, p.wrt
     ({'X': 2}, 'X')
     """
-    return build_problem(text, orders)
+    return build_problem(text, orders, letter_rule=letter_rule)
 
 
 __all__ = [

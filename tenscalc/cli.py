@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="orders of variables not declared in the text, e.g. x=1,A=2",
     )
+    parser.add_argument(
+        "--no-letter-rule",
+        action="store_true",
+        help="every name must be declared (by default undeclared names take matrixcalculus.org's types by "
+        "their first letter: a-g scalars, h-z vectors, A-Z matrices)",
+    )
     parser.add_argument("--wrt", metavar="NAME", help="differentiate by NAME (overrides 'derivative wrt')")
     how_many = parser.add_mutually_exclusive_group()
     how_many.add_argument("--hessian", action="store_true", help="also print the second derivative")
@@ -193,7 +199,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     orders: dict[str, int] = {}
     for given in args.orders:
         orders.update(given)
-    problem = build_problem(read_problem(args), orders or None)
+    problem = build_problem(read_problem(args), orders or None, letter_rule=not args.no_letter_rule)
     count = derivative_count(args)
     name = args.wrt or problem.wrt
     if name is None and (count or args.check):

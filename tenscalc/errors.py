@@ -10,12 +10,12 @@ class TensCalcError(ValueError):
     --------
     >>> import tenscalc as tc
     >>> try:
-    ...     tc.parse("x *(i,->) y", {"x": 1, "y": 1})
+    ...     tc.parse("x *(i,i) y", {"x": 1, "y": 1})
     ... except tc.TensCalcError as error:
     ...     print(error)
-    index string '' has 0 letters but `y` has order 1 (line 1, column 3)
-      x *(i,->) y
-        ^
+    expected '->' after the input index strings but found ')' (line 1, column 8)
+      x *(i,i) y
+             ^
     """
 
 

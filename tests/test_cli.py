@@ -168,13 +168,18 @@ def test_syntax_error_in_process(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_undeclared_variable_subprocess() -> None:
-    result = run_subprocess("declare x 1 expression x + y")
+    result = run_subprocess("--no-letter-rule", "declare x 1 expression x + y")
     assert_clean_error(result.returncode, result.stdout, result.stderr, "'y'", "not declared")
     assert "x + y" in result.stderr and "^" in result.stderr
 
 
 def test_undeclared_variable_in_process(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_clean_error(*run_main(capsys, "x *(i,i->) y", "--orders", "x=1"), "'y'", "not declared")
+    assert_clean_error(*run_main(capsys, "x *(i,i->) y", "--orders", "x=1", "--no-letter-rule"), "'y'", "not declared")
+
+
+def test_undeclared_names_take_their_letters_type(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_main(capsys, "x *(i,i->) y", "--orders", "x=1", "--wrt", "x")
+    assert status == 0 and "y" in out and not err
 
 
 def test_order_mismatch_is_a_clean_error(capsys: pytest.CaptureFixture[str]) -> None:

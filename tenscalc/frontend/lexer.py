@@ -126,6 +126,9 @@ def tokenize(text: str) -> list[Token]:
             else:
                 tokens.append(Token("name", word, i))
             i = j
+        elif text[i : i + 2] == "**":  # Python's power, as SymPy and NumPy users type it: the same as ^
+            tokens.append(Token("^", "**", i))
+            i += 2
         elif text[i : i + 2] in _DOT_OPERATORS:
             tokens.append(Token(text[i : i + 2], text[i : i + 2], i))
             i += 2

@@ -184,6 +184,27 @@ def call(name: str, a: Expr) -> Expr:
     raise AssertionError(name)
 
 
+def matrix_power(a: Expr, k: int) -> Expr:
+    """``a^k`` of matrix notation: the matrix power (``k < 0``: of the inverse), by squaring,
+    so the DAG shares the squares (``X^8`` is three products).
+
+    >>> import tenscalc as tc
+    >>> tc.parse("X^-1") is tc.inv(tc.var("X", 2))
+    True
+    """
+    base = N.inv(a) if k < 0 else a
+    k = abs(k)
+    result: Expr | None = None
+    while k:
+        if k & 1:
+            result = base if result is None else matmul(result, False, base, False)
+        k >>= 1
+        if k:
+            base = matmul(base, False, base, False)
+    assert result is not None
+    return result
+
+
 def _square(name: str, a: Expr) -> None:
     if a.order != 2:
         raise SemanticError(f"{name} needs a square matrix (order 2), but {quoted(a)} has order {a.order}")

@@ -16,14 +16,15 @@ Grammar (docs/language.md, "Expressions", plus what the 2022 thesis tool also ac
     problem = [ "declare" { name natural } "expression" ] expr [ "derivative" "wrt" name ]
     expr    = term { ("+" | "-") term }
     term    = factor { "*" "(" ixs "," ixs "-" ">" ixs ")" factor | "/" factor }
-    factor  = { "-" } atom { "^" ( "(" expr ")" | { "-" } atom ) }
+    factor  = { "-" } atom { ("^" | "**") ( "(" expr ")" | { "-" } atom ) }
     atom    = number | func "(" expr ")" | name | "(" expr ")" | "delta" [ "(" natural ")" ]
 
 Matrix notation (:mod:`tenscalc.frontend.matrix_notation`) extends ``term`` with ``*``
 followed by a factor (a matrix product: ``*(`` starts an index spec only when a
 ``,`` or ``>`` comes before its ``)``, which no expression contains), ``.*`` and
 ``./``; ``factor`` with a postfix ``'`` (transpose) and ``.^``; ``atom`` with
-``name "(" expr ")"`` for the notation's functions (``sum``, ``tr`` ...).
+``name "(" expr ")"`` for the notation's functions (``sum``, ``tr`` ...) and
+``ones(x.0)``/``eye(x.0)`` (constants sized by a variable's axis).
 Slices are a postfix ``[items]`` (``x[1:]``, ``X[:, 0]``, ``x[::2]``); their
 transpose, which derivatives contain, is written ``embed(part)[items]{dims}``:
 zeros of the dimensions ``dims`` with ``part`` at ``items``.
@@ -81,6 +82,15 @@ class ParsedProblem:
 
 
 # ------------------------------------------------------------------------- parser
+
+#: ``ones(x.0)`` and ``eye(x.0)``: constants sized by variables' axes (see ``Parser.sized_constant``)
+SIZED_CONSTANTS = ("ones", "eye")
+SIZED_NUMBER_HINT = {
+    "eye": "eye({n}): tenscalc takes lengths from the arrays, not from the text: write eye (the identity, "
+    "its size from what it meets, as on matrixcalculus.org) or eye(x.0) (the identity of x's length)",
+    "ones": "ones({n}): tenscalc takes lengths from the arrays, not from the text: write vector(1) or "
+    "matrix(1) (sized by what they meet, as on matrixcalculus.org) or ones(x.0) (ones of x's length)",
+}
 
 # a grammar rule: yields the rules it needs (receiving their results), returns a Syn
 Rule = Generator["Rule", Syn, Syn]
@@ -384,7 +394,8 @@ class Parser:
                 items = self.slice_items()
                 node = Syn("slice", node.pos, self.prev_end(), (node,), items)
                 continue
-            if self.advance().kind == "'":
+            op = self.advance()
+            if op.kind == "'":
                 node = Syn("transpose", node.pos, self.prev_end(), (node,))
                 continue
             if self.at("("):
@@ -393,7 +404,8 @@ class Parser:
                 self.expect(")", "')' closing the exponent")
             else:
                 exponent = yield self.signed_atom()  # x^-2, x.^-1 as MATLAB and Python read them
-            node = Syn("pow", node.pos, self.prev_end(), (node, exponent))
+            # the operator is kept: in matrix notation `X^-1` is the inverse, `X.^-1` entrywise
+            node = Syn("pow", node.pos, self.prev_end(), (node, exponent), op.kind)
         if minus % 2:
             if node.kind == "num":  # -2 is the constant -2, not a negation node
                 return Syn("num", start, node.end, (), -node.value, node.dims)
@@ -413,6 +425,36 @@ class Parser:
         if node.kind == "num":
             return Syn("num", start, node.end, (), -node.value, node.dims)
         return Syn("neg", start, node.end, (node,))
+
+    def sized_constant(self, tok: Token) -> Syn:
+        """``ones(x.0)``, ``ones(X.0, X.1)``, ``eye(x.0)``: a ones tensor or the identity with
+        the lengths of variables' axes (the printer writes ones this way).  A number as the
+        size is refused: lengths come from the arrays, never from the text."""
+        self.advance()  # '('
+        dims: list[tuple | None] = []
+        while True:
+            if self.at("number") and self.tok.text.isdigit():
+                raise ParseError(SIZED_NUMBER_HINT[tok.text].format(n=self.tok.text), self.text, self.tok.pos)
+            name = self.tok
+            if name.kind != "name" or not self.tokens[self.i + 1].text.startswith("."):
+                self.fail(f"a variable's axis such as x.0 as the size in {tok.text}( )")
+            self.advance()
+            axis = self.advance()
+            if axis.kind != "number" or not axis.text[1:].isdigit():
+                self.fail(f"'.' and an axis number after '{name.text}' (as in {name.text}.0)", axis)
+            slices = []
+            while self.at("["):  # a sliced length: x.0[1:]
+                slices.append(self.slice_items())
+            dims.append((name.text, int(axis.text[1:]), name.pos, tuple(slices)))
+            if self.at(")"):
+                self.advance()
+                break
+            self.expect(",", f"',' or ')' in {tok.text}( )")
+        if tok.text == "eye":
+            if len(dims) != 1:
+                raise ParseError("eye( ) takes one length, as in eye(x.0)", self.text, tok.pos)
+            return Syn("delta", tok.pos, self.prev_end(), (), 1, tuple(dims))
+        return Syn("num", tok.pos, self.prev_end(), (), 1, tuple(dims))
 
     def slice_items(self) -> tuple:
         """``[1:, 0, ::2]``: per axis an index or ``(start, stop, step)``."""
@@ -470,6 +512,8 @@ class Parser:
             return Syn("num", tok.pos, self.prev_end(), (), value, dims)
         if tok.kind == "name":
             self.advance()
+            if self.at("(") and tok.text in SIZED_CONSTANTS:
+                return self.sized_constant(tok)
             if self.at("(") and tok.text.lower() == "embed":  # embed(part)[items]{dims}
                 self.advance()
                 part = yield self.expr()

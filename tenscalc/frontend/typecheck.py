@@ -55,19 +55,60 @@ class Problem:
         return derivative(self.expr, N.var(name, self.orders[name]) if name in self.orders else name)
 
 
-def build_problem(text: str, orders: dict[str, int] | None = None) -> Problem:
-    """Parse ``text`` and type it; ``orders`` supplies orders not declared in the text."""
+def build_problem(text: str, orders: dict[str, int] | None = None, *, letter_rule: bool = True) -> Problem:
+    """Parse ``text`` and type it; ``orders`` supplies orders not declared in the text.
+
+    With ``letter_rule`` (the default) every name that is neither declared in the
+    text nor given in ``orders`` takes matrixcalculus.org's type by its first letter
+    (declaring one name does not undeclare the others); ``letter_rule=False``
+    requires every name to be declared.  A message that blames an order says
+    where the order came from.
+
+    >>> build_problem("declare b 1 expression norm2(A*x - b)^2").orders
+    {'b': 1, 'x': 1, 'A': 2}
+    """
     parsed = parse_text(text)
     declared = _merge_orders(parsed, orders)
-    if not declared and parsed.declarations is None:
-        declared = _default_orders(parsed)  # nothing declared: matrixcalculus.org's letters
-    expr = _TypeChecker(parsed.text, declared).build(parsed.tree)
+    origins = _given_origins(parsed, orders)
+    guessed: dict[str, int] = {}
+    if letter_rule:
+        guessed = _default_orders(parsed, declared, wrt=not declared and parsed.declarations is None)
+        origins.update({name: ("letter", None) for name in guessed})
+        declared.update(guessed)
+    matrix_mode = _matrix_notation_used(parsed.tree, declared, bool(guessed))
+    checker = _TypeChecker(parsed.text, declared, origins, letter_rule, matrix_mode)
+    expr = checker.build(parsed.tree)
     if parsed.wrt is not None and parsed.wrt not in declared:
         raise SemanticError(
             f"'derivative wrt {parsed.wrt}' names a variable that is not declared", text, parsed.wrt_pos
         )
     assumptions = dict(parsed.declarations.assumptions) if parsed.declarations is not None else {}
     return Problem(expr=expr, orders=dict(declared), wrt=parsed.wrt, source=text, assumptions=assumptions)
+
+
+def _given_origins(parsed: ParsedProblem, orders: Mapping[str, int] | None) -> dict[str, tuple[str, int | None]]:
+    """Where each given order comes from: ``("declared", position)`` or ``("orders", None)``."""
+    origins: dict[str, tuple[str, int | None]] = {name: ("orders", None) for name in orders or {}}
+    if parsed.declarations is not None:
+        origins.update({name: ("declared", pos) for name, pos in parsed.declarations.positions.items()})
+    return origins
+
+
+def _matrix_notation_used(tree: Syn, orders: Mapping[str, int], guessed: bool) -> bool:
+    """Whether ``^`` of a matrix is the matrix power (matrixcalculus.org) rather than the
+    einsum language's entrywise power: yes where the text uses matrix notation's
+    operators or functions, no where it uses the einsum language's index specs,
+    ``delta`` or written dimensions, and otherwise where a name was typed by its letter."""
+    einsum = False
+    for syn in _postorder(tree):
+        if syn.kind in ("mprod", "ewmul", "ewdiv", "transpose") or (syn.kind == "pow" and syn.value == ".^"):
+            return True
+        if syn.kind == "call" and syn.value in M.NOTATION_FUNCTIONS:
+            return True
+        if syn.kind == "name" and syn.value == "eye" and "eye" not in orders:
+            return True
+        einsum = einsum or syn.kind in ("prod", "delta", "embed") or syn.dims is not None
+    return not einsum and guessed
 
 
 def _merge_orders(parsed: ParsedProblem, orders: dict[str, int] | None) -> dict[str, int]:
@@ -95,14 +136,15 @@ def _merge_orders(parsed: ParsedProblem, orders: dict[str, int] | None) -> dict[
     return declared
 
 
-def _default_orders(parsed: ParsedProblem) -> dict[str, int]:
+def _default_orders(parsed: ParsedProblem, declared: Mapping[str, int], wrt: bool) -> dict[str, int]:
     """Orders by first letter (see :func:`tenscalc.frontend.matrix_notation.default_order`) of
-    every name in the text; ``eye`` is left to mean the identity."""
+    every undeclared name in the text (and of the ``wrt`` name when ``wrt``); ``eye`` is left
+    to mean the identity."""
     names = [syn.value for syn in _postorder(parsed.tree) if syn.kind == "name" and syn.value != "eye"]
     names += [d[0] for syn in _postorder(parsed.tree) for d in (syn.dims or ()) if d is not None]
-    if parsed.wrt is not None:
+    if wrt and parsed.wrt is not None:
         names.append(parsed.wrt)
-    found = {name: M.default_order(name) for name in names}
+    found = {name: M.default_order(name) for name in names if name not in declared}
     return {name: order for name, order in found.items() if order is not None}
 
 
@@ -115,9 +157,21 @@ class _TypeChecker:
     dataclass whose hash and equality walk its whole subtree (and two equal
     subtrees would share one entry), so the object's identity is the key."""
 
-    def __init__(self, text: str, orders: dict[str, int]):
+    def __init__(
+        self,
+        text: str,
+        orders: dict[str, int],
+        origins: dict[str, tuple[str, int | None]] | None = None,
+        letter_rule: bool = False,
+        matrix_mode: bool = False,
+    ):
         self.text = text
         self.orders = orders
+        self.origins = origins or {}  # name -> ("declared", pos) | ("orders", None) | ("letter", None)
+        self.letter_rule = letter_rule
+        self.matrix_mode = matrix_mode  # `X^k` of a matrix is the matrix power (see _matrix_notation_used)
+        self.matrix_power: dict[int, int] = {}  # id(syn) of `X^k` read as a matrix power -> k
+        self.wanted: dict[str, int] = {}  # set before an error: the order a blamed name should have had
         self.natural: dict[int, int | None] = {}  # id(syn) -> natural order
         # matrix notation: whether an order-1 subtree is a row vector (`x'`), by id(syn)
         self.row: dict[int, bool] = {}
@@ -125,15 +179,44 @@ class _TypeChecker:
     def error(self, message: str, syn: Syn) -> SemanticError:
         return SemanticError(message, self.text, syn.pos)
 
+    def source(self, syn: Syn) -> str:
+        return self.text[syn.pos : syn.end].strip()
+
     def snippet(self, syn: Syn) -> str:
-        return quoted(self.text[syn.pos : syn.end].strip())
+        return quoted(self.source(syn))
 
     # pass 1: natural orders, bottom-up ------------------------------------------
     def natural_orders(self, root: Syn) -> None:
         for syn in _postorder(root):
             nat = [self.natural[id(c)] for c in syn.children]
             rows = [self.row.get(id(c), False) for c in syn.children]
-            self.natural[id(syn)] = _NATURAL_RULES[syn.kind](self, syn, nat, rows)
+            try:
+                self.natural[id(syn)] = _NATURAL_RULES[syn.kind](self, syn, nat, rows)
+            except SemanticError as exc:
+                raise self.explained(exc) from None
+
+    def explained(self, exc: SemanticError) -> SemanticError:
+        """The error with, for each name it blames, where its order came from and how to change it."""
+        notes = [self.origin_note(name) for name in _blamed_names(exc.reason, self.origins)]
+        self.wanted = {}
+        if not notes:
+            return exc
+        return SemanticError(exc.reason + "; " + "; ".join(notes), exc.text, exc.position)
+
+    def origin_note(self, name: str) -> str:
+        """``b`` is a scalar by the letter rule ...: declare ``b 1`` or pass orders={'b': 1}."""
+        order = self.orders[name]
+        kind, pos = self.origins[name]
+        want = self.wanted.get(name, {0: 1, 1: 0, 2: 1}.get(order, 1))
+        if kind == "letter":
+            return (
+                f"`{name}` is {_KIND[order]} by matrixcalculus.org's letter rule (undeclared names starting "
+                f"with a-g are scalars, h-z vectors, A-Z matrices): declare `{name} {want}` or pass "
+                f"orders={{'{name}': {want}}} to make it {_KIND.get(want, f'an order-{want} tensor')}"
+            )
+        if kind == "declared":
+            return f"`{name}` is declared with order {order}: change its declaration to change it"
+        return f"`{name}` has order {order} from orders={{'{name}': {order}}}: pass another order there"
 
     def keep_row(self, syn: Syn, rows: list[bool]) -> None:
         """``sin(x')``, ``-x'``, ``x'^2`` stay rows."""
@@ -147,7 +230,16 @@ class _TypeChecker:
         if syn.value == "eye" and "eye" not in self.orders:
             return 2  # matrixcalculus.org's identity matrix
         if syn.value not in self.orders:
-            raise self.error(f"variable '{syn.value}' is not declared", syn)
+            name, guess = syn.value, M.default_order(syn.value)
+            hint = (
+                f"declare it (`declare {name} 1 expression ...`) or pass orders={{'{name}': 1}}"
+                if guess is None or not self.letter_rule
+                else ""
+            )
+            why = "" if self.letter_rule else " (the letter rule is off: every name must be declared)"
+            if guess is None and self.letter_rule:
+                why = " (the letter rule types only names that start with a letter)"
+            raise self.error(f"variable '{name}' is not declared{why}; {hint}", syn)
         return self.orders[syn.value]
 
     def natural_delta(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
@@ -165,6 +257,7 @@ class _TypeChecker:
         self.keep_row(syn, rows)
         if syn.value in ("inv", "det", "adj"):
             if nat[0] not in (None, 2):
+                self.wanted = {self.source(syn.children[0]): 2}
                 raise self.error(
                     f"{syn.value} needs a square matrix (order 2), but {self.snippet(syn.children[0])} "
                     f"has order {nat[0]}",
@@ -184,7 +277,25 @@ class _TypeChecker:
                 f"the exponent {self.snippet(syn.children[1])} has order {nat[1]}; exponents must be of order 0",
                 syn.children[1],
             )
+        if self.matrix_mode and syn.value == "^" and nat[0] == 2:
+            self.matrix_power[id(syn)] = self.matrix_exponent(syn)
         return nat[0]
+
+    def matrix_exponent(self, syn: Syn) -> int:
+        """``k`` of ``X^k`` in matrix notation: the matrix power (``X^-1`` the inverse)."""
+        base, exponent = syn.children
+        value = exponent.value if exponent.kind == "num" and exponent.dims is None else None
+        if exponent.kind == "neg" and exponent.children[0].kind == "num" and exponent.children[0].dims is None:
+            value = -exponent.children[0].value  # type: ignore[operator]
+        power = f"{self.source(base)}^{self.source(exponent)}"
+        if not isinstance(value, (int, float)) or value != int(value) or value == 0 or abs(value) > 64:
+            raise self.error(
+                f"`{power}`: in matrix notation ^ of a matrix is the matrix power (X^2 = X*X, X^-1 = inv(X)), "
+                f"which needs a nonzero integer exponent up to 64 (eye is X^0); write `{self.source(base)}.^"
+                f"{self.source(exponent)}` for the power of each entry",
+                exponent,
+            )
+        return int(value)
 
     def natural_div(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
         if nat[1] == 0 and nat[0] not in (None, 0):
@@ -201,6 +312,8 @@ class _TypeChecker:
         known = [(o, c) for o, c in zip(nat, syn.children) if o is not None]
         for o, c in known[1:]:
             if o != known[0][0]:
+                first = known[0][1]
+                self.wanted = {self.source(c): known[0][0], self.source(first): o}
                 raise self.error(
                     f"cannot {what} expressions of different orders: {self.snippet(known[0][1])} has "
                     f"order {known[0][0]} but {self.snippet(c)} has order {o}",
@@ -304,6 +417,7 @@ class _TypeChecker:
                 raise self.error(f"{name}(c) needs a number c, but {self.snippet(syn.children[0])} is not one", syn)
             return 1 if name == "vector" else 2
         if name in ("tr", "logdet") and order not in (None, 2):
+            self.wanted = {self.source(syn.children[0]): 2}
             raise self.error(
                 f"{name} needs a square matrix (order 2), but {self.snippet(syn.children[0])} has order {order}",
                 syn,
@@ -433,6 +547,8 @@ class _TypeChecker:
         return N.neg(kids[0])
 
     def construct_pow(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        if id(syn) in self.matrix_power:
+            return M.matrix_power(kids[0], self.matrix_power[id(syn)])
         return N.power(kids[0], kids[1])
 
     def construct_sum(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
@@ -563,6 +679,22 @@ _CONSTRUCT_RULES: dict[str, Callable[[_TypeChecker, Syn, int, list[Expr]], Expr]
     "slice": _T.construct_slice,
     "embed": _T.construct_embed,
 }
+
+
+_KIND = {0: "a scalar", 1: "a vector", 2: "a matrix"}
+
+
+def _blamed_names(reason: str, origins: Mapping[str, object]) -> list[str]:
+    """The names a message blames: those quoted alone (`` `b` ``, `` `x'` ``), else the
+    names inside its quoted snippets (`` `A*x` ``), in order of appearance."""
+    import re
+
+    snippets = re.findall(r"`([^`]*)`", reason)
+    alone = [s.strip().rstrip("'") for s in snippets]
+    found = [name for name in alone if name in origins]
+    if not found:
+        found = [name for s in snippets for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", s) if name in origins]
+    return list(dict.fromkeys(found))[:3]
 
 
 def _padded(items: tuple, order: int) -> tuple:

@@ -109,6 +109,10 @@ def _m_var(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
 
 def _m_const(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
     number = P.format_exact(node.arg[0]) if node.order == 0 else P.format_number(node.arg[0])
+    if node.order and node.arg[0] in (1, -1) and all(map(N.is_known, node.dims)):
+        # a ones vector or matrix, sized by variables' axes: ones(x.0), as the parser reads it
+        ones = f"ones({', '.join(str(d) for d in node.dims)})"
+        return ("-" if node.arg[0] < 0 else "") + ones, P.FACTOR, _default_kind(node.order), None
     if node.order:
         number += P.dimensions_text(node)  # states the order and the lengths
     return number, (P.FACTOR if number.startswith("-") else P.ATOM), _default_kind(node.order), None
@@ -132,7 +136,9 @@ def _m_func(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
 def _m_pow(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
     base, exponent = kids
     exp_text = exponent[0] if exponent[1] >= P.ATOM else f"({exponent[0]})"
-    return f"{_wrap(base, P.ATOM)}^{exp_text}", P.POWER, base[2], None
+    # `X^2` of a matrix is the matrix power in matrix notation: its entrywise power is `X.^2`
+    op = ".^" if node.children[0].order == 2 else "^"
+    return f"{_wrap(base, P.ATOM)}{op}{exp_text}", P.POWER, base[2], None
 
 
 def _m_matrix_function(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:

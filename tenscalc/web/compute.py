@@ -216,7 +216,8 @@ def read_problem(request: Mapping[str, Any]) -> Problem:
     orders = default_orders(text) if request.get("defaults", True) else {}
     import tenscalc as tc  # the public entry points, so that new notations arrive through them
 
-    problem = tc.parse_problem(text, orders or None)
+    # the checkbox "undeclared names: a-g scalars ..." switches matrixcalculus.org's letter rule
+    problem = tc.parse_problem(text, orders or None, letter_rule=bool(request.get("defaults", True)))
     expr = problem.expr
     variables = expr.variables
     names = [w for w in re.split(r"[\s,]+", wrt_text.strip()) if w]

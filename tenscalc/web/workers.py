@@ -17,8 +17,8 @@ worker can take.
 >>> pool = WorkerPool(size=1, timeout=60)
 >>> pool.run({"expression": "x *(i,i->) x", "declarations": "x 1", "wrt": "x"})["derivatives"][0]["label"]
 'gradient wrt x'
->>> pool.run({"expression": "x *(i,->) x", "declarations": "x 1"})["error"]["message"].splitlines()[0]
-"index string '' has 0 letters but `x` has order 1 (line 1, column 3)"
+>>> pool.run({"expression": "x *(i,->) x", "declarations": "x 1"})["error"]["message"].split(";")[0]
+"index string '' has 0 letters but `x` has order 1"
 >>> pool.close()
 """
 

@@ -160,8 +160,8 @@ def test_deep_builder_expressions():
 def test_errors_deep_inside_report_the_position():
     text = "sin(" * DEPTH + "z" + ")" * DEPTH
     with pytest.raises(tc.SemanticError) as info:
-        tc.parse(text, {"x": 1})
-    assert info.value.reason == "variable 'z' is not declared"
+        tc.parse(text, {"x": 1}, letter_rule=False)
+    assert info.value.reason.startswith("variable 'z' is not declared")
     assert info.value.position == 4 * DEPTH
     text = "sin(" * DEPTH + "x" + ")" * (DEPTH - 1)
     with pytest.raises(tc.ParseError) as info:

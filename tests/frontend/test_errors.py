@@ -12,6 +12,7 @@ import tenscalc as tc
 
 ORDERS = {"A": 2, "B": 2, "x": 1, "y": 1, "w": 1, "c": 0, "T": 3, "a": 1, "b": 1}
 
+STRICT = " (the letter rule is off: every name must be declared)"
 OPERAND = "an operand (a number, a variable, a function or '(')"
 OPERATOR = "an operator ('+', '-', '*(', '/', '^')"
 
@@ -26,6 +27,7 @@ CASES = [
     ("x *(i,i->)", tc.ParseError, f"expected {OPERAND} but found the end of the input", 10),
     ("*(i,i->) x", tc.ParseError, f"expected {OPERAND} but found '*'", 0),
     ("x^-*", tc.ParseError, f"expected {OPERAND} but found '*'", 3),  # exponent is a signed atom (x^-1 reads)
+    ("x^-", tc.ParseError, f"expected {OPERAND} but found the end of the input", 3),  # x^-1 is x^(-1)
     # unbalanced parentheses
     ("(x + y", tc.ParseError, "expected ')' but found the end of the input", 6),
     ("x + y)", tc.ParseError, f"expected {OPERATOR} or the end of the expression but found ')'", 5),
@@ -85,8 +87,19 @@ CASES = [
     ("c + det(x)", tc.SemanticError, "det needs a square matrix (order 2), but `x` has order 1", 4),
     ("adj(T)", tc.SemanticError, "adj needs a square matrix (order 2), but `T` has order 3", 0),
     # names
-    ("z + x", tc.SemanticError, "variable 'z' is not declared", 0),
-    ("x + X", tc.SemanticError, "variable 'X' is not declared", 4),  # names are case-sensitive
+    # (these cases run with letter_rule=False: every name must be declared)
+    (
+        "z + x",
+        tc.SemanticError,
+        f"variable 'z' is not declared{STRICT}; declare it (`declare z 1 expression ...`) or pass orders={{'z': 1}}",
+        0,
+    ),
+    (
+        "x + X",
+        tc.SemanticError,
+        f"variable 'X' is not declared{STRICT}; declare it (`declare X 1 expression ...`) or pass orders={{'X': 1}}",
+        4,
+    ),  # names are case-sensitive
     # lexical
     ("x $ y", tc.ParseError, "unexpected character '$'", 2),
     ("x @ y", tc.ParseError, "unexpected character '@'", 2),
@@ -147,11 +160,17 @@ CASES = [
 def test_error_message_and_position(text, cls, reason, position):
     orders = None if text.startswith("declare") else ORDERS
     with pytest.raises(cls) as info:
-        tc.parse_problem(text, orders)
+        tc.parse_problem(text, orders, letter_rule=False)
     err = info.value
     assert isinstance(err, tc.TensCalcError)
     assert isinstance(err, ValueError)
-    assert err.reason == reason
+    # a message that blames a name's order ends with where that order came from (the notes are
+    # checked word for word in tests/frontend/test_order_origins.py)
+    notes = err.reason[len(reason) :]
+    assert err.reason.startswith(reason)
+    assert all(note.startswith("`") and "from orders={" in note for note in notes.split("; ")[1:]), notes
+    assert notes == "" or notes.startswith("; `"), notes
+    reason = err.reason
     assert err.position == position
     assert err.text == text
     # single-line texts: line 1, column position + 1, the line and a caret under it
@@ -194,11 +213,14 @@ def test_syntax_errors_are_parse_errors_and_meaning_errors_are_semantic():
 def test_multi_line_error_shows_the_right_line():
     text = "declare A 2 x 1\nexpression\n    A *(ij,j->i) x +\n  y\nderivative wrt x"
     with pytest.raises(tc.SemanticError) as info:
-        tc.parse_problem(text)
+        tc.parse_problem(text, letter_rule=False)
     err = info.value
-    assert err.reason == "variable 'y' is not declared"
+    reason = (
+        f"variable 'y' is not declared{STRICT}; declare it (`declare y 1 expression ...`) or pass orders={{'y': 1}}"
+    )
+    assert err.reason == reason
     assert err.position == text.index("  y") + 2
-    assert str(err) == "variable 'y' is not declared (line 4, column 3)\n    y\n    ^"
+    assert str(err) == f"{reason} (line 4, column 3)\n    y\n    ^"
 
 
 def test_multi_line_parse_error_caret():
@@ -279,6 +301,6 @@ def test_problem_without_wrt_cannot_differentiate():
 
 def test_errors_are_value_errors():
     # callers that catch ValueError catch every tenscalc input error
-    for text in ("x +", "z", "x + A", "A *(i,j->i) x"):
+    for text in ("x +", "_z", "x + A", "A *(i,j->i) x"):
         with pytest.raises(ValueError):
             tc.parse(text, ORDERS)

@@ -173,14 +173,21 @@ def test_new_function_names_stay_variable_names():
     assert float(tc.evaluate(f, sum=1.0, tr=np.ones(2), diag=np.ones(2))) == 3.0
 
 
-def test_default_types_by_letter_only_when_nothing_is_declared():
+def test_default_types_by_letter_for_every_undeclared_name():
     assert tc.parse("a*x + B*y").variables == {"B": 2, "a": 0, "x": 1, "y": 1}
     p = tc.parse_problem("x'*A*x derivative wrt x")
     assert p.orders == {"A": 2, "x": 1}
+    # declaring one name keeps the letter rule for the others (issue 25)
+    assert tc.parse("x + y", {"x": 1}).variables == {"x": 1, "y": 1}
+    assert tc.parse("declare x 0 expression x*y").variables == {"x": 0, "y": 1}
+    assert tc.parse("declare b 1 expression norm2(A*x - b)^2").variables == {"A": 2, "b": 1, "x": 1}
+    # letter_rule=False asks for every name to be declared
+    with pytest.raises(tc.SemanticError, match="variable 'y' is not declared .the letter rule is off"):
+        tc.parse("x + y", {"x": 1}, letter_rule=False)
     with pytest.raises(tc.SemanticError, match="variable 'y' is not declared"):
-        tc.parse("x + y", {"x": 1})
-    with pytest.raises(tc.SemanticError, match="variable 'y' is not declared"):
-        tc.parse("declare x 1 expression x + y")
+        tc.parse("declare x 1 expression x + y", letter_rule=False)
+    with pytest.raises(tc.SemanticError, match="variable 'x' is not declared"):
+        tc.parse("x", letter_rule=False)
 
 
 def test_cli_reads_matrix_notation(capsys):
