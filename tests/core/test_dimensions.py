@@ -207,7 +207,7 @@ def test_without_dimensions_the_length_is_still_unknown():
 @pytest.mark.parametrize(
     "text, orders, message",
     [
-        ("1{Z.0} + x", {"x": 1}, "names 'Z', which is not declared"),
+        ("1{_Z.0} + x", {"x": 1}, "names '_Z', which is not declared"),  # the letter rule cannot type _Z
         ("1{x.1} + x", {"x": 1}, "axis 1 of 'x', which has order 1"),
         ("1{x.0, x.0} + x", {"x": 1}, "`1{x.0, x.0}` has order 2 but `x` has order 1"),
         ("delta(1){x.0, x.0}", {"x": 1}, "delta\\(1\\) has 1 pair of axes but 2 dimensions"),
