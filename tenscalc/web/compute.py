@@ -305,12 +305,33 @@ def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
     return found
 
 
+_WHERE = " \\quad\\text{where}\\quad "
+_NEXT_DEFINITION = re.compile(r",\\quad (?=t_\{\d+\} = )")
+
+
+def split_where(formula: str) -> tuple[str, list[str]]:
+    r"""The formula without its ``where t₀ = …`` clause, and the clause's definitions
+    (none when the printer named no temporary), so the page can put each on its own line.
+
+    >>> split_where(r"y t_{0} \quad\text{where}\quad t_{0} = X w,\quad t_{1} = e^{t_{0}}")
+    ('y t_{0}', ['t_{0} = X w', 't_{1} = e^{t_{0}}'])
+    >>> split_where("A + B")
+    ('A + B', [])
+    """
+    main, found, clause = formula.partition(_WHERE)
+    if not found:
+        return formula, []
+    return main, _NEXT_DEFINITION.split(clause)
+
+
 def _latex_entry(expr: Expr) -> dict[str, Any]:
     try:
-        formula, temporaries = latex_with_temporaries(expr)
-        return {"latex": formula, "temporaries": temporaries, "latex_error": None}
+        formula, _ = latex_with_temporaries(expr)
     except TensCalcError as exc:  # too large for a formula: the page shows the text instead
-        return {"latex": None, "temporaries": False, "latex_error": str(exc)}
+        return {"latex": None, "where": [], "temporaries": False, "latex_error": str(exc)}
+    main, where = split_where(formula)
+    # "with named temporaries" only where the printer named some
+    return {"latex": main, "where": where, "temporaries": bool(where), "latex_error": None}
 
 
 def _text(expr: Expr) -> str:

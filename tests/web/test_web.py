@@ -183,7 +183,21 @@ def test_latex_uses_temporaries_when_the_keyword_exists(monkeypatch):
     assert latex_with_temporaries(tc.parse("x", {"x": 1})) == ("t_0", True)
     assert calls == [True]
     reply = analyse({"expression": "x *(i,i->) x", "wrt": "x"})
-    assert reply["derivatives"][0]["latex"] == "t_0" and reply["derivatives"][0]["temporaries"]
+    # asked for, but none named: no "with named temporaries" label
+    assert reply["derivatives"][0]["latex"] == "t_0" and not reply["derivatives"][0]["temporaries"]
+
+
+def test_temporaries_are_flagged_only_where_named_and_the_where_clause_is_split():
+    reply = analyse({"expression": "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "wrt": "w", "order": 2})
+    assert reply["ok"], reply
+    gradient, hessian = reply["derivatives"]
+    assert gradient["temporaries"] and hessian["temporaries"]
+    assert "where" not in gradient["latex"] and "t_{0}" in gradient["latex"]
+    assert gradient["where"][0].startswith("t_{0} = ")
+    plain = analyse({"expression": "x *(i,ij->j) A *(j,j->) x", "wrt": "x", "order": 2})
+    assert [d["temporaries"] for d in plain["derivatives"]] == [False, False]
+    assert [d["where"] for d in plain["derivatives"]] == [[], []]
+    assert not plain["expression"]["temporaries"]
 
 
 def test_latex_without_the_keyword_is_called_plainly(monkeypatch):

@@ -101,7 +101,7 @@ def text_of(browser, element_id):
 def tex_of_formulas(browser):
     # KaTeX keeps the source of each formula in a MathML annotation
     return browser.execute_script(
-        "return [...document.querySelectorAll('#formulas annotation')].map(a => a.textContent)"
+        "return [...document.querySelectorAll('#formulas .main annotation')].map(a => a.textContent)"
     )
 
 
@@ -250,3 +250,45 @@ def test_the_page_loads_only_from_this_server_and_its_weight(browser, server, ar
     (artifacts / "page-weight.txt").write_text(f"{report}\n{weight:>8}  total (bytes, uncompressed)\n")
     print(f"\npage weight: {weight} bytes\n{report}")
     assert weight < 600_000
+
+
+@pytest.fixture
+def phone(browser):
+    """The browser as a 390x844 phone (the viewport of an iPhone 12-15) for one test."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    )
+    yield browser
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def page_fits(browser):
+    width, viewport = browser.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert viewport <= 390 and width <= viewport, (width, viewport)
+
+
+def test_the_page_fits_a_390_px_phone_in_every_state(phone, server, artifacts):
+    # the logistic loss: its derivatives have a `where t₀ = …` clause, the longest formulas of the examples
+    open_page(phone, server, "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", wrt="w", order=2)
+    WebDriverWait(phone, WAIT).until(lambda d: "convex in w" in text_of(d, "convexity"))
+    assert phone.find_elements(By.CSS_SELECTOR, "#formulas .where .katex")  # the clause is on its own line
+    page_fits(phone)
+    shot(phone, artifacts, "7-phone-result")
+    for tab in ("python", "dag", "check", "convexity"):
+        select_tab(phone, tab)
+        assert phone.find_element(By.ID, f"tab-{tab}").is_displayed()
+        page_fits(phone)
+        shot(phone, artifacts, f"7-phone-{tab}")
+    # an invalid input, then the empty page
+    expression = phone.find_element(By.ID, "expression")
+    expression.clear()
+    expression.send_keys("x *(i,ij->j) A *(j,->) x")
+    WebDriverWait(phone, WAIT).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    page_fits(phone)
+    expression.clear()
+    expression.send_keys(" ")
+    WebDriverWait(phone, WAIT).until(lambda d: d.find_element(By.ID, "status").text == "type an expression")
+    page_fits(phone)
+    shot(phone, artifacts, "7-phone-empty")

@@ -94,14 +94,29 @@ function formulaBlock(container, labelText, left, entry) {
   label.textContent = labelText;
   container.appendChild(label);
   const div = document.createElement("div");
-  div.className = "formula";
+  div.className = "formula main";
   container.appendChild(div);
-  if (entry.latex !== null) {
-    tex(div, `${left} = ${entry.latex}`);
-  } else {
+  if (entry.latex === null) {
     div.className = "note";
     div.textContent = entry.latex_error;
+    return;
   }
+  tex(div, `${left} = ${entry.latex}`);
+  // the named temporaries, each on its own line under the formula (a phone is narrow)
+  if (!entry.where || !entry.where.length) return;
+  const where = document.createElement("div");
+  where.className = "where";
+  const word = document.createElement("span");
+  word.className = "muted";
+  word.textContent = "where";
+  where.appendChild(word);
+  for (const definition of entry.where) {
+    const line = document.createElement("div");
+    line.className = "formula definition";
+    where.appendChild(line);
+    tex(line, definition);
+  }
+  container.appendChild(where);
 }
 
 function showDerive(answer) {
