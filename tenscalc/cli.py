@@ -4,7 +4,9 @@ The problem comes from the positional argument (the text itself), from
 ``-f/--file PATH`` or from standard input (no argument, or ``-``).  Exit status:
 0 on success, 1 when ``--check`` finds a derivative that disagrees with finite
 differences, 2 on bad input (every ``TensCalcError``, unreadable files, bad
-options), always with a message on stderr and never a traceback.
+options), 3 when ``--check`` finds no random data where the expression is defined
+(it says "could not evaluate at random data: <why>"), always with a message on
+stderr and never a traceback.
 
 >>> from tenscalc.cli import main
 >>> main(["--orders", "x=1", "x *(i,i->) x"])
@@ -37,6 +39,7 @@ EXAMPLE = "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOT_EVALUATED = 3  # --check: no random data where the function is defined
 
 #: Every subcommand with its one-line description, listed by ``tenscalc --help``.
 SUBCOMMANDS = {
@@ -61,6 +64,9 @@ examples:
   tenscalc --python --example
 
 An expression that starts with '-' must follow '--':  tenscalc --orders x=1 -- '-x'
+
+exit status: 0 ok; 1 --check found a derivative that disagrees with finite differences;
+2 bad input; 3 --check could not evaluate at random data (no draw where the expression is defined)
 """
 
 
@@ -143,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="compare the derivatives with finite differences at random data; exit 1 if they disagree",
+        help="compare the derivatives with finite differences at random data where the expression is defined "
+        "(well-conditioned inv/det arguments, finite values); exit 1 if they disagree, 3 if no such data "
+        "was found ('could not evaluate at random data: <why>')",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random data of --check (default 0)")
     parser.add_argument(
@@ -337,15 +345,23 @@ def _indent_more(text: str, width: int) -> str:
 
 def check(expr: Expr, wrt: Expr, name: str, count: int, seed: int, out: TextIO) -> int:
     """Compare derivatives 1..``count`` with finite differences; EXIT_CHECK_FAILED if one disagrees."""
-    from .testing import check_derivative, random_values
+    from .calculus.api import derivative
+    from .testing import RandomDataError, check_derivative, defined_values
 
-    values = random_values(expr, seed=seed)
+    derivatives = [expr]
+    for _ in range(count):
+        derivatives.append(derivative(derivatives[-1], wrt))
+    try:  # one point for every order, where the function and each derivative are defined
+        values = defined_values(derivatives, seed=seed)
+    except RandomDataError as exc:
+        out.write(f"\ncheck: {exc}\n")
+        return EXIT_NOT_EVALUATED
     shapes = ", ".join(f"{name} {_shape(values[name])}" for name in sorted(values)) or "none"
     out.write(f"\ncheck at random data (seed {seed}; shapes: {shapes}):\n")
     out.write(f"  value                {_describe(evaluate(expr, values))}\n")
     all_ok = True
     for k in range(1, count + 1):
-        report = check_derivative(expr, wrt, order=k, seed=seed)
+        report = check_derivative(expr, wrt, order=k, values=values, seed=seed)
         verdict = "ok" if report.ok else "FAILED"
         label = f"{derivative_label(k, expr.order)} wrt {name}"
         out.write(f"  {label:<20} max relative error {report.max_error:.2e} vs finite differences: {verdict}\n")

@@ -18,10 +18,23 @@ from .calculus.api import derivative, resolve_wrt
 from .core import nodes as N
 from .core.axes import axis_graph
 from .core.nodes import Expr, topological
+from .errors import TensCalcError
 from .interpreter import evaluate
 from .limits import check_shape
 
 FIRST_LENGTH = 2
+#: random draws tried per assignment of axis lengths before giving up (see defined_values)
+DRAWS = 4
+#: a matrix whose condition number exceeds this counts as singular for inv and det
+MAX_CONDITION = 1e8
+
+
+class RandomDataError(TensCalcError):
+    """No random data was found where the expression is defined: a check cannot be made.
+
+    The message starts "could not evaluate at random data: " and says why (a singular
+    argument of ``inv``/``det``, a value that is not finite...).
+    """
 
 
 def combine(exprs: Expr | Sequence[Expr]) -> Expr:
@@ -110,13 +123,15 @@ def random_values(
     low: float | None = None,
     high: float | None = None,
     first_length: int = FIRST_LENGTH,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
 ) -> dict[str, np.ndarray | float]:
     """Random arrays for every variable, with distinct axis lengths.
 
     Entries are uniform in ``[low, high]``; by default ``[-1.5, 1.5]``, or
     ``[0.1, 0.9]`` when the expression has ``log``, ``arcsin``/``arccos`` or
     non-integer powers.  Square matrices get ``n * I`` added so that ``inv`` and
-    ``det`` are well conditioned.
+    ``det`` are well conditioned.  ``shapes`` replaces the lengths of
+    :func:`axis_lengths`.
 
     Examples
     --------
@@ -130,13 +145,94 @@ def random_values(
     if low is None or high is None:
         low, high = (0.1, 0.9) if _needs_positive(exprs) else (-1.5, 1.5)
     values: dict[str, np.ndarray | float] = {}
-    for name, shape in axis_lengths(exprs, first_length).items():
+    for name, shape in (shapes or axis_lengths(exprs, first_length)).items():
         check_shape(shape, what=f"random values for '{name}'")  # order 33: lengths 2 .. 34
         array = rng.uniform(low, high, size=shape)
         if len(shape) == 2 and shape[0] == shape[1]:
             array = array + shape[0] * np.eye(shape[0])
         values[name] = array if shape else float(array)
     return values
+
+
+def length_assignments(exprs: Expr | Sequence[Expr], first: int = FIRST_LENGTH) -> list[dict[str, tuple[int, ...]]]:
+    """Shapes to try, best first: :func:`axis_lengths`, then its distinct lengths handed out in
+    reverse (``X`` 2x3 becomes 3x2, so that ``XᵀWX`` has full rank), then every length equal
+    (square matrices: the last resort, where no distinct assignment is defined).
+
+    >>> import tenscalc as tc
+    >>> [s["X"] for s in length_assignments(tc.parse("X", {"X": 2}))]
+    [(2, 3), (3, 2), (3, 3)]
+    """
+    shapes = axis_lengths(exprs, first)
+    graph = axis_graph(combine(exprs))
+    tried = [shapes]
+    lengths = sorted({n for shape in shapes.values() for n in shape})
+    if not graph.derived and not graph.indexed and len(lengths) > 1:  # slices fix lengths of their own
+        reverse = dict(zip(lengths, reversed(lengths)))
+        tried.append({name: tuple(reverse[n] for n in shape) for name, shape in shapes.items()})
+        tried.append({name: tuple(lengths[-1] for _ in shape) for name, shape in shapes.items()})
+    return tried
+
+
+def undefined_because(exprs: Expr | Sequence[Expr], values: Mapping[str, np.ndarray | float]) -> str | None:
+    """Why ``exprs`` are not defined (or not safely so) at ``values``, or None when they are.
+
+    An argument of ``inv`` or ``det`` that is singular or ill-conditioned (a finite
+    difference through it would be noise), an evaluation error, or a value that is not
+    finite (``log`` of a negative number, a division by zero) each make a reason.
+    """
+    roots = [exprs] if isinstance(exprs, Expr) else list(exprs)
+    with np.errstate(all="ignore"):
+        try:
+            for node in topological(roots):
+                if node.op in ("inv", "det"):
+                    matrix = evaluate(node.children[0], values)
+                    condition = np.linalg.cond(matrix) if np.all(np.isfinite(matrix)) else np.inf
+                    if not condition <= MAX_CONDITION:
+                        return (
+                            f"the argument of {node.op}, `{_short(node.children[0])}`, is singular or "
+                            f"ill-conditioned there (condition number {condition:.3g})"
+                        )
+            for root in roots:
+                value = evaluate(root, values)
+                if not np.all(np.isfinite(value)):
+                    return f"`{_short(root)}` is not finite there"
+        except (TensCalcError, np.linalg.LinAlgError, ArithmeticError) as exc:
+            return str(exc).splitlines()[0]
+    return None
+
+
+def _short(expr: Expr) -> str:
+    from .core.text import short
+
+    return short(expr, 60)
+
+
+def defined_values(exprs: Expr | Sequence[Expr], seed: int = 0) -> dict[str, np.ndarray | float]:
+    """Random values (distinct axis lengths where possible) at which every one of ``exprs`` is defined.
+
+    Tries :data:`DRAWS` draws for each assignment of :func:`length_assignments`;
+    raises :class:`RandomDataError` ("could not evaluate at random data: <why>") when
+    none is defined.
+
+    Examples
+    --------
+    >>> import tenscalc as tc
+    >>> from tenscalc.testing import defined_values
+    >>> f = tc.parse("log(det(X *(ji,jk->ik) W *(ik,kl->il) X))", {"X": 2, "W": 2})
+    >>> values = defined_values(f)       # X 2x3 makes XᵀWX singular: X is drawn 3x2
+    >>> values["X"].shape, values["W"].shape
+    ((3, 2), (3, 3))
+    """
+    first_reason = None
+    for k, shapes in enumerate(length_assignments(exprs)):
+        for draw in range(DRAWS):
+            values = random_values(exprs, seed=seed + 1000 * k + draw, shapes=shapes)
+            reason = undefined_because(exprs, values)
+            if reason is None:
+                return values
+            first_reason = first_reason or reason
+    raise RandomDataError(f"could not evaluate at random data: {first_reason}")
 
 
 @dataclass
@@ -159,6 +255,8 @@ class DerivativeCheck:
     numeric: float
     method: str
     message: str
+    #: False when no random data was found where the expression is defined (nothing compared)
+    evaluated: bool = True
 
     def __str__(self) -> str:
         return self.message
@@ -195,6 +293,11 @@ def check_derivative(
     ``directions`` random directional derivatives.  The error is relative:
     ``max |symbolic - numeric| / max(1, max |numeric|)``.
 
+    Without ``values`` the data are drawn where the function and its derivative are
+    defined (see :func:`defined_values`: well-conditioned ``inv``/``det`` arguments,
+    finite values, distinct axis lengths where possible); when no draw is, the report
+    has ``ok`` and ``evaluated`` False and says "could not evaluate at random data: <why>".
+
     Examples
     --------
     >>> import tenscalc as tc
@@ -209,7 +312,12 @@ def check_derivative(
     for _ in range(order - 1):
         target = derivative(target, x)
     symbolic_expr = derivative(target, x)
-    given = dict(values) if values is not None else random_values([expr, symbolic_expr], seed)
+    if values is None:
+        try:
+            values = defined_values([expr, symbolic_expr], seed)
+        except RandomDataError as exc:
+            return DerivativeCheck(False, np.nan, None, np.nan, np.nan, "none", str(exc), evaluated=False)
+    given = dict(values)
     values = given
     if name not in given:
         given.update({k: v for k, v in random_values([expr, x], seed).items() if k == name})

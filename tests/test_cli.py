@@ -284,7 +284,7 @@ def test_check_passes_in_process(capsys: pytest.CaptureFixture[str]) -> None:
 def test_failed_check_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import tenscalc.testing
 
-    def wrong(expr: tc.Expr, wrt: object, order: int = 1, seed: int = 0) -> SimpleNamespace:
+    def wrong(expr: tc.Expr, wrt: object, order: int = 1, values: object = None, seed: int = 0) -> SimpleNamespace:
         return SimpleNamespace(ok=False, max_error=0.5)
 
     monkeypatch.setattr(tenscalc.testing, "check_derivative", wrong)
