@@ -32,7 +32,7 @@ from ..errors import EvaluationError
 from .backends import Backend, get_backend
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
-from .program import Program, ShapeResolver, bind
+from .program import Program, ShapeResolver, bind, variable_orders
 from .scalar import scalar_program
 
 __all__ = ["compile", "CompiledFunction"]
@@ -82,8 +82,17 @@ class CompiledFunction:
     {'f': array(5.), 'g': array([2., 4.])}
     """
 
-    def __init__(self, exprs: Sequence[Expr], single: bool, backend: Backend, keys: Sequence[str] | None = None):
+    def __init__(
+        self,
+        exprs: Sequence[Expr],
+        single: bool,
+        backend: Backend,
+        keys: Sequence[str] | None = None,
+        jit: bool | None = None,
+    ):
         self.exprs = tuple(exprs)
+        #: whether each bound program runs as one function of the backend's compiler
+        self.jit = _jit_choice(backend, jit)
         self._single = single
         self._keys = None if keys is None else tuple(keys)
         self._backend = backend
@@ -91,13 +100,7 @@ class CompiledFunction:
             self.plan: Plan = build_plan(self.exprs)
             # one axis graph for all roots: they share nodes (see axis_graph)
             self._graphs = [axis_graph(self.exprs[0] if len(self.exprs) == 1 else self.exprs)]
-        orders: dict[str, int] = {}
-        for graph in self._graphs:
-            for name, order, _axis, _slot in graph.var_slots:
-                orders.setdefault(name, order)
-            for node in graph.nodes:
-                if node.op == "var":
-                    orders.setdefault(node.arg[0], node.arg[1])
+        orders = variable_orders(self._graphs)
         # inputs the plan reads first (their slots), then shape-only ones
         names = list(self.plan.inputs) + sorted(n for n in orders if n not in self.plan.inputs)
         self.inputs = tuple(names)
@@ -112,12 +115,12 @@ class CompiledFunction:
     # pickling (multiprocessing) sends the expressions and rebuilds the plan: the
     # bound programs are closures, and cheap to bind again
     def __getstate__(self) -> dict[str, Any]:
-        return {"exprs": self.exprs, "single": self._single, "backend": self._backend.name, "keys": self._keys}
+        state = {"exprs": self.exprs, "single": self._single, "backend": self._backend.name, "keys": self._keys}
+        return {**state, "jit": self.jit}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        CompiledFunction.__init__(
-            self, state["exprs"], state["single"], get_backend(state["backend"]), state.get("keys")
-        )
+        backend = get_backend(state["backend"])
+        CompiledFunction.__init__(self, state["exprs"], state["single"], backend, state.get("keys"), state.get("jit"))
 
     @property
     def backend(self) -> str:
@@ -179,6 +182,8 @@ class CompiledFunction:
         resolver = ShapeResolver(self._graphs, shapes)
         # every step a number (NumPy): one straight-line float function, the program its fallback
         program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend))
+        if self.jit:
+            program.whole = self._backend.whole_program(program.run_steps)
         key = tuple(tuple(shapes[name]) for name in self.inputs)
         with self._lock:
             self._programs[key] = program
@@ -245,8 +250,21 @@ class CompiledFunction:
         )
 
 
+def _jit_choice(backend: Backend, jit: bool | None) -> bool:
+    """Whether programs are handed to the backend's compiler: the backend's default, or
+    the caller's choice where the backend has a compiler (a clear error where not)."""
+    if jit is None:
+        return backend.jit_default
+    if jit and type(backend).whole_program is Backend.whole_program:
+        raise EvaluationError(
+            f"backend {backend.name!r} has no whole-program compiler: jit=True is for 'jax' (jax.jit, "
+            f"the default there) and 'torch' (torch.compile)"
+        )
+    return bool(jit)
+
+
 def compile(  # noqa: A001
-    exprs: Expr | Sequence[Expr] | Mapping[str, Expr], backend: str = "numpy"
+    exprs: Expr | Sequence[Expr] | Mapping[str, Expr], backend: str = "numpy", *, jit: bool | None = None
 ) -> CompiledFunction:
     """Compile one expression, a list or a dict of them into a reusable callable.
 
@@ -264,6 +282,12 @@ def compile(  # noqa: A001
         ``"numpy"`` (default), ``"torch"``, ``"jax"``, ``"cupy"`` or ``"dask"``.
         The other libraries are optional; Dask returns lazy arrays (call
         ``dask.compute`` on them).
+    jit : bool, optional
+        Hand each bound program (one per shape signature) to the backend's own
+        compiler as one function: ``jax.jit`` for ``"jax"`` (the default there, so
+        XLA fuses the elementwise chains; ``jit=False`` runs op by op), and
+        ``torch.compile`` for ``"torch"`` (off by default: its first call takes
+        seconds).  NumPy, CuPy and Dask have none (``jit=True`` is an error).
 
     Returns
     -------
@@ -289,4 +313,4 @@ def compile(  # noqa: A001
         roots = require_exprs([exprs[key] for key in keys], "compile")
     else:
         roots = require_exprs(exprs, "compile")
-    return CompiledFunction(roots, single, get_backend(backend), keys)
+    return CompiledFunction(roots, single, get_backend(backend), keys, jit)

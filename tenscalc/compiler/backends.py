@@ -223,6 +223,15 @@ class Backend:
         """A root's value as handed to the user."""
         return value
 
+    #: whether :meth:`whole_program` compiles unless the caller says ``jit=False``
+    jit_default = False
+
+    def whole_program(self, run: Callable[[Sequence[Any], Any], tuple[Any, ...]]) -> Callable | None:
+        """``run`` (a bound program's step loop, of the input arrays and the dtype
+        reference) compiled as one function by the library's own compiler, or None
+        where the library has none (the loop runs as it is)."""
+        return None
+
     def unalias(self, results: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
         """The results, copied where one shares memory with an input (a compiled ``x``
         or transpose is a view; writing into it must not change the caller's array).
@@ -392,6 +401,13 @@ class TorchBackend(Backend):
     def transpose(self, x, perm):
         return x.permute(*perm)
 
+    def whole_program(self, run):
+        # only when asked (compile(..., jit=True)): torch.compile's first call takes
+        # seconds (see docs/performance.md), more than most derivatives are worth
+        import torch
+
+        return torch.compile(run, dynamic=False)
+
     def write_diagonal(self, core, out, shape):
         full = self.zeros(shape, core)
         unique, strides = diagonal_strides(full.stride(), out)
@@ -425,12 +441,40 @@ class TorchBackend(Backend):
 
 class JaxBackend(Backend):
     name = "jax"
+    jit_default = True
+
+    def whole_program(self, run):
+        # one XLA computation per shape signature (the program) and dtypes (jit's own
+        # cache): the elementwise chains between contractions fuse, as in jax.jit of
+        # JAX's own transforms
+        import jax
+
+        return jax.jit(run)
+
+    def full(self, shape, value, like=None):
+        import jax.numpy as jnp
+
+        return jnp.full(shape, float(value), dtype=_jax_dtype(like))
+
+    def eye(self, shape, like=None):
+        import jax.numpy as jnp
+
+        n = len(shape) // 2
+        return jnp.eye(math.prod(shape[:n]), dtype=_jax_dtype(like)).reshape(shape)
 
     def embed(self, part, key, shape, like=None):
         return self.zeros(shape, part).at[key].set(part)  # JAX arrays are immutable
 
     def load(self) -> None:
         super().load()
+
+
+def _jax_dtype(like: Any) -> Any:
+    """The dtype of constants made to meet ``like``: its own when it is a float array
+    (float32 inputs keep float32 results), else JAX's default float (x64 or not)."""
+    import jax.numpy as jnp
+
+    return like.dtype if like is not None and jnp.issubdtype(like.dtype, jnp.inexact) else None
 
 
 class CupyBackend(Backend):

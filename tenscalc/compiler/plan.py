@@ -698,7 +698,7 @@ def _liveness(plan: Plan) -> list[tuple[int, ...]]:
     """For every step, the slots whose last use it is (outputs are never released)."""
     last: dict[int, int] = {}
     for step in plan.steps:
-        for slot in _reads(step):
+        for slot in step_reads(step):
             last[slot] = step.index
     keep = set(plan.outputs)
     release: list[list[int]] = [[] for _ in plan.steps]
@@ -708,7 +708,9 @@ def _liveness(plan: Plan) -> list[tuple[int, ...]]:
     return [tuple(r) for r in release]
 
 
-def _reads(step: Step) -> list[int]:
+def step_reads(step: Step) -> list[int]:
+    """The slots ``step`` reads (an embedded summand of a sum is read too), one entry
+    per read: the binder, the fused path and the liveness here share this one function."""
     if step.kind == "product":
         return [slot for term in cast("tuple[Term, ...]", step.data) for slot, _ in term.operands]
     if step.kind == "add":

@@ -31,7 +31,7 @@ from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
 from .kernels import gram_contraction, gram_pattern
-from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc
+from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
 
 StepFn = Callable[[list], Any]
 
@@ -159,6 +159,25 @@ def path_peak(info, op_sizes: Sequence[int]) -> int:
     return peak
 
 
+def variable_orders(graphs: Sequence[AxisGraph]) -> dict[str, int]:
+    """Each variable's order: those the axis graphs give slots to, then those only read
+    for their shape (both ``tc.compile`` and ``tc.to_python(shapes=)`` take these inputs).
+
+    >>> import tenscalc as tc
+    >>> from tenscalc.core.axes import axis_graph
+    >>> variable_orders([axis_graph(tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1}))])
+    {'A': 2, 'x': 1}
+    """
+    orders: dict[str, int] = {}
+    for graph in graphs:
+        for name, order, _axis, _slot in graph.var_slots:
+            orders.setdefault(name, order)
+        for node in graph.nodes:
+            if node.op == "var":
+                orders.setdefault(node.arg[0], node.arg[1])
+    return orders
+
+
 @dataclass
 class _Shape:
     shape: tuple[int, ...]
@@ -236,8 +255,14 @@ class Program:
     #: every result is an array the program allocated (no view of an input): the
     #: caller's copy check (``Backend.unalias``) can be skipped
     fresh: bool = False
+    #: the whole program handed to the backend's compiler (``jax.jit``, ``torch.compile``:
+    #: :meth:`.Backend.whole_program`), which traces :meth:`run_steps` once per dtype
+    whole: Callable[[Sequence[Any], Any], tuple[Any, ...]] | None = None
 
     def run(self, arrays: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
+        whole = self.whole
+        if whole is not None:
+            return whole(arrays, like)
         fused = self.fused
         if fused is None and self.fuse_later is not None:
             fused = self._fuse_when_repeated()
@@ -245,6 +270,10 @@ class Program:
             results = fused(arrays, like)
             if results is not None:
                 return results
+        return self.run_steps(arrays, like)
+
+    def run_steps(self, arrays: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
+        """The loop over the bound steps (what a backend's compiler traces)."""
         env: list[Any] = [None] * (self.n_slots + 1)
         for slot, array in zip(self.input_slots, arrays):
             env[slot] = array
@@ -362,7 +391,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
                 densify[step.index] = partial(write_bands, layout)
                 cost = cost + OpCost(math.prod(shape), 1, math.prod(shape), math.prod(shape) + layout.entries)
             twin = twins.get(step.index)
-            band_reads = _step_reads(step)
+            band_reads = step_reads(step)
             account(band_step.run, step.index, () if twin is not None else dead, cost, (layout.entries,), band_reads)
             if twin is not None:
                 shapes[twin] = shape
@@ -397,7 +426,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
-        account(fn, step.index, dead, cost, shape, _step_reads(step))
+        account(fn, step.index, dead, cost, shape, step_reads(step))
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
     program = Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
@@ -431,7 +460,7 @@ def fold_squares(plan: Plan) -> tuple[Plan, frozenset[int]]:
     """
     readers: dict[int, list[int]] = {}
     for step in plan.steps:
-        for slot in _step_reads(step):
+        for slot in step_reads(step):
             readers.setdefault(slot, []).append(step.index)
     outputs = set(plan.outputs)
     steps = list(plan.steps)
@@ -491,7 +520,7 @@ def _banded_slots(
     dense_read: set[int] = set()
     band_read: set[int] = set()
     for step in plan.steps:
-        (band_read if step.index in banded else dense_read).update(_step_reads(step))
+        (band_read if step.index in banded else dense_read).update(step_reads(step))
     outputs = set(plan.outputs)
     for slot in constants & dense_read:
         del banded[slot]
@@ -580,7 +609,7 @@ def _shared_pairs(
     # released after its last reader as it is now, not after the terms it served
     readers: dict[int, list[int]] = {}
     for step in steps:
-        for slot in _step_reads(step):
+        for slot in step_reads(step):
             readers.setdefault(slot, []).append(step.index)
     for pair in pairs:
         for slot, _ in pair.term.operands:
@@ -718,7 +747,7 @@ def _structured_slots(plan: Plan) -> dict[int, tuple[int, ...]]:
     """
     readers: dict[int, list[Step]] = {}
     for step in plan.steps:
-        for slot in _step_reads(step):
+        for slot in step_reads(step):
             readers.setdefault(slot, []).append(step)
     banned: set[int] = set()
     while True:
@@ -785,7 +814,7 @@ def _transposed_slots(
         if step.kind == "product":
             terms.extend(_terms_of(step))
         else:
-            excluded.update(_step_reads(step))
+            excluded.update(step_reads(step))
     for term in terms:
         for k, (slot, spec) in enumerate(term.operands):
             if slot not in votes or len(spec) != 2:
@@ -810,14 +839,6 @@ def _bind_transposed(term: Term, shape: tuple[int, ...], shapes, resolver: Shape
     compute, cost = _bind_term(replace(term, out=term.out[::-1]), shape[::-1], shapes, resolver, backend)
     # not described for the fused function: a view, whose buffer it must never reuse
     return (lambda env: compute(env).T), cost
-
-
-def _step_reads(step: Step) -> list[int]:
-    if step.kind == "product":
-        return [slot for term in _terms_of(step) for slot, _ in term.operands]
-    if step.kind == "add":
-        return [item.slot for item in _items_of(step) if item.kind in ("slot", "embed")]  # an embedded part is read too
-    return list(step.args)
 
 
 def _core_shape(pattern: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

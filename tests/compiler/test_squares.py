@@ -62,9 +62,9 @@ def test_the_base_of_a_folded_square_is_released_after_its_new_reader(rng):
 
 
 def _reads(step):
-    from tenscalc.compiler.program import _step_reads
+    from tenscalc.compiler.plan import step_reads
 
-    return _step_reads(step)
+    return step_reads(step)
 
 
 # ------------------------------------------------------------------ sums of embedded parts

@@ -1,0 +1,202 @@
+"""tenscalc's ``backend="jax"`` (eager and ``jax.jit``-compiled) against ``jax.jit`` of JAX's own transform.
+
+    python benchmarks/jit_backends.py [--problems rosen_vg,logreg_vgh,...] [--repeats 9] [--torch] [--out FILE]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
+        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
+        taskset -c 0 python benchmarks/jit_backends.py          # one core
+
+For each problem, in one process and in float64: the symbolic time (derivative and
+``tc.compile``), the first call (binding, and for the jitted form JAX's trace and XLA
+compile) and the median time of a call, of
+
+* ``tc.compile(exprs, backend="jax", jit=False)``: the bound program op by op, eager ``jax.numpy``;
+* ``tc.compile(exprs, backend="jax")``: the same program as one ``jax.jit`` function;
+* ``jax.jit`` of JAX's own transform of the same function (first call: trace and compile);
+
+and with ``--torch`` also ``backend="torch"`` eager against ``jit=True`` (``torch.compile``).
+The problems are the two of issue 26 (the chained Rosenbrock value and gradient, n = 1,000;
+logistic regression value, gradient and Hessian, X 400x100) and the classes of
+``classes.py``.  Times are medians of ``--repeats`` batches (each about 20 ms of calls), the
+contenders interleaved batch by batch so that a shared machine's drifting load moves them
+alike.  Say how loaded the machine was when quoting the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Problem:
+    name: str
+    what: str
+    data: dict
+    build: Callable  # tc -> list of expressions
+    jax: Callable  # (jax, jnp, data) -> (jitted fn, args)
+
+
+ROSEN = "sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)"
+LOGREG = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
+
+
+def _rosen_jax(jax, jnp, d):
+    def f(x):
+        return jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+    return jax.jit(jax.value_and_grad(f)), [d["x"]]
+
+
+def _logreg_jax(jax, jnp, d):
+    def f(w, X, y):
+        return jnp.sum(jnp.log(jnp.exp(-y * (X @ w)) + 1))
+
+    def all_three(w, X, y):
+        value, grad = jax.value_and_grad(f)(w, X, y)
+        return value, grad, jax.hessian(f)(w, X, y)
+
+    return jax.jit(all_three), [d["w"], d["X"], d["y"]]
+
+
+def problems() -> list[Problem]:
+    from benchmarks import classes
+
+    r = np.random.default_rng(0)
+    found = [
+        Problem(
+            "rosen_vg", "chained Rosenbrock value + gradient (n 1,000)", {"x": r.uniform(-2, 2, 1000)},
+            lambda tc: [f := tc.parse(ROSEN), tc.gradient(f, "x")], _rosen_jax,
+        ),
+        Problem(
+            "logreg_vgh", "logistic regression value + gradient + Hessian (X 400x100)",
+            {"X": r.standard_normal((400, 100)), "y": np.sign(r.standard_normal(400)),
+             "w": r.standard_normal(100) / 10},
+            lambda tc: [f := tc.parse(LOGREG, {"X": 2, "y": 1, "w": 1}), tc.gradient(f, "w"), tc.hessian(f, "w")],
+            _logreg_jax,
+        ),
+    ]  # fmt: skip
+    for case in classes.cases():
+        found.append(Problem(case.name, case.what, case.data(), case.build, case.jax))
+    return found
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds per call of each function, timed in alternating batches."""
+    batch = {}
+    for name, fn in fns.items():
+        fn()
+        start = time.perf_counter()
+        fn()
+        batch[name] = max(1, int(0.02 / max(time.perf_counter() - start, 1e-7)))
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(batch[name]):
+                fn()
+            samples[name].append((time.perf_counter() - start) / batch[name])
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def _max_rel(a, b) -> float:
+    a = np.concatenate([np.asarray(v, dtype=float).ravel() for v in a])
+    b = np.concatenate([np.asarray(v, dtype=float).ravel() for v in b])
+    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dict:
+    row: dict = {"what": problem.what}
+    start = time.perf_counter()
+    exprs = problem.build(tc)
+    eager = tc.compile(exprs, backend="jax", jit=False)
+    jitted = tc.compile(exprs, backend="jax")
+    row["symbolic_s"] = time.perf_counter() - start  # both compiles share nothing but are cheap
+    values = {k: jnp.asarray(v) for k, v in problem.data.items() if k in jitted.inputs}
+    fns: dict[str, Callable[[], object]] = {}
+    first = {}
+    for name, compiled in (("tc_eager", eager), ("tc_jit", jitted)):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(values))
+        first[name] = time.perf_counter() - start
+        fns[name] = lambda compiled=compiled: jax.block_until_ready(compiled(values))
+    fn, args = problem.jax(jax, jnp, problem.data)
+    args = jax.device_put(args)
+    start = time.perf_counter()
+    theirs = jax.block_until_ready(fn(*args))
+    first["jax_jit"] = time.perf_counter() - start
+    fns["jax_jit"] = lambda: jax.block_until_ready(fn(*args))
+    ours = jitted(values)
+    row["error_jit_vs_jax"] = _max_rel(ours, jax.tree_util.tree_leaves(theirs))
+    row["error_jit_vs_eager"] = _max_rel(ours, eager(values))
+    if torch is not None:
+        tensors = {k: torch.from_numpy(np.asarray(v)) for k, v in problem.data.items() if k in jitted.inputs}
+        plain = tc.compile(exprs, backend="torch")
+        compiled = tc.compile(exprs, backend="torch", jit=True)
+        for name, c in (("torch_eager", plain), ("torch_compile", compiled)):
+            start = time.perf_counter()
+            c(tensors)
+            first[name] = time.perf_counter() - start
+            fns[name] = lambda c=c: c(tensors)
+        row["error_torch_compile_vs_jax"] = _max_rel([t.numpy() for t in compiled(tensors)], ours)
+    row["first_call_s"] = first
+    row["call_s"] = interleaved(fns, repeats)
+    return row
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", default="")
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--torch", action="store_true", help="also backend='torch' eager against torch.compile")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    import tenscalc as tc
+
+    torch = None
+    if args.torch:
+        import torch
+    only = [p for p in args.problems.split(",") if p]
+    result = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average": os.getloadavg(),
+        "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "problems": {},
+    }
+    for problem in problems():
+        if only and problem.name not in only:
+            continue
+        row = run_problem(tc, jax, jnp, problem, args.repeats, torch)
+        result["problems"][problem.name] = row
+        t, f = row["call_s"], row["first_call_s"]
+        line = (
+            f"{problem.name:17s} eager {t['tc_eager'] * 1e3:9.3f} ms  jit {t['tc_jit'] * 1e3:8.3f} ms  "
+            f"jax.jit {t['jax_jit'] * 1e3:8.3f} ms  jit/jax {t['tc_jit'] / t['jax_jit']:5.2f}x  "
+            f"first: symbolic {row['symbolic_s']:.2f} s + {f['tc_jit']:.2f} s, jax {f['jax_jit']:.2f} s"
+        )
+        if torch is not None:
+            line += (
+                f"  torch {t['torch_eager'] * 1e3:.3f} ms, compiled {t['torch_compile'] * 1e3:.3f} ms "
+                f"(first {f['torch_compile']:.1f} s)"
+            )
+        print(line, flush=True)
+    result["load_average_end"] = os.getloadavg()
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump(result, handle, indent=1)
+    return result
+
+
+if __name__ == "__main__":
+    main()
