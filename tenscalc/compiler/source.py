@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
-import opt_einsum
 
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
@@ -26,7 +25,7 @@ from .generated import ALIASES, RESULT_HELPER, dtype_line, python_names, signatu
 from .kernels import GramPattern, gram_pattern, is_identity_permutation
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
-from .program import ShapeResolver, step_shape
+from .program import ShapeResolver, choose_path, step_shape, variable_orders
 
 # helpers the generated module defines when it uses them (NumPy only)
 HELPERS = {
@@ -143,9 +142,16 @@ class ProgramSource:
                 self.names[step.index] = input_names[step.index]
                 continue
             name = f"_s{step.index}"
+            temps = self._temp
             text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
             self.lines.append(f"{name} = {text}")
             self.names[step.index] = name
+            # what the compiled program releases after this step is deleted here too (and the
+            # step's own path intermediates), so the function's peak memory is the program's
+            dead = [f"_p{k}" for k in range(temps + 1, self._temp + 1)]
+            dead += [self.names[slot] for slot in self.plan.release[step.index] if slot in self.names]
+            if dead:
+                self.lines.append("del " + ", ".join(dict.fromkeys(dead)))
         return self.lines
 
     def _arg(self, slot: int) -> str:
@@ -301,7 +307,7 @@ class ProgramSource:
             if scale_at is not None and scale_at >= 0:
                 texts[scale_at] = f"{_atom(texts[scale_at])} * {literal(factor)}"
             eq = ",".join(letters(spec) for spec in specs) + "->" + letters(target)
-            path, _ = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
+            path, _ = choose_path(eq, op_shapes, core_size)  # the compiler's own (memory-bounded) choice
             core = self._contraction(eq, op_shapes, path, texts)
             if scale_at == -1:
                 core = f"{_atom(core)} * {literal(factor)}"
@@ -433,13 +439,7 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
 
     plan = build_plan(list(roots))
     graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]  # one graph: shared nodes once
-    orders: dict[str, int] = {}
-    for graph in graphs:
-        for var_name, order, _axis, _slot in graph.var_slots:
-            orders.setdefault(var_name, order)
-        for node in graph.nodes:
-            if node.op == "var":
-                orders.setdefault(node.arg[0], node.arg[1])
+    orders = variable_orders(graphs)
     params = sorted(orders)
     names = python_names(params)  # variable -> its Python name (a keyword renamed)
     missing = [p for p in params if p not in shapes]
