@@ -111,12 +111,26 @@ def softmax_closed_form(X: np.ndarray, Y: np.ndarray, mu: float, shape: tuple[in
     return gh
 
 
+def assert_near_the_optimum(gh: Any, x: np.ndarray, optimum: np.ndarray, mu: float, method: str) -> None:
+    """``x`` is as close to ``optimum`` as its (closed-form) gradient proves it must be.
+
+    The losses are ``mu``-strongly convex (an L2 term), so ``|x - x*| <= |grad f(x)| / mu``.
+    How small SciPy gets the gradient depends on the last bits of the BLAS (see the note
+    on tolerances in docs/integrations.md), so the bound is checked, not a fixed 1e-8;
+    a wrong tenscalc gradient or Hessian would leave a large closed-form gradient or
+    break the bound.
+    """
+    g, _ = gh(x.ravel())
+    assert np.linalg.norm(g) < 1e-6, (method, np.linalg.norm(g))
+    assert np.linalg.norm(x.ravel() - optimum.ravel()) <= np.linalg.norm(g) / mu + 1e-10, method
+
+
 def test_logistic_regression_reaches_the_newton_optimum(page: dict[str, Any]) -> None:
     gh = logistic_closed_form(page["X"], page["y"], 0.1)
     optimum = newton(gh, np.zeros(4))
     assert set(page["logistic"]) == {"trust-exact", "trust-krylov", "Newton-CG"}
     for method, x in page["logistic"].items():
-        assert np.max(np.abs(x - optimum)) < 1e-8, method
+        assert_near_the_optimum(gh, x, optimum, 2 * 0.1, method)
 
 
 def test_matrix_variable_reaches_the_newton_optimum(page: dict[str, Any]) -> None:
@@ -125,7 +139,7 @@ def test_matrix_variable_reaches_the_newton_optimum(page: dict[str, Any]) -> Non
     assert set(page["multinomial"]) == {"trust-exact", "trust-krylov", "Newton-CG"}
     for method, W in page["multinomial"].items():
         assert W.shape == (3, 5)
-        assert np.max(np.abs(W - optimum)) < 1e-8, method
+        assert_near_the_optimum(gh, W, optimum, 2 * 0.05, method)
 
 
 @pytest.mark.parametrize("section", list(NEEDS))

@@ -4,6 +4,8 @@ documentation examples and random strings refused cleanly or handled right."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fuzz.generate import generate
 from tests.fuzz.mutate import corpus
 from tests.fuzz.run import KINDS, campaign
@@ -22,6 +24,7 @@ def test_generated_problems_are_deterministic_and_varied():
     assert any("*(" in t for t in texts) and any("inv(" in t or "det(" in t for t in texts)
 
 
+@pytest.mark.slow  # a fuzz campaign of 150 cases
 def test_a_seeded_slice_finds_nothing():
     summary = campaign(cases=150, seed=0, case_seconds=60)
     assert all(summary.cases[kind] == 50 for kind in KINDS)

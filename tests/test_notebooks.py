@@ -12,6 +12,9 @@ import pathlib
 
 import pytest
 
+# a Jupyter kernel runs every notebook
+pytestmark = pytest.mark.slow
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

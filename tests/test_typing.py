@@ -27,6 +27,7 @@ def test_user_script_runs() -> None:
     subprocess.run([sys.executable, str(ROOT / "tests" / "typing" / "user_script.py")], check=True, env=env, cwd=ROOT)
 
 
+@pytest.mark.slow  # about a minute of mypy; .ci/typecheck runs it in CI too
 def test_mypy_passes(tmp_path: pathlib.Path) -> None:
     pytest.importorskip("mypy", reason='mypy is in the test extra: pip install -e ".[test]"')
     result = subprocess.run(

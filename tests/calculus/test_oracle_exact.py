@@ -229,6 +229,7 @@ def test_mixed_hessian_exact():
     assert exact_mismatches(first, "C", point, tc.hessian(f, "x", "C")) == []
 
 
+@pytest.mark.slow  # SymPy on large expressions
 def test_shared_subexpressions_exact():
     x, A = tc.var("x", 1), tc.var("A", 2)
     s = tc.tanh(tc.einsum("ij,j->i", A, x))

@@ -13,6 +13,7 @@ determinants) are compared exactly with the SymPy oracle at rational points.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import sympy
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,9 @@ import tenscalc as tc
 from tenscalc.core.nodes import topological
 from tenscalc.oracle import exact_mismatches
 from tenscalc.testing import axis_lengths, check_derivative, random_values
+
+# property tests: hundreds of generated examples each
+pytestmark = pytest.mark.slow
 
 VARIABLES = {0: ("a", "b"), 1: ("x", "y"), 2: ("A", "B"), 3: ("T",)}
 OUT_LETTERS = "ijkl"

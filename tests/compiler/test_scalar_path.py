@@ -248,6 +248,7 @@ def test_arrays_and_other_backends_keep_the_numpy_program():
         assert type(_program(torch_run)) is Program
 
 
+@pytest.mark.slow  # a thread stress test
 def test_eight_threads_share_one_compiled_function():
     _, jac, names, point = _jacobian_function("roe_flux_1d")
     rng = np.random.default_rng(1)

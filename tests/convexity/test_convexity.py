@@ -383,6 +383,7 @@ def _random_function(r, depth: int) -> str:
     )
 
 
+@pytest.mark.slow  # a random campaign
 def test_random_expressions_are_never_misjudged():
     """Fuzzing: whatever is proven must survive the numeric cross-check (a counterexample
     to a proof raises InternalError, which fails this test)."""

@@ -13,6 +13,7 @@ import os
 import resource
 
 import numpy as np
+import pytest
 
 import tenscalc as tc
 from tenscalc.core.nodes import Expr
@@ -49,6 +50,7 @@ def _session(start: int, count: int, kept: list) -> None:
         del kept[:-100]
 
 
+@pytest.mark.slow  # about a minute of building and freeing
 def test_memory_is_flat_over_20000_distinct_expressions():
     kept: list = []
     _session(0, 2_000, kept)  # warm-up: caches fill to their bounds

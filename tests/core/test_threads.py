@@ -12,6 +12,9 @@ import pytest
 
 import tenscalc as tc
 
+# thread stress tests: rounds of 8 threads
+pytestmark = pytest.mark.slow
+
 THREADS = 8
 
 

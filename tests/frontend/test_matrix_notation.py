@@ -316,6 +316,7 @@ def _jax_cases(jnp):
     }
 
 
+@pytest.mark.slow  # JAX compiles every example
 def test_matrixcalculus_examples_against_jax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)

@@ -31,6 +31,7 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 BROWSER = next((path for path in map(shutil.which, BROWSERS) if path), None)
 DRIVER = shutil.which("chromedriver")
 pytestmark = [
+    pytest.mark.slow,  # a headless browser
     pytest.mark.skipif(BROWSER is None, reason="no Chromium browser (apt-get install chromium)"),
     pytest.mark.skipif(DRIVER is None, reason="no chromedriver (apt-get install chromium-driver)"),
 ]
@@ -175,7 +176,7 @@ def test_the_python_code_runs_and_downloads(browser, server, artifacts):
     target = artifacts / "tenscalc_f.py"
     target.unlink(missing_ok=True)
     browser.find_element(By.ID, "download-python").click()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + WAIT
     while not target.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert target.read_text() == source
