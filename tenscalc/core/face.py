@@ -10,10 +10,21 @@ style API and the printers.  ``Expr`` inherits that behaviour from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .nodes import Expr
+
+PRINTERS: dict[str, Callable[..., str | None]] = {}
+"""The LaTeX and drawing printers of an expression's face, by name: ``latex``
+(``latex(expr, notation)``), ``notebook_latex``, ``svg`` and ``html`` (a drawing).
+
+The printing package fills it when it is imported, and ``import tenscalc`` (which
+any import of a submodule runs first) imports it: so the foundation never imports
+the LaTeX printer or the drawing, and their many modules stay out of the face's
+import cycle.  A name with no entry falls back to plain text in a notebook.
+"""
 
 
 class ExprFace:
@@ -28,8 +39,10 @@ class ExprFace:
     * ``tenscalc.frontend.numpy_api``: ``@``, ``.T``, ``.sum()``, ``[...]``
       indexing and NumPy's ``__array_ufunc__`` / ``__array_function__`` protocol;
     * ``tenscalc.printing.text``: ``str`` and ``repr``;
-    * ``tenscalc.printing.latex``: ``to_latex`` and the notebook's LaTeX;
-    * ``tenscalc.printing.drawing``: the notebook's SVG and HTML (a drawing).
+
+    LaTeX (``to_latex`` and the notebook's LaTeX) and the notebook's drawings
+    (SVG and HTML) are not imported: ``tenscalc.printing.latex`` and
+    ``tenscalc.printing.drawing`` register them in :data:`PRINTERS`.
 
     (``repr`` also imports ``tenscalc.core.checks`` late, for ``count_nodes``:
     that module imports ``nodes``, which imports this one.)
@@ -173,21 +186,18 @@ class ExprFace:
 
     def to_latex(self, notation: str = "auto") -> str:
         """The expression in LaTeX (see ``tenscalc.latex``)."""
-        from ..printing.latex import latex
-
-        return latex(self, notation)
+        return str(PRINTERS["latex"](self, notation))
 
     def _repr_latex_(self) -> str | None:
-        from ..printing.latex import notebook_latex
-
-        return notebook_latex(self)
+        return _print("notebook_latex", self)
 
     def _repr_svg_(self) -> str | None:  # a drawing of the DAG (needs Graphviz)
-        from ..printing.drawing import svg
-
-        return svg(self)
+        return _print("svg", self)
 
     def _repr_html_(self) -> str | None:  # text and drawing; None falls back to LaTeX
-        from ..printing.drawing import html
+        return _print("html", self)
 
-        return html(self)
+
+def _print(name: str, expr: Any) -> str | None:
+    printer = PRINTERS.get(name)
+    return printer(expr) if printer is not None else None

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.checks import require_exprs
+from ..core.face import PRINTERS
 from ..core.nodes import Expr, topological
 from ..core.text import format_number as _number
 from ..errors import TensCalcError
@@ -506,3 +507,7 @@ def html(expr: Expr) -> str | None:
     caption = f"<code>{code}</code><br><small>order {expr.order}; variables {{{variables}}}</small>"
     start = drawing.find("<svg")
     return f"<div>{caption}<br>{drawing[start:] if start >= 0 else drawing}</div>"
+
+
+# the face of every Expr (to_latex and the notebook hooks) reads these
+PRINTERS.update(svg=svg, html=html)

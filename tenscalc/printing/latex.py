@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.face import PRINTERS
 from ..core.nodes import Expr, topological
 from ..errors import TensCalcError
 from .latex_index import IndexPrinter
@@ -221,3 +222,7 @@ def matrix_text(expr: Expr) -> str | None:
     text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
     text = re.sub(r"([A-Za-z])_\{(\w+)\}", r"\1\2", text)  # t_{0} -> t0, names with subscripts
     return text
+
+
+# the face of every Expr (to_latex and the notebook hooks) reads these
+PRINTERS.update(latex=latex, notebook_latex=notebook_latex)
