@@ -310,7 +310,8 @@ class _Writer:
         for name, python in names.items():
             order = self.orders[name]
             body.append(f"if {python}.ndim != {order}:")
-            body.append(f'    raise _ValueError(f"{name} must have {order} axes, got shape {{{python}.shape}}")')
+            axes = "1 axis" if order == 1 else f"{order} axes"
+            body.append(f'    raise _ValueError(f"{name} must have {axes}, got shape {{{python}.shape}}")')
         for a, b in self.checks:
             body.append(f"if {a} != {b}:")
             body.append(f'    raise _ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')

@@ -82,7 +82,7 @@ def test_arguments_are_keyword_only_and_checked():
     function = compile_source(tc.to_python([f]), "f")
     with pytest.raises(TypeError):
         function(np.eye(2), np.ones(2))
-    with pytest.raises(ValueError, match="x must have 1 axes"):
+    with pytest.raises(ValueError, match="x must have 1 axis"):
         function(A=np.eye(2), x=np.ones((2, 2)))
     with pytest.raises(ValueError, match="must equal"):
         function(A=np.eye(2), x=np.ones(3))
