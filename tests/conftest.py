@@ -37,8 +37,8 @@ def derivatives_print_and_parse_back(monkeypatch):
     recorded: list = []
     original = api.derivative
 
-    def recording_derivative(expr, wrt, *, simplify=True):
-        result = original(expr, wrt, simplify=simplify)
+    def recording_derivative(expr, wrt, *, simplify=True, **options):
+        result = original(expr, wrt, simplify=simplify, **options)
         # by a list of variables: a dict name -> derivative
         for d in result.values() if isinstance(result, dict) else (result,):
             if len(recorded) < CHECKED_PER_TEST:

@@ -6,6 +6,7 @@ reverse sweep (:mod:`tenscalc.calculus.sweep`) and simplify the result.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import overload
 
 from ..core import nodes as N
@@ -59,10 +60,14 @@ def _resolve_wrt_list(expr: Expr, wrt: WrtList) -> list[Expr]:
 
 
 @overload
-def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True) -> Expr: ...
+def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True, symmetric: Iterable[str] = ()) -> Expr: ...
 @overload
-def derivative(expr: Expr, wrt: WrtList, *, simplify: bool = True) -> dict[str, Expr]: ...
-def derivative(expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True) -> Expr | dict[str, Expr]:
+def derivative(
+    expr: Expr, wrt: WrtList, *, simplify: bool = True, symmetric: Iterable[str] = ()
+) -> dict[str, Expr]: ...
+def derivative(
+    expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True, symmetric: Iterable[str] = ()
+) -> Expr | dict[str, Expr]:
     """The derivative ``d expr / d wrt`` as a new expression.
 
     The result has order ``expr.order + wrt.order``: the expression's axes first,
@@ -81,6 +86,10 @@ def derivative(expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True) 
     simplify : bool
         Run the simplifier on the result (default).  ``False`` gives the raw
         reverse-mode DAG, useful to see what simplification does.
+    symmetric : list of str
+        Matrix variables known to be symmetric (``declare A 2 symmetric``): the
+        simplifier writes ``Aᵀ`` as ``A``, so ``x'*A*x`` gives ``2Ax``.  The result
+        equals the derivative wherever those matrices are symmetric.
 
     Examples
     --------
@@ -88,6 +97,8 @@ def derivative(expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True) 
     >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
     >>> str(tc.derivative(tc.derivative(f, "x"), "x"))
     'A *(ij,->ji) 1 + A'
+    >>> str(tc.derivative(f, "x", symmetric=["A"]))
+    '2 *(,i->i) (x *(i,ji->j) A)'
     >>> d = tc.derivative(f, ["x", "A"])    # one sweep, a dict name -> derivative
     >>> {name: e.order for name, e in d.items()}
     {'x': 1, 'A': 2}
@@ -97,12 +108,12 @@ def derivative(expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True) 
     if isinstance(wrt, (list, tuple)):
         xs = _resolve_wrt_list(expr, wrt)
         raws = reverse_sweep_many(expr, xs, expr.order)  # one sweep for every variable
-        results = simplify_many(raws) if simplify else raws
+        results = simplify_many(raws, symmetric=symmetric) if simplify else raws
         return {x.arg[0]: r for x, r in zip(xs, results)}
     x = resolve_wrt(expr, wrt)
     q = expr.order
     result = reverse_sweep(expr, x, q)
-    return run_simplifier(result) if simplify else result
+    return run_simplifier(result, symmetric=symmetric) if simplify else result
 
 
 @overload

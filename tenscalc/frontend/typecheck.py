@@ -52,7 +52,25 @@ class Problem:
         name = wrt or self.wrt
         if name is None:
             raise SemanticError("this problem names no variable to differentiate by (no 'derivative wrt')")
-        return derivative(self.expr, N.var(name, self.orders[name]) if name in self.orders else name)
+        wrt_node = N.var(name, self.orders[name]) if name in self.orders else name
+        return derivative(self.expr, wrt_node, symmetric=self.symmetric)
+
+    @property
+    def symmetric(self) -> list[str]:
+        """The matrices declared ``symmetric``, ``psd``, ``pd`` or ``diagonal``: the simplifier
+        writes their transposes as themselves (``x'*A*x`` by ``x`` gives ``2Ax``).
+
+        >>> import tenscalc as tc
+        >>> p = tc.parse_problem("declare x 1 A 2 symmetric expression x'*A*x derivative wrt x")
+        >>> p.symmetric, tc.to_matrix_notation(p.derivative())
+        (['A'], '2*(A*x)')
+        """
+        words = ("symmetric", "psd", "pd", "diagonal")
+        return [
+            name
+            for name, given in self.assumptions.items()
+            if self.orders.get(name) == 2 and any(word in words for word in given if isinstance(word, str))
+        ]
 
 
 def build_problem(text: str, orders: dict[str, int] | None = None, *, letter_rule: bool = True) -> Problem:

@@ -94,18 +94,31 @@ def _spelling(pairs: Sequence[Operand], out: tuple[int, ...]) -> tuple:
     return tuple(c.digest for c, _ in pairs), ins, new_out
 
 
+def _read_as_rows(pair: Operand, out: tuple[int, ...], declared: frozenset[str], depth: int) -> Operand:
+    """A symmetric matrix with one letter kept in ``out`` is read with that letter first:
+    ``S *(ij,j->i) x`` (``S x``) rather than ``x *(i,ij->j) S`` (``Sᵀ x``), as a reader writes it."""
+    child, spec = pair
+    if len(spec) == 2 and spec[1] in out and spec[0] not in out and is_symmetric(child, declared, depth):
+        return child, (spec[1], spec[0])
+    return pair
+
+
 def canonical_operands(
     pairs: Sequence[Operand], out: tuple[int, ...], declared: frozenset[str], depth: int = 0
 ) -> tuple[list[Operand], tuple[int, ...]] | None:
     """The operands in a canonical order (by digest; equal operands in the order that
     gives the smallest letters, symmetric matrices read the way that does), or None
     when there are too many spellings to try."""
-    ordered = sorted(pairs, key=lambda p: p[0].digest)
+    ordered = [_read_as_rows(p, out, declared, depth) for p in sorted(pairs, key=lambda p: p[0].digest)]
     groups = [list(g) for _, g in itertools.groupby(ordered, key=lambda p: p[0])]
     turnable = [
         k
         for k, (child, spec) in enumerate(ordered)
-        if len(spec) == 2 and spec[0] != spec[1] and child.op != "delta" and is_symmetric(child, declared, depth)
+        if len(spec) == 2
+        and spec[0] != spec[1]
+        and (spec[0] in out) == (spec[1] in out)
+        and child.op != "delta"
+        and is_symmetric(child, declared, depth)
     ]
     count = 2 ** len(turnable)
     for group in groups:

@@ -291,8 +291,19 @@ def latex_with_temporaries(expr: Expr) -> tuple[str, bool]:
     return printer(expr), False
 
 
-def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
-    """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified."""
+def symmetric_names(problem: Problem) -> list[str]:
+    """The matrices the declarations call symmetric (``symmetric``, ``psd``, ``pd``, ``diagonal``)."""
+    words = ("symmetric", "psd", "pd", "diagonal")
+    return [
+        name
+        for name, given in problem.assumptions.items()
+        if problem.expr.variables.get(name) == 2 and any(word in words for word in given if isinstance(word, str))
+    ]
+
+
+def derivatives(expr: Expr, name: str, order: int, symmetric: list[str] | None = None) -> list[Expr]:
+    """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified (``Aᵀ`` written
+    ``A`` for the ``symmetric`` matrices: the derivative where they are symmetric)."""
     from ..calculus.api import derivative
     from ..core import nodes as N
     from ..simplifier import simplify
@@ -300,7 +311,7 @@ def derivatives(expr: Expr, name: str, order: int) -> list[Expr]:
     wrt = N.var(name, expr.variables[name])
     found, current = [], expr
     for _ in range(order):
-        current = simplify(derivative(current, wrt))
+        current = simplify(derivative(current, wrt, symmetric=symmetric or ()), symmetric=symmetric or ())
         found.append(current)
     return found
 
@@ -374,7 +385,7 @@ def derive(problem: Problem) -> dict[str, Any]:
     expr = problem.expr
     entries, roots = [], [expr]
     for name in problem.wrt:
-        for k, d in enumerate(derivatives(expr, name, problem.order), start=1):
+        for k, d in enumerate(derivatives(expr, name, problem.order, symmetric_names(problem)), start=1):
             roots.append(d)
             # every order up to the one asked for is shown; only the highest is drawn
             shown = drawing(d) if k == problem.order else None
@@ -450,7 +461,10 @@ def check_python(problem: Problem, seed: int = 0, tolerance: float = 1e-9) -> di
 
     from ..testing import random_values
 
-    roots = [problem.expr] + [d for name in problem.wrt for d in derivatives(problem.expr, name, problem.order)]
+    symmetric = symmetric_names(problem)
+    roots = [problem.expr] + [
+        d for name in problem.wrt for d in derivatives(problem.expr, name, problem.order, symmetric)
+    ]
     values = random_values(roots, seed=seed)
     namespace: dict[str, Any] = {}
     exec(tc.to_python(roots, name="f"), namespace)  # our own generated code, no user text in it
