@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from ..core import nodes as N
 from ..core.nodes import Expr
 from . import text as P
-from .text import FACTOR, MAX_TEXT, POWER, TERM, chain_order, text_length, to_text
+from .text import FACTOR, MAX_TEXT, POWER, TERM, Templates, chain_order, text_length, to_text
 
 # An entry of the printer: (text, precedence, kind, alternative).  ``kind`` says
 # what the text is: "s" scalar, "c" column vector, "r" row vector (the same
@@ -44,11 +44,17 @@ def to_matrix_notation(root: Expr) -> str:
     """
     if text_length(root) > MAX_TEXT:
         return to_text(root)  # raises its clear "too large to print" error
+    # long texts are marked and filled in at the end: copying each into its parent's
+    # text was quadratic in depth (see printing.text.Templates)
+    templates = Templates()
     texts: dict[Expr, _Entry] = {}
     for node in N.topological(root):
-        texts[node] = _print_node(node, texts, root)
+        text, prec, kind, alternative = _print_node(node, texts, root)
+        if alternative is not None:
+            alternative = (templates.add(alternative[0])[0], *alternative[1:])
+        texts[node] = (templates.add(text)[0], prec, kind, alternative)
     entry = texts[root]
-    return _oriented(entry, "c")[0] if entry[2] == "r" else entry[0]
+    return templates.expand(_oriented(entry, "c")[0] if entry[2] == "r" else entry[0])
 
 
 class _TextView(Mapping[Expr, tuple[str, int]]):

@@ -11,6 +11,8 @@ Printing is iterative; shared subexpressions are printed once per use.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 from ..core import nodes as N
 from ..core.nodes import Expr, chain_specs, topological
 from ..core.text import (  # noqa: F401 - part of this module's API
@@ -71,13 +73,13 @@ def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -
         )
     if temporaries:
         return _with_temporaries(root)
-    texts: dict[Expr, tuple[str, int]] = {}
+    texts = Templates()
     flexible: dict[Expr, bool] = {}
     written = written_dimensions(root)
     for node in topological(root):
         texts[node] = _print_node(node, texts, written)
         flexible[node] = node not in written and _order_from_context(node, flexible)
-    text = texts[root][0]
+    text = texts.text(root)
     if flexible[root] and root.order > 0:
         # Only constants: as text its order would default to 0.  Scaling a ones
         # tensor of the right order states the order (products fix their operands'
@@ -87,7 +89,90 @@ def to_text(root: Expr, max_length: int = MAX_TEXT, temporaries: bool = False) -
     return text
 
 
-def _print_node(node: Expr, texts: dict[Expr, tuple[str, int]], written: set[Expr]) -> tuple[str, int]:
+#: a mark in a template: where the text of another template goes
+MARK = "\x00"
+#: texts up to this length are copied into their parents' templates; longer ones are marked
+INLINE = 256
+
+
+class Templates(Mapping[Expr, tuple[str, int]]):
+    """The printed nodes as templates: a parent's text holds a mark where a long
+    child's text goes, and the marks are filled in once, at the end.
+
+    Formatting each node's whole text into its parent's copied every text once
+    per ancestor: memory and time quadratic in depth (a 20,000-deep ``sin(``
+    needed 1 GB).  Reading ``templates[node]`` gives ``(text, precedence)`` as the
+    printers expect, the text being the node's own for short texts and a mark
+    otherwise; ``text(node)`` writes the whole text, in time linear in its length.
+
+    >>> import tenscalc as tc
+    >>> x = tc.var("x", 1)
+    >>> texts = Templates()
+    >>> texts[x] = ("x" * 300, ATOM)
+    >>> texts[x][0] == "x" * 300
+    False
+    >>> texts.text(x) == "x" * 300
+    True
+    """
+
+    def __init__(self) -> None:
+        self._templates: dict[int, str] = {}
+        self._entries: dict[Expr, tuple[str, int]] = {}
+        self._lengths: dict[int, int] = {}
+
+    def add(self, template: str) -> tuple[str, int]:
+        """(what a parent writes for ``template``, its expanded length)."""
+        length = self.expanded_length(template)
+        if length <= INLINE:
+            return template, length
+        key = len(self._templates)
+        self._templates[key] = template
+        self._lengths[key] = length
+        return f"{MARK}{key}{MARK}", length
+
+    def expanded_length(self, template: str) -> int:
+        """The length of ``template`` once its marks are filled in."""
+        if MARK not in template:
+            return len(template)
+        parts = template.split(MARK)
+        return sum(len(p) for p in parts[::2]) + sum(self._lengths[int(k)] for k in parts[1::2])
+
+    def __setitem__(self, node: Expr, entry: tuple[str, int]) -> None:
+        self._entries[node] = (self.add(entry[0])[0], entry[1])
+
+    def __getitem__(self, node: Expr) -> tuple[str, int]:
+        return self._entries[node]
+
+    def __iter__(self) -> Iterator[Expr]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def length(self, node: Expr) -> int:
+        """The length of ``node``'s whole text."""
+        return self.expanded_length(self._entries[node][0])
+
+    def text(self, node: Expr) -> str:
+        return self.expand(self._entries[node][0])
+
+    def expand(self, template: str) -> str:
+        """``template`` with every mark filled in (iteratively: no recursion in depth)."""
+        out: list[str] = []
+        stack = [(template.split(MARK), 0)]
+        while stack:
+            parts, i = stack.pop()
+            while i < len(parts):
+                if i % 2:
+                    stack.append((parts, i + 1))
+                    parts, i = self._templates[int(parts[i])].split(MARK), 0
+                    continue
+                out.append(parts[i])
+                i += 1
+        return "".join(out)
+
+
+def _print_node(node: Expr, texts: Mapping[Expr, tuple[str, int]], written: set[Expr]) -> tuple[str, int]:
     """The text of ``node`` from its children's, with its dimensions where they are written."""
     text, precedence = TEXT_PRINTERS[node.op](node, texts)
     return (text + dimensions_text(node), precedence) if node in written else (text, precedence)
@@ -156,7 +241,7 @@ def _with_temporaries(root: Expr) -> str:
     taken = {name for name, _ in root.varset}
     prefix = "t" if not any(name.startswith("t") and name[1:].isdigit() for name in taken) else "tmp"
     flexible: dict[Expr, bool] = {}
-    full: dict[Expr, tuple[str, int]] = {}
+    full = Templates()
     for node in nodes:
         flexible[node] = node not in written and _order_from_context(node, flexible)
         full[node] = _print_node(node, full, written)
@@ -168,21 +253,21 @@ def _with_temporaries(root: Expr) -> str:
             and node.op not in ("var", "const", "delta")
             and not flexible[node]
             and uses.get(node, 0) >= 2
-            and len(full[node][0]) >= TEMPORARY_MIN_LENGTH
+            and full.length(node) >= TEMPORARY_MIN_LENGTH
         ):
             named.add(node)
         times = 1 if node in named else uses.get(node, 0)
         for child in node.children:
             uses[child] = uses.get(child, 0) + times
-    texts: dict[Expr, tuple[str, int]] = {}
+    texts = Templates()
     lines = []
     for node in nodes:
         texts[node] = _print_node(node, texts, written)
         if node in named:
             name = f"{prefix}{len(lines)}"
-            lines.append(f"{name} = {texts[node][0]}")
+            lines.append(f"{name} = {texts.text(node)}")
             texts[node] = (name, ATOM)
-    lines.append(texts[root][0])
+    lines.append(texts.text(root))
     return "\n".join(lines)
 
 
