@@ -26,7 +26,7 @@ from .compiler import CompiledFunction, compile
 from .compiler.codegen import to_python
 from .core.checks import count_edges, count_nodes
 from .core.nodes import Dim, Expr
-from .errors import EvaluationError, ParseError, SemanticError, TensCalcError
+from .errors import EvaluationError, ParseError, SemanticError, TensCalcError, TensCalcWarning
 from .frontend.builder import (
     abs,
     adj,
@@ -143,6 +143,7 @@ __all__ = [
     "dot_source",
     "to_python",
     "TensCalcError",
+    "TensCalcWarning",
     "ParseError",
     "SemanticError",
     "EvaluationError",

@@ -64,3 +64,8 @@ def _with_location(message: str, text: str | None, position: int | None) -> str:
     end = text.find("\n", position)
     source_line = text[start : end if end != -1 else len(text)].expandtabs(1)
     return f"{message} (line {line}, column {column})\n  {source_line}\n  {' ' * (column - 1)}^"
+
+
+class TensCalcWarning(UserWarning):
+    """Something computed, but not quite as asked (``backend="jax"`` downcasting float64
+    inputs to float32 while JAX's 64-bit mode is off)."""

@@ -17,6 +17,7 @@ import opt_einsum
 from .core.axes import AxisGraph, axis_graph, derive_lengths
 from .core.nodes import Expr, topological
 from .core.text import einsum_letters as _letters
+from .dtypes import cast_numpy, promoted_dtype
 from .errors import EvaluationError
 from .limits import check_entries, check_shape, memory_limit
 from .linalg import numpy_det, numpy_inv
@@ -63,7 +64,9 @@ def evaluate(expr: Expr, values: Mapping[str, Any] | None = None, /, **kwargs: A
         or any(np.may_share_memory(result, array) for array in arrays.values())
     ):
         result = np.array(result)
-    return result
+    # float32 in, float32 out: the float64 constants and identities of a derivative do not promote
+    dtype = promoted_dtype([merged[name] for name in arrays] if arrays else merged.values())
+    return cast_numpy(result, dtype)
 
 
 def resolve_sizes(

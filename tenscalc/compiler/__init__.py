@@ -28,6 +28,7 @@ from typing import Any
 from ..core.axes import axis_graph
 from ..core.checks import require_exprs
 from ..core.nodes import Expr
+from ..dtypes import promoted_dtype
 from ..errors import EvaluationError
 from .backends import Backend, get_backend
 from .cost import Cost
@@ -41,6 +42,21 @@ __all__ = ["compile", "CompiledFunction"]
 CACHE_SIZE = 16
 
 _shape_of = operator.attrgetter("shape")
+
+
+def _one_dtype(arrays: Sequence[Any], results: Sequence[Any]) -> bool:
+    """Whether every input and result has one dtype (nothing to cast: the common case,
+    decided by identity tests, as this runs on every call)."""
+    if not arrays:
+        return False
+    dtype = arrays[0].dtype
+    for array in arrays:
+        if array.dtype is not dtype:
+            return False
+    for result in results:
+        if getattr(result, "dtype", None) is not dtype:
+            return False
+    return True
 
 
 class CompiledFunction:
@@ -154,6 +170,10 @@ class CompiledFunction:
         results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
         if not program.fresh:
             results = self._backend.unalias(results, arrays)
+        if not _one_dtype(arrays, results):  # float32 in, float32 out (see tenscalc.dtypes)
+            results = self._backend.cast(
+                results, promoted_dtype(map(values.__getitem__, inputs) if inputs else values.values())
+            )
         if self._keys is not None:
             return dict(zip(self._keys, results))
         return results[0] if self._single else results

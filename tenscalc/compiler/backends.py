@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,7 +28,8 @@ import numpy as np
 import opt_einsum
 
 from ..core.text import einsum_letters as letters
-from ..errors import EvaluationError
+from ..dtypes import cast_numpy, needs_cast, numpy_dtype
+from ..errors import EvaluationError, TensCalcWarning
 from ..linalg import lapack_dtype, numpy_det, numpy_inv
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
@@ -232,6 +234,11 @@ class Backend:
         where the library has none (the loop runs as it is)."""
         return None
 
+    def cast(self, results: tuple[Any, ...], dtype: np.dtype) -> tuple[Any, ...]:
+        """The results in ``dtype``, the inputs' promoted dtype (see :mod:`tenscalc.dtypes`):
+        constants and identities computed in float64 do not promote a float32 result."""
+        return tuple(r.astype(dtype) if needs_cast(numpy_dtype(r) or dtype, dtype) else r for r in results)
+
     def unalias(self, results: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
         """The results, copied where one shares memory with an input (a compiled ``x``
         or transpose is a view; writing into it must not change the caller's array).
@@ -273,6 +280,9 @@ class NumpyBackend(Backend):
 
     def from_numpy(self, array: np.ndarray, like: Any = None) -> np.ndarray:
         return array
+
+    def cast(self, results, dtype):
+        return tuple(cast_numpy(r, dtype) for r in results)
 
     def to_numpy(self, value: Any) -> np.ndarray:
         return np.asarray(value)
@@ -365,6 +375,39 @@ class NumpyBackend(Backend):
 class TorchBackend(Backend):
     name = "torch"
     mutable = True
+
+    def convert(self, name, value):
+        value = super().convert(name, value)
+        if not (value.is_floating_point() or value.is_complex()):  # integers and booleans, as NumPy's
+            import torch
+
+            value = value.to(torch.float64)
+        return value
+
+    def cast(self, results, dtype):
+        import torch
+
+        target = getattr(torch, dtype.name, None)
+        if target is None:  # a dtype torch lacks: leave the results as computed
+            return results
+        return tuple(r.to(target) if needs_cast(numpy_dtype(r) or dtype, dtype) else r for r in results)
+
+    def contraction(self, eq, shapes, path):
+        # torch's tensordot and matmul refuse mixed dtypes (float32 inputs with a float64
+        # constant): the operands are promoted first, as NumPy would
+        contract = super().contraction(eq, shapes, path)
+
+        def promoted(*arrays):
+            dtype = arrays[0].dtype
+            if any(a.dtype != dtype for a in arrays):
+                import torch
+
+                for a in arrays[1:]:
+                    dtype = torch.promote_types(dtype, a.dtype)
+                arrays = tuple(a.to(dtype) for a in arrays)
+            return contract(*arrays)
+
+        return promoted
 
     def from_numpy(self, array, like=None):
         import torch
@@ -461,6 +504,32 @@ class JaxBackend(Backend):
 
         n = len(shape) // 2
         return jnp.eye(math.prod(shape[:n]), dtype=_jax_dtype(like)).reshape(shape)
+
+    #: whether the float64-downcast warning was given (it is given once)
+    warned_x64 = False
+
+    def convert(self, name, value):
+        import jax
+
+        if not jax.config.jax_enable_x64 and not JaxBackend.warned_x64:
+            dtype = numpy_dtype(value)
+            if dtype is not None and (dtype.itemsize == 8 and dtype.kind in "fiub" or dtype == np.complex128):
+                JaxBackend.warned_x64 = True
+                warnings.warn(
+                    f"backend 'jax' computes in float32: the value of '{name}' ({dtype}) was downcast because "
+                    "JAX's 64-bit mode is off; call jax.config.update('jax_enable_x64', True) before computing "
+                    "for float64 results (this warning is given once)",
+                    TensCalcWarning,
+                    stacklevel=3,
+                )
+        return super().convert(name, value)
+
+    def cast(self, results, dtype):
+        import jax
+
+        if not jax.config.jax_enable_x64:  # JAX holds no 64-bit arrays: its 32-bit twin
+            dtype = {"float64": np.dtype(np.float32), "complex128": np.dtype(np.complex64)}.get(dtype.name, dtype)
+        return super().cast(results, dtype)
 
     def embed(self, part, key, shape, like=None):
         return self.zeros(shape, part).at[key].set(part)  # JAX arrays are immutable
