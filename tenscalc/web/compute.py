@@ -66,9 +66,9 @@ def analyse(request: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(f"unknown part {part!r}; expected one of {', '.join(PARTS)}")
         problem = read_problem(request)
         handler: Callable[[Problem], dict[str, Any]] = {"derive": derive, "check": check, "convexity": convexity}[part]
-        return {"ok": True, "part": part, **handler(problem)}
+        return {"ok": True, "part": part, "inputs": input_variables(request), **handler(problem)}
     except TensCalcError as exc:
-        return {"ok": False, "error": describe_error(exc, request)}
+        return {"ok": False, "error": describe_error(exc, request), "inputs": input_variables(request)}
 
 
 _TEXT_FIELDS = ("expression", "declarations", "wrt")
@@ -107,6 +107,41 @@ class Problem:
         self.wrt = wrt
         self.order = order
         self.assumptions = assumptions
+
+    @property
+    def symmetric(self) -> list[str]:
+        """The matrices declared symmetric (``symmetric``, or ``psd``/``pd``/``diagonal``, which imply it)."""
+        return symmetric_names(self)
+
+    def derivatives(self, name: str) -> list[Expr]:
+        """The derivatives 1..order by ``name``, simplified with the declared symmetry."""
+        return derivatives(self.expr, name, self.order, self.symmetric)
+
+    def roots(self) -> list[Expr]:
+        """The expression (simplified as its derivatives are, so that the exported code
+        shares their common subexpressions) and every derivative asked for, in the order
+        the Python function returns them."""
+        from ..simplifier import simplify
+
+        return [simplify(self.expr, **_symmetric_keyword(self.symmetric))] + [
+            d for name in self.wrt for d in self.derivatives(name)
+        ]
+
+
+_SYMMETRIC_WORDS = {"symmetric", "psd", "pd", "diagonal"}
+
+
+def _symmetric_keyword(names: list[str]) -> dict[str, Any]:
+    """``{"symmetric": names}`` where the simplifier takes that keyword (and there are names)."""
+    from ..simplifier import simplify
+
+    if not names:
+        return {}
+    try:
+        accepts = "symmetric" in inspect.signature(simplify).parameters
+    except (TypeError, ValueError):
+        accepts = False
+    return {"symmetric": names} if accepts else {}
 
 
 def _field(request: Mapping[str, Any], name: str) -> str:
@@ -201,6 +236,63 @@ def default_orders(text: str) -> dict[str, int]:
     return found
 
 
+def input_variables(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The variables the input names, for the page's type control: each with its order as
+    declared, or as the letter rule guesses it (``None`` with the rule off), and its
+    declared assumptions.  ``whole_problem``: the expression field holds its own
+    ``declare`` block (the declarations field is not used).  Works on input that does not
+    type-check (``norm2(A*x-b)^2`` with ``b`` a scalar by its letter); empty when it
+    does not parse.
+
+    >>> input_variables({"expression": "x'*A*x + c", "declarations": "A 2 symmetric"})["variables"]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'name': 'x', 'order': 1, 'source': 'letter rule', 'assumptions': []},
+     {'name': 'A', 'order': 2, 'source': 'declared', 'assumptions': ['symmetric']},
+     {'name': 'c', 'order': 0, 'source': 'letter rule', 'assumptions': []}]
+    """
+    from ..frontend.matrix_notation import default_order
+    from ..frontend.parser import parse_text
+
+    expression, declarations = request.get("expression"), request.get("declarations") or ""
+    found: dict[str, Any] = {"variables": [], "whole_problem": False}
+    if not isinstance(expression, str) or not isinstance(declarations, str):
+        return found
+    text, _ = problem_text(expression, declarations)
+    found["whole_problem"] = bool(_WHOLE_PROBLEM.match(expression))
+    try:
+        parsed = parse_text(text)
+    except Exception:  # noqa: BLE001 - the real parse reports it
+        return found
+    declared = parsed.declarations.orders if parsed.declarations is not None else {}
+    assumptions = parsed.declarations.assumptions if parsed.declarations is not None else {}
+    letters = request.get("defaults", True) is not False
+    names: list[str] = []
+    stack = [parsed.tree]
+    while stack:  # the names in reading order (a depth-first walk, children left to right)
+        syn = stack.pop()
+        if getattr(syn, "kind", None) == "name" and isinstance(syn.value, str) and syn.value not in names:
+            names.append(syn.value)
+        stack.extend(reversed(getattr(syn, "children", ()) or ()))
+    names = [n for n in names if n != "eye"] + [n for n in declared if n not in names]
+    for name in names:
+        order: int | None
+        if name in declared:
+            order, source = declared[name], "declared"
+        else:
+            order, source = (default_order(name), "letter rule") if letters else (None, "undeclared")
+        facts = [_assumption_text(fact) for fact in assumptions.get(name, ())]
+        found["variables"].append({"name": name, "order": order, "source": source, "assumptions": facts})
+    return found
+
+
+def _assumption_text(fact: Any) -> str:
+    """An assumption as the declarations field spells it: a word, or an interval ``(lo, hi)``."""
+    if isinstance(fact, tuple):
+        low, high = ("" if end is None else f"{end:g}" for end in fact)
+        return f"({low}, {high})"
+    return str(fact)
+
+
 def read_problem(request: Mapping[str, Any]) -> Problem:
     """Parse the request's fields (a ``TensCalcError`` with a caret when they are wrong)."""
     expression = _field(request, "expression")
@@ -213,11 +305,11 @@ def read_problem(request: Mapping[str, Any]) -> Problem:
         raise InputError("type an expression, e.g. x *(i,ij->j) A *(j,j->) x")
     order = read_order(request.get("order"))
     text, _ = problem_text(expression, declarations)
-    orders = default_orders(text) if request.get("defaults", True) else {}
     import tenscalc as tc  # the public entry points, so that new notations arrive through them
 
-    # the checkbox "undeclared names: a-g scalars ..." switches matrixcalculus.org's letter rule
-    problem = tc.parse_problem(text, orders or None, letter_rule=bool(request.get("defaults", True)))
+    # the checkbox "undeclared names: a-g scalars ..." switches matrixcalculus.org's letter rule;
+    # the library applies it itself, so that a message blaming a guessed order says so
+    problem = tc.parse_problem(text, letter_rule=bool(request.get("defaults", True)))
     expr = problem.expr
     variables = expr.variables
     names = [w for w in re.split(r"[\s,]+", wrt_text.strip()) if w]
@@ -293,7 +385,7 @@ def latex_with_temporaries(expr: Expr) -> tuple[str, bool]:
 
 def symmetric_names(problem: Problem) -> list[str]:
     """The matrices the declarations call symmetric (``symmetric``, ``psd``, ``pd``, ``diagonal``)."""
-    words = ("symmetric", "psd", "pd", "diagonal")
+    words = _SYMMETRIC_WORDS
     return [
         name
         for name, given in problem.assumptions.items()
@@ -302,16 +394,17 @@ def symmetric_names(problem: Problem) -> list[str]:
 
 
 def derivatives(expr: Expr, name: str, order: int, symmetric: list[str] | None = None) -> list[Expr]:
-    """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified (``Aᵀ`` written
-    ``A`` for the ``symmetric`` matrices: the derivative where they are symmetric)."""
+    """The derivatives 1..``order`` of ``expr`` by ``name``, each simplified (using that the
+    ``symmetric`` matrices are symmetric: ``x'*A*x`` then gives ``2Ax``, not ``Aᵀx + Ax``)."""
     from ..calculus.api import derivative
     from ..core import nodes as N
     from ..simplifier import simplify
 
     wrt = N.var(name, expr.variables[name])
+    keyword = _symmetric_keyword(list(symmetric or ()))
     found, current = [], expr
     for _ in range(order):
-        current = simplify(derivative(current, wrt, symmetric=symmetric or ()), symmetric=symmetric or ())
+        current = simplify(derivative(current, wrt, symmetric=symmetric or ()), **keyword)
         found.append(current)
     return found
 
@@ -383,10 +476,9 @@ def derive(problem: Problem) -> dict[str, Any]:
     import tenscalc as tc
 
     expr = problem.expr
-    entries, roots = [], [expr]
+    entries = []
     for name in problem.wrt:
-        for k, d in enumerate(derivatives(expr, name, problem.order, symmetric_names(problem)), start=1):
-            roots.append(d)
+        for k, d in enumerate(problem.derivatives(name), start=1):
             # every order up to the one asked for is shown; only the highest is drawn
             shown = drawing(d) if k == problem.order else None
             entries.append(
@@ -401,7 +493,8 @@ def derive(problem: Problem) -> dict[str, Any]:
                     **_latex_entry(d),
                 }
             )
-    source = tc.to_python(roots, name="f")
+    # all results in one call: the value and every derivative share their common subexpressions
+    source = tc.to_python(problem.roots(), name="f")
     returns = ["f"] + [
         f"d{k}f/d{name}{k}" if k > 1 else f"df/d{name}" for name in problem.wrt for k in range(1, problem.order + 1)
     ]
@@ -419,6 +512,7 @@ def derive(problem: Problem) -> dict[str, Any]:
         "derivatives": entries,
         "python": source,
         "python_returns": returns,
+        "script": self_checking_script(problem, source, returns),
     }
 
 
@@ -459,13 +553,8 @@ def check_python(problem: Problem, seed: int = 0, tolerance: float = 1e-9) -> di
 
     import tenscalc as tc
 
-    from ..testing import random_values
-
-    symmetric = symmetric_names(problem)
-    roots = [problem.expr] + [
-        d for name in problem.wrt for d in derivatives(problem.expr, name, problem.order, symmetric)
-    ]
-    values = random_values(roots, seed=seed)
+    roots = problem.roots()
+    values = sample_values(problem, roots, seed)
     namespace: dict[str, Any] = {}
     exec(tc.to_python(roots, name="f"), namespace)  # our own generated code, no user text in it
     produced = namespace["f"](**values)
@@ -507,3 +596,94 @@ def convexity(problem: Problem) -> dict[str, Any]:
             "explanation": result.explain(),
         }
     }
+
+
+# --------------------------------------------------------- self-checking script
+
+
+def sample_values(problem: Problem, roots: list[Expr], seed: int = 0) -> dict[str, Any]:
+    """Random data for every variable (``tenscalc.testing.random_values``: every independent
+    axis its own length, inside the expression's domain), with declared symmetric matrices
+    made symmetric and declared diagonal ones diagonal (their derivatives assume it)."""
+    import numpy as np
+
+    from ..testing import random_values
+
+    values = random_values(roots, seed=seed)
+    for name, facts in problem.assumptions.items():
+        value = values.get(name)
+        if not isinstance(value, np.ndarray) or value.ndim != 2 or value.shape[0] != value.shape[1]:
+            continue
+        if "diagonal" in facts:
+            values[name] = np.diag(np.diag(value))
+        elif _SYMMETRIC_WORDS & set(facts):
+            # random_values adds n I to square matrices: the symmetric part stays positive definite
+            values[name] = (value + value.T) / 2
+    return values
+
+
+_SCRIPT = """
+
+def _finite_differences(function, values, name, step=1e-6):
+    \"\"\"Central differences of function(**values) by values[name]: the derivative's
+    axes are the value's axes followed by the variable's.\"\"\"
+    point = _np.asarray(values[name], dtype=float)
+    columns = []
+    for index in _np.ndindex(point.shape):
+        shift = _np.zeros_like(point)
+        shift[index] = step
+        plus = _np.asarray(function(**{{**values, name: point + shift}}), dtype=float)
+        minus = _np.asarray(function(**{{**values, name: point - shift}}), dtype=float)
+        columns.append((plus - minus) / (2 * step))
+    stacked = _np.stack(columns, axis=-1) if columns else _np.zeros((0,))
+    return stacked.reshape(stacked.shape[:-1] + point.shape)
+
+
+if __name__ == "__main__":
+    # random data, every independent axis its own length (a transposed axis cannot pass)
+    values = {{
+{values}
+    }}
+    results = f(**values)
+    failed = 0
+    # each derivative against central differences of the one before it (the first: of f)
+    for name, label, position, previous in {checks!r}:
+        numeric = _finite_differences(lambda **v: f(**v)[previous], values, name)
+        exact = _np.asarray(results[position], dtype=float)
+        scale = max(1.0, float(_np.max(_np.abs(numeric), initial=0.0)))
+        error = float(_np.max(_np.abs(exact - numeric), initial=0.0)) / scale
+        verdict = "agrees" if error <= 1e-5 else "DISAGREES"
+        failed += verdict != "agrees"
+        print(f"{{label}}: max relative error {{error:.1e}} against finite differences: {{verdict}}")
+    raise SystemExit(1 if failed else 0)
+"""
+
+
+def self_checking_script(problem: Problem, source: str, returns: list[str], seed: int = 0) -> str:
+    """``source`` (the function ``f``) made a script that checks itself when run: random
+    data with distinct axis lengths, and every derivative against central finite
+    differences of the result before it (the gradient against ``f``, the Hessian against
+    the gradient ...).  It exits with status 1 when one disagrees.
+
+    >>> problem = read_problem({"expression": "sin(x) *(i,i->) x", "wrt": "x"})
+    >>> script = self_checking_script(problem, "def f(*, x): ...", ["f", "df/dx"])
+    >>> 'if __name__ == "__main__":' in script and "_finite_differences" in script
+    True
+    """
+    import json
+
+    import numpy as np
+
+    values = sample_values(problem, problem.roots(), seed)
+    lines = []
+    for name, value in sorted(values.items()):
+        array = np.asarray(value, dtype=float)
+        shape = "x".join(map(str, array.shape)) or "scalar"
+        lines.append(f"        {name!r}: _np.array({json.dumps(array.tolist())}),  # {shape}")
+    checks = []
+    position = 1
+    for name in problem.wrt:
+        for k in range(1, problem.order + 1):
+            checks.append((name, returns[position], position, 0 if k == 1 else position - 1))
+            position += 1
+    return source.rstrip("\n") + "\n" + _SCRIPT.format(values="\n".join(lines), checks=checks)

@@ -183,9 +183,9 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
-        # the socket's timeout: a silent connection is closed instead of holding a thread
-        self.timeout = self.server.idle_timeout
         super().setup()
+        # the socket's timeout: a silent connection is closed instead of holding a thread
+        self.connection.settimeout(self.server.idle_timeout)
 
     def client_gone(self) -> bool:
         """Whether the client closed its side of the connection (it no longer waits)."""

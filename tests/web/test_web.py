@@ -303,6 +303,126 @@ def test_convexity_of_a_non_scalar_is_not_applicable():
     assert reply["ok"] and not reply["convexity"]["applicable"]
 
 
+# ------------------------------------------------- types, letter rule, export
+
+
+def test_the_letter_rule_box_turns_the_rule_off_with_the_declarations_empty():
+    on = analyse({"expression": "x'*A*x", "wrt": "x"})
+    assert on["ok"] and on["expression"]["variables"] == {"A": 2, "x": 1}
+    off = analyse({"expression": "x'*A*x", "wrt": "x", "defaults": False})
+    assert not off["ok"] and "is not declared" in off["error"]["message"]
+    assert off["error"]["field"] == "expression"
+    # the control then lists the names as undeclared
+    assert [(v["name"], v["order"], v["source"]) for v in off["inputs"]["variables"]] == [
+        ("x", None, "undeclared"),
+        ("A", None, "undeclared"),
+    ]
+
+
+def test_an_order_guessed_by_the_letter_rule_is_blamed_as_such_and_the_control_lists_it():
+    reply = analyse({"expression": "norm2(A*x-b)^2", "wrt": "x"})
+    assert not reply["ok"]
+    message = reply["error"]["message"]
+    assert "letter rule" in message and "b 1" in message and "orders={'b': 0}" not in message
+    found = {v["name"]: (v["order"], v["source"]) for v in reply["inputs"]["variables"]}
+    assert found == {"A": (2, "letter rule"), "x": (1, "letter rule"), "b": (0, "letter rule")}
+    # what the control writes when b is made a vector: every derivative right
+    reply = analyse({"expression": "norm2(A*x-b)^2", "declarations": "A 2  x 1  b 1", "wrt": "x", "order": 2})
+    assert reply["ok"], reply
+    rng = np.random.default_rng(4)
+    A, x, b = rng.standard_normal((3, 2)), rng.standard_normal(2), rng.standard_normal(3)
+    value, gradient, hessian = run_python(reply["python"], A=A, x=x, b=b)
+    np.testing.assert_allclose(value, np.sum((A @ x - b) ** 2))
+    np.testing.assert_allclose(gradient, 2 * A.T @ (A @ x - b))
+    np.testing.assert_allclose(hessian, 2 * A.T @ A)
+
+
+def test_inputs_list_declared_assumptions_and_whole_problems():
+    inputs = analyse({"expression": "declare X 2 pd t 0 (0, 1) expression t *(,->) log(det(X))", "wrt": "X"})["inputs"]
+    assert inputs["whole_problem"]
+    assert [(v["name"], v["assumptions"]) for v in inputs["variables"]] == [("t", ["(0, 1)"]), ("X", ["pd"])]
+    assert analyse({"expression": "x *("})["inputs"]["variables"] == []  # does not parse: nothing to list
+
+
+def test_declared_symmetry_reaches_the_derivatives_and_the_check():
+    reply = analyse({"expression": "x'*A*x", "declarations": "A 2 symmetric", "wrt": "x", "order": 2})
+    assert reply["ok"], reply
+    gradient, hessian = (tc.parse(d["text"], {"A": 2, "x": 1}) for d in reply["derivatives"])
+    # with A symmetric there is one A in each (2Ax, 2A), not A + Aᵀ
+    assert tc.count_nodes(hessian) < tc.count_nodes(tc.parse("A + A *(ij,->ji) 1", {"A": 2}))
+    rng = np.random.default_rng(5)
+    S = rng.standard_normal((3, 3))
+    S = S + S.T
+    x = rng.standard_normal(3)
+    np.testing.assert_allclose(tc.evaluate(gradient, {"A": S, "x": x}), 2 * S @ x)
+    np.testing.assert_allclose(tc.evaluate(hessian, {"A": S}), 2 * S)
+    request_ = {"expression": "x'*A*x", "declarations": "A 2 symmetric", "wrt": "x", "order": 2, "part": "check"}
+    checked = analyse(request_)
+    assert checked["all_ok"], checked
+
+
+def test_the_exported_value_and_derivatives_share_their_subexpressions():
+    # the logistic loss: X w and its exp were computed twice (once for the value, once for the derivatives)
+    reply = analyse({"expression": "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "wrt": "w", "order": 2})
+    body = reply["python"].split("def f(", 1)[1]
+    assert body.count("_np.exp(") == 1
+    assert sum("X" in line and "w" in line and "_contract(" in line for line in body.splitlines()) == 1
+    rng = np.random.default_rng(6)
+    X, w, y = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal(4)
+    value, gradient, hessian = run_python(reply["python"], X=X, w=w, y=y)
+    s = 1 / (1 + np.exp(y * (X @ w)))  # sigmoid(-y Xw)
+    np.testing.assert_allclose(value, np.sum(np.log1p(np.exp(-y * (X @ w)))))
+    np.testing.assert_allclose(gradient, -X.T @ (y * s))
+    np.testing.assert_allclose(hessian, X.T @ np.diag(y**2 * s * (1 - s)) @ X)
+
+
+SCRIPT_CASES = [
+    {"expression": "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "wrt": "w", "order": 2},
+    {"expression": "x'*A*x", "declarations": "A 2 symmetric", "wrt": "x, A", "order": 2},
+    {"expression": "tanh(W *(ij,j->i) x)", "wrt": "W", "order": 2},
+    {"expression": "T *(ijk,i->jk) x *(jk,j->k) x *(k,k->) x", "declarations": "T 3", "wrt": "x", "order": 3},
+    {"expression": "log(det(X))", "declarations": "X 2 pd", "wrt": "X", "order": 2},
+]
+
+
+def run_script(tmp_path, source):
+    import subprocess
+    import sys
+
+    path = tmp_path / "tenscalc_check.py"
+    path.write_text(source)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("request_", SCRIPT_CASES, ids=lambda r: r["expression"][:20])
+def test_the_self_checking_script_runs_and_checks_every_derivative(tmp_path, request_):
+    reply = analyse(request_)
+    script = reply["script"]
+    assert script.startswith(reply["python"].rstrip("\n")) and 'if __name__ == "__main__":' in script
+    assert "import tenscalc" not in script  # NumPy and opt_einsum only
+    done = run_script(tmp_path, script)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines == [line for line in lines if line.endswith("agrees")]
+    assert len(lines) == len(reply["python_returns"]) - 1  # one line per derivative
+    # the data: every independent axis its own length
+    shapes = re.findall(r"# (\d+(?:x\d+)*)$", script, re.MULTILINE)
+    assert shapes
+
+
+def test_the_self_checking_script_fails_on_a_wrong_derivative(tmp_path):
+    reply = analyse(SCRIPT_CASES[2])  # tanh(W x) by W: a Jacobian of order 3
+    wrong = reply["script"].replace(
+        'if __name__ == "__main__":',
+        "_right = f\n\n\ndef f(**values):\n    value, jacobian, second = _right(**values)\n"
+        "    return value, jacobian.transpose(0, 1, 2) * 1.01, second\n\n\n"
+        'if __name__ == "__main__":',
+    )
+    done = run_script(tmp_path, wrong)
+    assert done.returncode == 1
+    assert "df/dW" in done.stdout and "DISAGREES" in done.stdout
+
+
 # ------------------------------------------------------------------------ server
 
 

@@ -293,3 +293,93 @@ def test_the_page_fits_a_390_px_phone_in_every_state(phone, server, artifacts):
     WebDriverWait(phone, WAIT).until(lambda d: d.find_element(By.ID, "status").text == "type an expression")
     page_fits(phone)
     shot(phone, artifacts, "7-phone-empty")
+
+
+def test_matrix_notation_is_offered_and_explained(browser, server, artifacts):
+    browser.get(f"{server.url}?load=help")
+    wait_ready(browser)
+    assert "x'*A*x" in browser.find_element(By.ID, "expression").get_attribute("placeholder")
+    labels = [o.text for o in Select(browser.find_element(By.ID, "examples")).options[1:]]
+    expressions = browser.execute_script("return EXAMPLES.map(e => e[1])")
+    matrix = [e for e in expressions if "*(" not in e]
+    assert len(labels) == len(expressions) and 2 * len(matrix) >= len(expressions)
+    assert {"x'*A*x", "norm2(A*x-b)^2", "log(det(X))", "tr(inv(X)*A)"} <= set(matrix)
+    # every matrix-notation example gives a derivative that agrees numerically
+    for label, expression in zip(labels, expressions):
+        if expression not in matrix:
+            continue
+        # the menu's change handler starts the request at once: "computing…", then "ready"
+        Select(browser.find_element(By.ID, "examples")).select_by_visible_text(label)
+        assert browser.find_element(By.ID, "expression").get_attribute("value") == expression
+        wait_ready(browser)
+        assert text_of(browser, "check-badge") == "✓", label
+        assert not browser.find_element(By.ID, "error").is_displayed(), label
+    # the reference and the legend of the output's symbols
+    browser.find_element(By.CSS_SELECTOR, "#help summary").click()
+    help_text = browser.find_element(By.ID, "help").text
+    for needle in ("Matrix notation", "Einsum language", "norm2", "tr det inv logdet", "a *(s1,s2->s3) b"):
+        assert needle in help_text, needle
+    legend = browser.find_element(By.ID, "legend").text
+    for needle in ("⊙", "⊘", "∘2", "diag(", "1ᵀ", "the expression's axes first, then the variable's"):
+        assert needle in legend, needle
+    shot(browser, artifacts, "8-reference")
+
+
+def test_the_type_control_declares_what_the_letter_rule_guessed_wrong(browser, server, artifacts):
+    open_page(browser, server, "norm2(A*x-b)^2", wrt="x", order=2)
+    assert "letter rule" in text_of(browser, "error") and "b 1" in text_of(browser, "error")
+    b_type = Select(browser.find_element(By.ID, "type-b"))
+    assert b_type.first_selected_option.text == "scalar"  # the letter rule's guess, preselected
+    assert Select(browser.find_element(By.ID, "type-A")).first_selected_option.text == "matrix"
+    shot(browser, artifacts, "9-types-before")
+    b_type.select_by_visible_text("vector")
+    WebDriverWait(browser, WAIT).until(lambda d: not d.find_element(By.ID, "error").is_displayed())
+    wait_ready(browser)
+    assert browser.find_element(By.ID, "declarations").get_attribute("value").split() == ["A", "2", "x", "1", "b", "1"]
+    select_tab(browser, "check")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#check-table tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[2].text for r in rows[1:]] == ["agrees", "agrees"]
+    shot(browser, artifacts, "9-types-after")
+
+
+def test_declaring_a_symmetric_matrix_through_the_control(browser, server, artifacts):
+    open_page(browser, server, "x'*A*x", wrt="x", order=2)
+    assert "A + A^\\top" in tex_of_formulas(browser)[2]
+    assert browser.find_element(By.ID, "symmetric-x").get_attribute("disabled")  # a vector is not symmetric
+    browser.find_element(By.ID, "symmetric-A").click()
+    WebDriverWait(browser, WAIT).until(lambda d: "A + A^\\top" not in (tex_of_formulas(d) or [""])[-1])
+    wait_ready(browser)
+    declarations = browser.find_element(By.ID, "declarations").get_attribute("value")
+    assert declarations.split() == ["x", "1", "A", "2", "symmetric"]
+    hessian = tex_of_formulas(browser)[2]
+    assert hessian.endswith("= 2 A"), hessian
+    select_tab(browser, "check")
+    assert text_of(browser, "check-badge") == "✓"
+
+
+def test_unticking_the_letter_rule_with_no_declarations_turns_it_off(browser, server, artifacts):
+    open_page(browser, server, "x'*A*x", wrt="x", order=1)
+    browser.find_element(By.ID, "defaults").click()
+    WebDriverWait(browser, WAIT).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    assert "is not declared" in text_of(browser, "error")
+    assert Select(browser.find_element(By.ID, "type-x")).first_selected_option.text == "undeclared"
+    browser.find_element(By.ID, "defaults").click()
+    WebDriverWait(browser, WAIT).until(lambda d: not d.find_element(By.ID, "error").is_displayed())
+
+
+def test_an_abandoned_heavy_input_does_not_delay_the_next(browser, server, artifacts):
+    # six nested sines: orders 6 and 5 take tens of seconds, order 1 a fraction of one
+    heavy = "sin(sin(sin(sin(sin(sin(W *(ij,j->i) x))))))*(i,i->) y"
+    open_page(browser, server, heavy, wrt="x", order=1)
+    cancelled = server.pool.cancelled
+    order = Select(browser.find_element(By.ID, "order"))
+    order.select_by_value("6")
+    WebDriverWait(browser, WAIT).until(lambda d: server.pool.ready() < 2)  # a worker took the order-6 input
+    order.select_by_value("5")
+    WebDriverWait(browser, WAIT).until(lambda d: server.pool.cancelled > cancelled)
+    order.select_by_value("1")
+    start = time.monotonic()
+    WebDriverWait(browser, WAIT).until(lambda d: len(tex_of_formulas(d)) == 2 and text_of(d, "status") != "computing…")
+    # behaviour, not seconds: orders 6 and 5 were stopped, not left running beside order 1
+    assert server.pool.cancelled >= cancelled + 2
+    print(f"\norder 1 shown {time.monotonic() - start:.2f} s after it was picked (was 10.9-14.3 s)")

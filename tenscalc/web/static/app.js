@@ -5,14 +5,22 @@
 // the request in flight and the server stops its worker (it supersedes older numbers).
 "use strict";
 
+// label, expression, declarations, wrt, order: half in matrix notation, half in the einsum language
 const EXAMPLES = [
-  ["quadratic form xᵀAx", "x *(i,ij->j) A *(j,j->) x", "", "x", "2"],
-  ["least squares ‖Ax − y‖²", "(A *(ij,j->i) x - y) *(i,i->) (A *(ij,j->i) x - y)", "", "x", "2"],
+  ["quadratic form x'*A*x", "x'*A*x", "", "x", "2"],
+  ["quadratic form, A symmetric", "x'*A*x", "A 2 symmetric", "x", "2"],
+  ["least squares norm2(A*x-b)^2 (b declared a vector)", "norm2(A*x-b)^2", "b 1", "x", "2"],
   ["log det X, X positive definite", "log(det(X))", "X 2 pd", "X", "1"],
-  ["logistic loss", "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "", "w", "2"],
+  ["trace tr(inv(X)*A)", "tr(inv(X)*A)", "", "X", "1"],
+  ["einsum: quadratic form", "x *(i,ij->j) A *(j,j->) x", "", "x", "2"],
+  ["einsum: least squares ‖Ax − y‖²", "(A *(ij,j->i) x - y) *(i,i->) (A *(ij,j->i) x - y)", "", "x", "2"],
+  ["einsum: logistic loss", "log(1 + exp(-(y *(i,i->i) (X *(ij,j->i) w)))) *(i,->) 1", "", "w", "2"],
   ["cubic form (order-3 tensor)", "T *(ijk,i->jk) x *(jk,j->k) x *(k,k->) x", "T 3", "x", "3"],
   ["neural layer tanh(Wx)", "tanh(W *(ij,j->i) x)", "", "W", "1"],
 ];
+const KINDS = [[0, "scalar"], [1, "vector"], [2, "matrix"], [3, "tensor, order 3"], [4, "tensor, order 4"],
+  [5, "tensor, order 5"], [6, "tensor, order 6"]];
+const TICKS = [["symmetric", "symmetric"], ["pd", "positive definite"]];
 
 const $ = (id) => document.getElementById(id);
 const fields = ["expression", "declarations", "wrt"];
@@ -21,6 +29,7 @@ let generation = 0;        // the answer to an older input is dropped
 const SESSION = Math.random().toString(36).slice(2) + Date.now().toString(36);
 let controllers = [];      // in-flight requests of the current input
 let pythonSource = "";
+let scriptSource = "";
 
 function request() {
   return {
@@ -119,6 +128,76 @@ function formulaBlock(container, labelText, left, entry) {
   container.appendChild(where);
 }
 
+// ---- the type control: one row per variable of the input, writing the declarations field
+
+function showTypes(inputs) {
+  const box = $("types"), rows = $("types-rows"), note = $("types-note");
+  if (!inputs || !inputs.variables.length) { box.hidden = true; return; }
+  box.hidden = false;
+  rows.textContent = "";
+  note.hidden = !inputs.whole_problem;
+  note.textContent = "declared in the expression field's own declare block: edit them there";
+  for (const v of inputs.variables) {
+    const row = document.createElement("div");
+    row.className = "type-row";
+    row.dataset.name = v.name;
+    // assumptions the control has no box for (positive, intervals ...) are written back unchanged
+    row.dataset.others = v.assumptions.filter((a) => !TICKS.some(([word]) => word === a)).join(" ");
+    const name = document.createElement("code");
+    name.textContent = v.name;
+    const select = document.createElement("select");
+    select.setAttribute("aria-label", `type of ${v.name}`);
+    select.id = `type-${v.name}`;
+    if (v.order === null) select.appendChild(new Option("undeclared", ""));
+    for (const [order, kind] of KINDS) select.appendChild(new Option(kind, String(order)));
+    if (v.order > KINDS.length - 1) select.appendChild(new Option(`tensor, order ${v.order}`, String(v.order)));
+    select.value = v.order === null ? "" : String(v.order);
+    select.title = v.source === "declared" ? "declared" : v.source === "letter rule"
+      ? "guessed by the letter rule: change it to declare it" : "not declared";
+    const source = document.createElement("small");
+    source.className = "muted";
+    source.textContent = v.source === "declared" ? "" : `(${v.source})`;
+    row.append(name, select);
+    for (const [word, text] of TICKS) {
+      const label = document.createElement("label");
+      label.className = "tick";
+      const box = document.createElement("input");
+      box.type = "checkbox"; box.dataset.fact = word; box.id = `${word}-${v.name}`;
+      box.checked = v.assumptions.includes(word);
+      box.disabled = v.order !== 2;  // only a matrix is symmetric or positive definite
+      label.append(box, ` ${text}`);
+      row.appendChild(label);
+    }
+    row.appendChild(source);
+    for (const control of row.querySelectorAll("select, input")) control.disabled ||= inputs.whole_problem;
+    rows.appendChild(row);
+  }
+}
+
+function declarationsFromTypes() {
+  const parts = [];
+  for (const row of document.querySelectorAll("#types-rows .type-row")) {
+    const order = row.querySelector("select").value;
+    if (order === "") continue;
+    const facts = order === "2"
+      ? [...row.querySelectorAll("input[data-fact]")].filter((b) => b.checked).map((b) => b.dataset.fact) : [];
+    parts.push([row.dataset.name, order, ...facts, row.dataset.others].filter(Boolean).join(" "));
+  }
+  return parts.join("  ");
+}
+
+function typeChanged(event) {
+  const row = event.target.closest(".type-row");
+  if (!row) return;
+  const matrix = row.querySelector("select").value === "2";
+  for (const box of row.querySelectorAll("input[data-fact]")) {
+    box.disabled = !matrix;
+    if (!matrix) box.checked = false;
+  }
+  $("declarations").value = declarationsFromTypes();
+  schedule();
+}
+
 function showDerive(answer) {
   const formulas = $("formulas");
   formulas.textContent = "";
@@ -134,6 +213,7 @@ function showDerive(answer) {
   }
   $("einsum-text").textContent = lines.join("\n");
   pythonSource = answer.python;
+  scriptSource = answer.script;
   $("python-code").textContent = answer.python;
   $("python-note").textContent = `f(${Object.keys(e.variables).map((n) => n + "=…").join(", ")}) returns ` +
     `(${answer.python_returns.join(", ")})`;
@@ -234,7 +314,7 @@ async function update() {
   controllers = [];
   const body = request();
   if (!body.expression.trim()) {
-    clearError(); $("results").hidden = true; status("type an expression"); return;
+    clearError(); $("results").hidden = true; $("types").hidden = true; status("type an expression"); return;
   }
   const controller = new AbortController();
   controllers.push(controller);
@@ -247,6 +327,7 @@ async function update() {
     return;
   }
   if (mine !== generation) return;
+  showTypes(answer.inputs);
   if (!answer.ok) { showError(answer.error); return; }
   clearError();
   showDerive(answer);
@@ -289,11 +370,11 @@ async function copy(text, button) {
   setTimeout(() => { button.textContent = old; }, 1200);
 }
 
-function download() {
-  const blob = new Blob([pythonSource], { type: "text/x-python" });
+function download(source, filename) {
+  const blob = new Blob([source], { type: "text/x-python" });
   const a = document.createElement("a");
   a.href = URL.createObjectURL(blob);
-  a.download = "tenscalc_f.py";
+  a.download = filename;
   document.body.appendChild(a); a.click(); a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
@@ -325,7 +406,9 @@ function init() {
   $("input").addEventListener("submit", (e) => { e.preventDefault(); update(); });
   $("copy-einsum").addEventListener("click", (e) => copy($("einsum-text").textContent, e.target));
   $("copy-python").addEventListener("click", (e) => copy(pythonSource, e.target));
-  $("download-python").addEventListener("click", download);
+  $("download-python").addEventListener("click", () => download(pythonSource, "tenscalc_f.py"));
+  $("download-script").addEventListener("click", () => download(scriptSource, "tenscalc_check.py"));
+  $("types-rows").addEventListener("change", typeChanged);
   for (const button of document.querySelectorAll(".tabs button")) {
     button.addEventListener("click", () => selectTab(button.dataset.tab));
   }
