@@ -17,10 +17,9 @@ a table; ``docs/architecture.md`` maps the modules and lists the tables.
 
 from __future__ import annotations
 
-from .adapters import ScipyObjective, grad, scipy_objective
+from .adapters import ScipyObjective, grad, hvp, scipy_objective, value_and_grad
 from .allocator import keep_freed_memory
 from .calculus.api import derivative, gradient, hessian, jacobian, nth_derivative
-from .calculus.directional import hvp
 from .calculus.elimination import jacobian_accumulation
 from .compiler import CompiledFunction, compile
 from .compiler.codegen import to_python
@@ -57,6 +56,7 @@ from .printing.latex import latex
 from .printing.matrix_notation import to_matrix_notation
 from .printing.text import to_text
 from .simplifier import simplify
+from .transforms import lambdify
 
 __version__ = "0.1.0"
 
@@ -160,3 +160,36 @@ __all__ += ["keep_freed_memory"]  # issue 13: allocation churn
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 
 __all__ += ["check_convexity", "to_text"]
+__all__ += ["value_and_grad", "lambdify"]  # issue 25: the function API of JAX and SymPy users
+
+#: names JAX, SymPy and PyTorch users reach for, and the tenscalc way (module ``__getattr__``)
+OTHER_LIBRARIES = {
+    "vmap": "tenscalc has no vmap: give the expression a batch axis (X *(bi,ij->bj) W, or X @ W for a "
+    "matrix of rows) and its derivatives carry it",
+    "jit": "tc.compile(expr) (or tc.grad(fun)) derives and compiles once and reuses the plan for every call: "
+    "there is nothing to jit",
+    "jacfwd": "tc.jacobian(expr, 'x') (an expression; tc.compile it), or tc.jacobian(expr, 'x', mode='forward')",
+    "jacrev": "tc.jacobian(expr, 'x') (an expression; tc.compile it)",
+    "jvp": "tc.derivative(f, 'x') contracted with a direction: tc.einsum, or tc.hvp for Hessian-vector products",
+    "vjp": "tc.gradient(v @ f, 'x') for a direction v (a new tc.var)",
+    "diff": "tc.derivative(f, 'x') (or f.diff('x'))",
+    "subs": "evaluate with values instead: tc.evaluate(f, x=array); to change a variable, build f from Python "
+    "(def f(x): ...) and call it with another expression",
+    "free_symbols": "f.variables (a dict name -> order) or f.free_symbols",
+    "symbols": "tc.var('x', 1) (the order, the number of axes, is part of a variable)",
+    "Symbol": "tc.var('x', 0) for a scalar, tc.var('x', 1) for a vector, tc.var('X', 2) for a matrix",
+    "MatrixSymbol": "tc.var('X', 2) (lengths come from the arrays at evaluation)",
+    "pprint": "print(f) (einsum language), tc.to_matrix_notation(f), tc.latex(f)",
+    "latex_print": "tc.latex(f)",
+    "backward": "tc.grad(fun) or tc.gradient(f, 'x'): derivatives are symbolic, no autograd tape",
+    "autograd": "tc.grad(fun) or tc.gradient(f, 'x'): derivatives are symbolic, no autograd tape",
+    "gradient_check": "tenscalc.testing.check_derivative(f, 'x') (finite differences)",
+}
+
+
+def __getattr__(name: str) -> object:
+    """A helpful ``AttributeError`` for the names of JAX, SymPy and PyTorch (``tc.vmap``...)."""
+    hint = OTHER_LIBRARIES.get(name)
+    if hint is None:
+        raise AttributeError(f"module 'tenscalc' has no attribute {name!r}")
+    raise AttributeError(f"module 'tenscalc' has no attribute {name!r}; {hint}")

@@ -26,12 +26,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .calculus.api import WrtList, gradient, hessian, resolve_wrt
-from .calculus.directional import direction_name, hvp
+from .calculus.directional import direction_name
+from .calculus.directional import hvp as directional_hvp
 from .compiler import CompiledFunction, compile
 from .core.nodes import Expr
 from .errors import EvaluationError, SemanticError
 
-__all__ = ["ScipyObjective", "grad", "scipy_objective"]
+__all__ = ["ScipyObjective", "grad", "hvp", "scipy_objective", "value_and_grad"]
 
 FloatVector = npt.NDArray[np.float64]
 
@@ -61,7 +62,13 @@ class ScipyObjective(TypedDict, total=False):
     hessp: Callable[[npt.ArrayLike, npt.ArrayLike], FloatVector]
 
 
-def grad(expr: Expr, wrt: str | Expr | WrtList, backend: str = "numpy") -> CompiledFunction:
+def grad(
+    expr: Expr | Callable[..., Any],
+    wrt: str | Expr | WrtList | None = None,
+    backend: str | None = None,
+    *,
+    argnums: int | tuple[int, ...] = 0,
+) -> Any:
     """The gradient of a scalar expression as a compiled function of the values (like ``jax.grad``).
 
     The symbolic gradient is derived and compiled here, once; the function
@@ -70,14 +77,24 @@ def grad(expr: Expr, wrt: str | Expr | WrtList, backend: str = "numpy") -> Compi
     array, or, for a list of variables, a dict name -> gradient (from one
     reverse sweep).
 
+    Given a Python function instead of an expression, ``grad`` is JAX's: the
+    result is a function of the same arguments that returns the gradient by
+    argument ``argnums`` (default the first; a tuple gives a tuple), with nested
+    dicts, lists and tuples of arrays allowed (see :mod:`tenscalc.transforms`).
+
     Parameters
     ----------
-    expr : Expr
-        A scalar (order 0) expression.
+    expr : Expr or callable
+        A scalar (order 0) expression, or a Python function of arrays written
+        with tenscalc's operations that returns one.
     wrt : str or Expr, or a list of them
-        The variable(s) to differentiate by.
-    backend : str
-        The array backend of ``tenscalc.compile``.
+        The variable(s) to differentiate by; may be left out when the expression
+        has one variable (not used for a function: see ``argnums``).
+    backend : str, optional
+        The array backend of ``tenscalc.compile`` (default: NumPy, or the
+        library of the arrays passed: torch in, torch out).
+    argnums : int or tuple of int
+        For a function: the positional argument(s) to differentiate by.
 
     Examples
     --------
@@ -88,10 +105,113 @@ def grad(expr: Expr, wrt: str | Expr | WrtList, backend: str = "numpy") -> Compi
     array([2., 4.])
     >>> sorted(tc.grad(f, ["x", "A"])(x=np.array([1.0, 2.0]), A=np.eye(2)))
     ['A', 'x']
-    >>> tc.grad(tc.parse("x *(i,i->) x", {"x": 1}), "x")(np.array([3.0, 4.0]))
+    >>> tc.grad(tc.parse("x *(i,i->) x", {"x": 1}))(np.array([3.0, 4.0]))   # its only variable
     array([6., 8.])
+    >>> tc.grad(lambda x, A: x @ A @ x)(np.array([1.0, 2.0]), np.eye(2))       # a function, as jax.grad
+    array([2., 4.])
     """
-    return compile(gradient(expr, wrt), backend)
+    if not isinstance(expr, Expr):
+        from .transforms import grad_function
+
+        _no_wrt_for_functions("grad", wrt)
+        return grad_function(expr, argnums, backend)
+    return compile(gradient(expr, _only_variable(expr, wrt, "grad")), backend)
+
+
+def value_and_grad(
+    expr: Expr | Callable[..., Any],
+    wrt: str | Expr | WrtList | None = None,
+    backend: str | None = None,
+    *,
+    argnums: int | tuple[int, ...] = 0,
+) -> Any:
+    """The value and the gradient together, from one compiled function (``jax.value_and_grad``).
+
+    Arguments as in :func:`grad`; the function returned gives ``(value, gradient)``.
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("x'*x")
+    >>> value, g = tc.value_and_grad(f)(np.array([3.0, 4.0]))
+    >>> float(value), g.tolist()
+    (25.0, [6.0, 8.0])
+    >>> value, g = tc.value_and_grad(lambda p: (p["w"] ** 2).sum())({"w": np.array([1.0, 2.0])})
+    >>> float(value), g["w"].tolist()
+    (5.0, [2.0, 4.0])
+    """
+    if not isinstance(expr, Expr):
+        from .transforms import value_and_grad_function
+
+        _no_wrt_for_functions("value_and_grad", wrt)
+        return value_and_grad_function(expr, argnums, backend)
+    g = gradient(expr, _only_variable(expr, wrt, "value_and_grad"))
+    run = compile([expr, *g.values()] if isinstance(g, dict) else [expr, g], backend)
+    keys = list(g) if isinstance(g, dict) else None
+
+    def value_and_gradient(values: Mapping[str, Any] | Any = None, /, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        value, *grads = run(values, *args, **kwargs)
+        return value, (dict(zip(keys, grads)) if keys is not None else grads[0])
+
+    return value_and_gradient
+
+
+def _only_variable(expr: Expr, wrt: str | Expr | WrtList | None, what: str) -> str | Expr | WrtList:
+    """``wrt``, or the expression's single variable when it is left out."""
+    if wrt is not None:
+        return wrt
+    if len(expr.variables) == 1:
+        return next(iter(expr.variables))
+    names = ", ".join(expr.variables) or "none"
+    raise SemanticError(
+        f"tc.{what}(f) without a variable needs an expression of one variable; this one has {names}: "
+        f"name it, tc.{what}(f, 'x'), or a list, tc.{what}(f, ['x', 'A'])"
+    )
+
+
+def hvp(
+    expr: Expr | Callable[..., Any],
+    wrt: str | Expr | None = None,
+    direction: str | None = None,
+    *,
+    argnums: int = 0,
+    backend: str | None = None,
+) -> Any:
+    """The Hessian-vector product ``H v`` (the Hessian is never formed).
+
+    Of an expression (the expression API, like ``tc.gradient`` and ``tc.hessian``) it
+    is an expression, with the direction a new variable (``v_x``, or ``direction``);
+    ``wrt`` may be left out for an expression of one variable.  Of a Python function
+    (the function API, like ``tc.grad(fun)``) it is a compiled function called with
+    the function's arguments and then the direction ``v``, shaped as argument
+    ``argnums``.
+
+    Examples
+    --------
+    >>> import numpy as np, tenscalc as tc
+    >>> f = tc.parse("x'*A*x")
+    >>> tc.hvp(f, "x").variables                 # an expression of the direction v_x
+    {'A': 2, 'v_x': 1}
+    >>> tc.hvp(lambda x, A: x @ A @ x)(np.ones(2), np.diag([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([2., 4.])
+    """
+    if not isinstance(expr, Expr):
+        from .transforms import hvp_function
+
+        _no_wrt_for_functions("hvp", wrt)
+        return hvp_function(expr, argnums, backend)
+    chosen = _only_variable(expr, wrt, "hvp")
+    if isinstance(chosen, (list, tuple)):
+        raise SemanticError("tc.hvp of an expression takes one variable")
+    return directional_hvp(expr, chosen, direction)
+
+
+def _no_wrt_for_functions(what: str, wrt: object) -> None:
+    if wrt is not None:
+        raise SemanticError(
+            f"tc.{what} of a Python function takes argnums= (the positions of the arguments to differentiate "
+            f"by, as in JAX), not a variable name: tc.{what}(fun, argnums=1)"
+        )
 
 
 def scipy_objective(
@@ -175,63 +295,78 @@ def scipy_objective(
             f"so that the flat vector can be reshaped"
         )
 
-    def point(flat: npt.ArrayLike) -> np.ndarray:
+    problem = _ScipyProblem(expr, name, order, fixed, shape)
+    # bound methods of a module-level object: the objective pickles (multiprocessing, joblib)
+    objective: ScipyObjective = {"fun": problem.fun, "jac": problem.jac, "hess": problem.hess, "hessp": problem.hessp}
+    if method is not None:
+        for key in ("hess", "hessp"):
+            if key not in METHOD_KEYS[method.lower()]:
+                del objective[key]  # type: ignore[misc]
+    return objective
+
+
+class _ScipyProblem:
+    """What ``scipy_objective`` hands out: ``fun``, ``jac``, ``hess``, ``hessp`` as bound
+    methods.  It pickles as its expression and data; the compiled functions are built
+    again after unpickling (on first use, as at the start)."""
+
+    def __init__(
+        self, expr: Expr, name: str, order: int, fixed: Mapping[str, Any], shape: tuple[int, ...] | None
+    ) -> None:
+        self.expr, self.name, self.order, self.fixed, self.shape = expr, name, order, dict(fixed), shape
+        self.x = resolve_wrt(expr, name)
+        self.direction = direction_name(expr, self.x)  # the variable of hvp's direction (v_<name>)
+        self.fg = compile([expr, gradient(expr, self.x)])
+        self.last: dict[str, Any] = {}
+        self.compiled: dict[str, CompiledFunction] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ScipyProblem, (self.expr, self.name, self.order, self.fixed, self.shape))
+
+    def point(self, flat: npt.ArrayLike) -> np.ndarray:
         vector = np.asarray(flat, dtype=np.float64)
         if vector.ndim != 1:
-            raise EvaluationError(f"expected a flat vector for '{name}', got an array of shape {vector.shape}")
-        target = shape if shape is not None else (() if order == 0 else (vector.size,))
+            raise EvaluationError(f"expected a flat vector for '{self.name}', got an array of shape {vector.shape}")
+        target = self.shape if self.shape is not None else (() if self.order == 0 else (vector.size,))
         if vector.size != math.prod(target):
-            raise EvaluationError(f"'{name}' has shape {target} ({math.prod(target)} entries), got {vector.size}")
+            raise EvaluationError(f"'{self.name}' has shape {target} ({math.prod(target)} entries), got {vector.size}")
         return vector.reshape(target)
 
-    fg = compile([expr, gradient(expr, x)])
-    last: dict[str, Any] = {}
-
-    def value_and_gradient(flat: npt.ArrayLike) -> tuple[float, FloatVector]:
-        at = point(flat)
+    def value_and_gradient(self, flat: npt.ArrayLike) -> tuple[float, FloatVector]:
+        at = self.point(flat)
+        last = self.last
         if last.get("x") is None or last["x"].shape != at.shape or not np.array_equal(last["x"], at):
-            f, g = fg({**fixed, name: at})
+            f, g = self.fg({**self.fixed, self.name: at})
             last["x"] = at.copy()
             last["fg"] = (float(f), np.asarray(g, dtype=np.float64).ravel())
         result: tuple[float, FloatVector] = last["fg"]
         return result
 
-    compiled: dict[str, CompiledFunction] = {}
+    def lazily(self, key: str, build: Callable[[], Expr]) -> CompiledFunction:
+        if key not in self.compiled:  # derived and compiled once, on first use
+            self.compiled[key] = compile(build())
+        return self.compiled[key]
 
-    def lazily(key: str, build: Callable[[], Expr]) -> CompiledFunction:
-        if key not in compiled:  # derived and compiled once, on first use
-            compiled[key] = compile(build())
-        return compiled[key]
+    def fun(self, flat: npt.ArrayLike) -> float:
+        return self.value_and_gradient(flat)[0]
 
-    def fun(flat: npt.ArrayLike) -> float:
-        return value_and_gradient(flat)[0]
+    def jac(self, flat: npt.ArrayLike) -> FloatVector:
+        return self.value_and_gradient(flat)[1].copy()
 
-    def jac(flat: npt.ArrayLike) -> FloatVector:
-        return value_and_gradient(flat)[1].copy()
-
-    def hess(flat: npt.ArrayLike) -> FloatVector:
-        at = point(flat)
-        H = lazily("hess", lambda: hessian(expr, x))({**fixed, name: at})
+    def hess(self, flat: npt.ArrayLike) -> FloatVector:
+        at = self.point(flat)
+        H = self.lazily("hess", lambda: hessian(self.expr, self.x))({**self.fixed, self.name: at})
         H = np.asarray(H, dtype=np.float64).reshape(at.size, at.size)
         # exactly symmetric: the two halves are computed in different orders and differ
         # in the last bits, and trust-exact fails near the optimum on such asymmetry
         # (19 iterations and "a bad approximation" instead of 6 on a softmax loss)
         return (H + H.T) * 0.5
 
-    direction = direction_name(expr, x)  # the variable of hvp's direction (v_<name>)
-
-    def hessp(flat: npt.ArrayLike, p: npt.ArrayLike) -> FloatVector:
-        at = point(flat)
-        run = lazily("hvp", lambda: hvp(expr, x, direction))
+    def hessp(self, flat: npt.ArrayLike, p: npt.ArrayLike) -> FloatVector:
+        at = self.point(flat)
+        run = self.lazily("hvp", lambda: directional_hvp(self.expr, self.x, self.direction))
         v = np.asarray(p, dtype=np.float64)
         if v.size != at.size:
-            raise EvaluationError(f"the direction has {v.size} entries, '{name}' has {at.size}")
-        hv = run({**fixed, name: at, direction: v.reshape(at.shape)})
+            raise EvaluationError(f"the direction has {v.size} entries, '{self.name}' has {at.size}")
+        hv = run({**self.fixed, self.name: at, self.direction: v.reshape(at.shape)})
         return np.asarray(hv, dtype=np.float64).ravel()
-
-    objective: ScipyObjective = {"fun": fun, "jac": jac, "hess": hess, "hessp": hessp}
-    if method is not None:
-        for key in ("hess", "hessp"):
-            if key not in METHOD_KEYS[method.lower()]:
-                del objective[key]  # type: ignore[misc]
-    return objective

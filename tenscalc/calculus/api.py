@@ -11,6 +11,7 @@ from typing import overload
 
 from ..core import nodes as N
 from ..core.checks import require_distinct, require_expr
+from ..core.face import OPERATIONS
 from ..core.nodes import Expr
 from ..errors import SemanticError
 from ..simplifier import simplify as run_simplifier
@@ -245,3 +246,11 @@ def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
     for _ in range(n):
         result = derivative(result, x)
     return result
+
+
+def _diff(expr: Expr, wrt: str | Expr, n: int = 1) -> Expr:
+    """``expr.diff(wrt, n)``, SymPy's spelling (registered on the expression's face)."""
+    return derivative(expr, wrt) if n == 1 else nth_derivative(expr, wrt, n)
+
+
+OPERATIONS["diff"] = _diff

@@ -30,7 +30,7 @@ from ..core.checks import require_exprs
 from ..core.nodes import Expr
 from ..dtypes import promoted_dtype
 from ..errors import EvaluationError
-from .backends import Backend, get_backend
+from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind, variable_orders
@@ -105,10 +105,14 @@ class CompiledFunction:
         backend: Backend,
         keys: Sequence[str] | None = None,
         jit: bool | None = None,
+        auto: bool = False,
     ):
         self.exprs = tuple(exprs)
         #: whether each bound program runs as one function of the backend's compiler
         self.jit = _jit_choice(backend, jit)
+        # no backend named: NumPy, or the library of the arrays passed (torch in, torch out)
+        self._auto = auto
+        self._twins: dict[str, CompiledFunction] = {}
         self._single = single
         self._keys = None if keys is None else tuple(keys)
         self._backend = backend
@@ -132,11 +136,12 @@ class CompiledFunction:
     # bound programs are closures, and cheap to bind again
     def __getstate__(self) -> dict[str, Any]:
         state = {"exprs": self.exprs, "single": self._single, "backend": self._backend.name, "keys": self._keys}
-        return {**state, "jit": self.jit}
+        return {**state, "jit": self.jit, "auto": self._auto}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         backend = get_backend(state["backend"])
-        CompiledFunction.__init__(self, state["exprs"], state["single"], backend, state.get("keys"), state.get("jit"))
+        keys, jit, auto = state.get("keys"), state.get("jit"), state.get("auto", False)
+        CompiledFunction.__init__(self, state["exprs"], state["single"], backend, keys, jit, auto)
 
     @property
     def backend(self) -> str:
@@ -160,6 +165,10 @@ class CompiledFunction:
             raise EvaluationError(
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
+        except ForeignArray as exc:  # a torch (jax, cupy) array given to the NumPy backend
+            if self._auto:
+                return self._twin(exc.library)(values)
+            arrays = [numeric(name, values[name]) for name in inputs]  # backend="numpy" was asked for
         key = tuple(map(_shape_of, arrays))
         last = self._last  # one read of an immutable pair: safe without the lock
         if last is not None and last[0] == key:
@@ -167,7 +176,13 @@ class CompiledFunction:
         else:
             program = self._cached(key) or self._bind(dict(zip(self.inputs, key)))
             self._last = (key, program)
-        results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
+        try:
+            results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
+        except (RuntimeError, TypeError) as exc:
+            named = mixed_dtypes_error(inputs, arrays, self.backend, exc)
+            if named is None:
+                raise
+            raise named from exc
         if not program.fresh:
             results = self._backend.unalias(results, arrays)
         if not _one_dtype(arrays, results):  # float32 in, float32 out (see tenscalc.dtypes)
@@ -177,6 +192,14 @@ class CompiledFunction:
         if self._keys is not None:
             return dict(zip(self._keys, results))
         return results[0] if self._single else results
+
+    def _twin(self, library: str) -> CompiledFunction:
+        """The same expressions compiled for ``library`` (made once, on its first arrays)."""
+        twin = self._twins.get(library)
+        if twin is None:
+            twin = CompiledFunction(self.exprs, self._single, get_backend(library), self._keys)
+            self._twins[library] = twin
+        return twin
 
     def _positional(self, arrays: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Bind positional arrays: only the one input not given by name, or a clear error."""
@@ -284,7 +307,7 @@ def _jit_choice(backend: Backend, jit: bool | None) -> bool:
 
 
 def compile(  # noqa: A001
-    exprs: Expr | Sequence[Expr] | Mapping[str, Expr], backend: str = "numpy", *, jit: bool | None = None
+    exprs: Expr | Sequence[Expr] | Mapping[str, Expr], backend: str | None = None, *, jit: bool | None = None
 ) -> CompiledFunction:
     """Compile one expression, a list or a dict of them into a reusable callable.
 
@@ -298,10 +321,12 @@ def compile(  # noqa: A001
     exprs : Expr, sequence of Expr, or dict str -> Expr
         What to compute, e.g. ``[f, gradient, hessian]`` or
         ``{"f": f, "g": gradient}`` (or ``tc.gradient(f, ["x", "A"])``).
-    backend : str
-        ``"numpy"`` (default), ``"torch"``, ``"jax"``, ``"cupy"`` or ``"dask"``.
+    backend : str, optional
+        ``"numpy"``, ``"torch"``, ``"jax"``, ``"cupy"`` or ``"dask"``.
         The other libraries are optional; Dask returns lazy arrays (call
-        ``dask.compute`` on them).
+        ``dask.compute`` on them).  Not given: NumPy, except that a call with
+        torch tensors (JAX or CuPy arrays) runs in that library and returns
+        its arrays (torch in, torch out).
     jit : bool, optional
         Hand each bound program (one per shape signature) to the backend's own
         compiler as one function: ``jax.jit`` for ``"jax"`` (the default there, so
@@ -333,4 +358,4 @@ def compile(  # noqa: A001
         roots = require_exprs([exprs[key] for key in keys], "compile")
     else:
         roots = require_exprs(exprs, "compile")
-    return CompiledFunction(roots, single, get_backend(backend), keys, jit)
+    return CompiledFunction(roots, single, get_backend(backend or "numpy"), keys, jit, auto=backend is None)

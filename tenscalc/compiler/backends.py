@@ -254,7 +254,50 @@ def numpy_result(value: Any) -> np.ndarray:
     return value if value.flags.writeable else np.array(value)
 
 
+class ForeignArray(EvaluationError):
+    """Raised by the NumPy backend for an array of another library (torch, jax, cupy), so
+    that a function compiled without a named backend can run in that library instead."""
+
+    def __init__(self, name: str, library: str):
+        super().__init__(f"the value of '{name}' is a {library} array")
+        self.library = library
+
+
+#: the top-level module of an array type -> the backend of its library
+_LIBRARIES = {"torch": "torch", "jax": "jax", "jaxlib": "jax", "cupy": "cupy"}
+
+
+def foreign_library(value: Any) -> str | None:
+    """The backend of ``value``'s library when it is a torch, JAX or CuPy array (not imported here)."""
+    return _LIBRARIES.get(type(value).__module__.partition(".")[0])
+
+
+def mixed_dtypes_error(names: Sequence[str], arrays: Sequence[Any], backend: str, exc: Exception) -> Exception | None:
+    """An ``EvaluationError`` naming the variables when the inputs' dtypes differ (torch does
+    not mix float32 and float64 where NumPy promotes), else None (the error is another one)."""
+    dtypes = {name: getattr(a, "dtype", None) for name, a in zip(names, arrays)}
+    if len({str(d) for d in dtypes.values() if d is not None}) < 2:
+        return None
+    listed = ", ".join(f"{name}: {str(d).replace('torch.', '')}" for name, d in dtypes.items() if d is not None)
+    first = next(name for name, d in dtypes.items() if d is not None)
+    return EvaluationError(
+        f"the inputs have different dtypes ({listed}) and backend {backend!r} does not mix them "
+        f"({exc}); give them one dtype, e.g. {first}.double() for torch or {first}.astype(numpy.float64)"
+    )
+
+
+def numeric(name: str, value: Any) -> np.ndarray:
+    """``value`` as a NumPy array of numbers (what the NumPy backend computes with)."""
+    return _numeric(name, value)
+
+
 def _numeric(name: str, value: Any) -> np.ndarray:
+    if getattr(value, "requires_grad", False) is True:  # a torch tensor in an autograd graph
+        raise EvaluationError(
+            f"the value of '{name}' is a torch tensor that requires grad, and this function computes with "
+            "NumPy: compile it with backend='torch' (or leave the backend out) to keep torch tensors; "
+            "tenscalc's derivatives need no autograd"
+        )
     try:
         array = np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - anything np.asarray rejects
@@ -276,6 +319,9 @@ class NumpyBackend(Backend):
     def convert(self, name: str, value: Any) -> np.ndarray:
         if type(value) is np.ndarray and value.dtype.kind in "fc":
             return value
+        library = foreign_library(value)
+        if library is not None:  # CompiledFunction decides: that library's backend, or NumPy if asked for
+            raise ForeignArray(name, library)
         return _numeric(name, value)
 
     def from_numpy(self, array: np.ndarray, like: Any = None) -> np.ndarray:

@@ -27,6 +27,12 @@ import cycle.  A name with no entry falls back to plain text in a notebook.
 """
 
 
+OPERATIONS: dict[str, Callable[..., Any]] = {}
+"""Operations of the layers above that an expression's face offers by a method name:
+``diff`` (``diff(expr, wrt, n)``), registered by ``tenscalc.calculus.api`` as the printers
+are, so that the calculus stays out of the face's import cycle."""
+
+
 class ExprFace:
     """Operators and display hooks of :class:`~tenscalc.core.nodes.Expr`.
 
@@ -65,6 +71,27 @@ class ExprFace:
         if len(text) > 200:
             text = text[:197] + "..."
         return f"<Expr order={self.order} vars={{{variables}}}: {text}>"
+
+    # -- SymPy's names (issue 25) -------------------------------------------------------
+    def diff(self, wrt: Any, n: int = 1) -> Expr:
+        """The derivative by ``wrt`` (SymPy's ``f.diff(x)``); ``n`` times for ``n > 1``.
+
+        >>> import tenscalc as tc
+        >>> print(tc.parse("x'*x").diff("x"))
+        2 *(,i->i) x
+        """
+        return OPERATIONS["diff"](self, wrt, n)  # type: ignore[no-any-return]
+
+    @property
+    def free_symbols(self) -> set[str]:
+        """The names of the variables (SymPy's ``free_symbols``; ``variables`` has their orders)."""
+        return set(self.variables)
+
+    def __getattr__(self, name: str) -> Any:
+        hint = _OTHER_NAMES.get(name)
+        if hint is None:
+            raise AttributeError(f"'Expr' object has no attribute {name!r}")
+        raise AttributeError(f"'Expr' object has no attribute {name!r}; {hint}")
 
     # -- arithmetic (tenscalc/frontend/builder.py) ---------------------------------------
     def __add__(self, other: Any) -> Expr:
@@ -201,3 +228,20 @@ class ExprFace:
 def _print(name: str, expr: Any) -> str | None:
     printer = PRINTERS.get(name)
     return printer(expr) if printer is not None else None
+
+
+#: what SymPy, NumPy and PyTorch users call on an expression, and the tenscalc way
+_OTHER_NAMES = {
+    "subs": "evaluate with values instead, tc.evaluate(f, x=array), or build f from a Python function "
+    "and call it with another expression",
+    "evalf": "tc.evaluate(f, x=array, ...) (values for every variable)",
+    "doit": "expressions are built at once; tc.simplify(f) simplifies",
+    "lambdify": "tc.lambdify([x, A], f) or tc.compile(f)",
+    "backward": "tc.gradient(f, 'x') (symbolic: no autograd tape)",
+    "grad": "tc.gradient(f, 'x') or tc.grad(f, 'x') (a compiled function)",
+    "numpy": "tc.evaluate(f, x=array, ...) gives an array",
+    "shape": "f.order is its number of axes; lengths come from the arrays at evaluation",
+    "ndim": "f.order (the number of axes)",
+    "free_variables": "f.variables",
+    "atoms": "f.variables (a dict name -> order)",
+}

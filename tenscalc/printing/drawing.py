@@ -78,6 +78,19 @@ class DotSource(str):
 
     hint: str = INSTALL_HINT
 
+    @property
+    def source(self) -> str:
+        """The DOT text (``graphviz.Source.source``)."""
+        return str(self)
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        """What ``graphviz.Source.render`` does needs Graphviz: a clear error naming what to install."""
+        from ..errors import TensCalcError
+
+        raise TensCalcError(f"cannot render the drawing: {self.hint} The DOT text is this string (str(drawing)).")
+
+    view = pipe = save = render
+
     def _repr_html_(self) -> str:
         import html
 
