@@ -11,8 +11,8 @@ result is the correctly rounded one.
 0.3333333333333333
 >>> (1 / 3 - 1) + 1
 0.33333333333333326
->>> exact_product([2 / 3, 3]), exact_sum([1, 2])
-(2.0, 3)
+>>> exact_product([2 / 3, 3]), exact_sum([1, 2]), exact_product([1e308, -1e308])
+(2.0, 3, -inf)
 >>> small_fraction(2 / 3), small_fraction(0.1), small_fraction(0.123456789)
 ((2, 3), None, None)
 """
@@ -42,7 +42,10 @@ def _number(fraction: Fraction, inputs: list[int | float]) -> int | float:
     """An int where every input was an int (as int arithmetic gives), else the rounded float."""
     if all(isinstance(v, int) for v in inputs):
         return int(fraction)
-    return float(fraction)
+    try:
+        return float(fraction)
+    except OverflowError:  # beyond the largest float: inf, as float arithmetic gives (1e308 * 1e308)
+        return math.inf if fraction > 0 else -math.inf
 
 
 def exact_sum(values: Iterable[int | float]) -> int | float:
