@@ -7,7 +7,8 @@
 * ``python`` blocks are executed, one namespace per page, in order.
 
 docs/language.md is the language reference: all its blocks are tested.  The
-Python blocks of the other hand-written pages run too.
+Python blocks of the other hand-written pages run too, and so do the README's, where
+a line ``expression  # value`` must also show what ``repr(expression)`` prints.
 """
 
 from __future__ import annotations
@@ -74,3 +75,47 @@ def test_python_blocks(page):
             exec(compile(source, f"docs/{page} block {k}", "exec"), namespace)
         except Exception as exc:
             raise AssertionError(f"docs/{page}, python block {k} failed:\n{source}") from exc
+
+
+README = DOCS.parent / "README.md"
+# `tc.evaluate(f, values)    # array(27.)`: an expression statement, then what it shows
+SHOWN = re.compile(r"^(?P<code>[^#\s][^#]*?)\s+#\s*(?P<comment>.*)$")
+LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"|-?\d[\d.e+-]*")
+
+
+def shown_value(comment: str) -> str | None:
+    """The value a comment shows at its start: ``array(...)`` (parentheses balanced), a string or a number."""
+    if comment.startswith("array("):
+        depth = 0
+        for end, char in enumerate(comment):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and char == ")":
+                return comment[: end + 1]
+        return None
+    match = LITERAL.match(comment)
+    return match[0] if match else None
+
+
+def readme_blocks() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    return [body for lang, body in FENCE.findall(text) if lang == "python"]
+
+
+def test_readme_python_blocks_run_and_show_what_they_print():
+    namespace: dict = {"__name__": "docs_readme"}
+    checked = 0
+    for k, source in enumerate(readme_blocks()):
+        try:
+            exec(compile(source, f"README.md block {k}", "exec"), namespace)
+        except Exception as exc:
+            raise AssertionError(f"README.md, python block {k} failed:\n{source}") from exc
+        # after the block: its names keep their final values (the README does not rebind them)
+        for line in source.splitlines():
+            match = SHOWN.match(line)
+            expected = shown_value(match["comment"]) if match else None
+            if expected is None or "=" in match["code"].replace("==", ""):
+                continue
+            shown = repr(eval(match["code"], namespace))  # noqa: S307 - the README's own code
+            assert "".join(shown.split()) == "".join(expected.split()), (line, shown)
+            checked += 1
+    assert checked >= 5  # matrix notation, and the values of f, its gradient and its Hessian at the least
