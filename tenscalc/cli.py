@@ -4,7 +4,8 @@ The problem comes from the positional argument (the text itself), from
 ``-f/--file PATH`` or from standard input (no argument, or ``-``).  Exit status:
 0 on success, 1 when ``--check`` finds a derivative that disagrees with finite
 differences, 2 on bad input (every ``TensCalcError``, unreadable files, bad
-options), 3 when ``--check`` finds no random data where the expression is defined
+options, a problem longer than ``--max-input-size``: 1,000,000 characters by
+default, or too large to hold in memory), 3 when ``--check`` finds no random data where the expression is defined
 (it says "could not evaluate at random data: <why>"), always with a message on
 stderr and never a traceback.
 
@@ -31,6 +32,7 @@ from .core.nodes import Expr
 from .errors import SemanticError, TensCalcError
 from .frontend.typecheck import Problem, build_problem
 from .interpreter import evaluate
+from .limits import MAX_INPUT, check_input_length, read_limited
 from .printing.labels import derivative_label
 
 EXAMPLE = "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x"
@@ -40,6 +42,7 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_EVALUATED = 3  # --check: no random data where the function is defined
+EXIT_BROKEN_PIPE = 141  # the reader of standard output went away (128 + SIGPIPE, as a shell reports it)
 
 #: Every subcommand with its one-line description, listed by ``tenscalc --help``.
 SUBCOMMANDS = {
@@ -64,9 +67,11 @@ examples:
   tenscalc --python --example
 
 An expression that starts with '-' must follow '--':  tenscalc --orders x=1 -- '-x'
+A problem longer than 1,000,000 characters is refused (exit status 2): raise it with --max-input-size.
 
 exit status: 0 ok; 1 --check found a derivative that disagrees with finite differences;
-2 bad input; 3 --check could not evaluate at random data (no draw where the expression is defined)
+2 bad input (a bad expression or option, an unreadable or too large input);
+3 --check could not evaluate at random data (no draw where the expression is defined)
 """
 
 
@@ -104,9 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The message of a TensCalcError already shows the source line and a caret.
         print(f"tenscalc: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except (MemoryError, RecursionError):  # what the input limit lets through and this machine cannot hold
+        print("tenscalc: error: the problem is too large to process on this machine", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except BrokenPipeError:  # the reader went away (`tenscalc ... | head -1`): stop quietly
         _silence_stdout()
-        return 1
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         return 130
 
@@ -128,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-f", "--file", metavar="PATH", help="read the problem from PATH ('-': standard input)")
     parser.add_argument("--example", action="store_true", help=f"run the built-in example: {EXAMPLE}")
+    parser.add_argument(
+        "--max-input-size",
+        metavar="CHARS",
+        type=positive_int,
+        default=MAX_INPUT,
+        help=f"refuse a problem longer than CHARS characters (default {MAX_INPUT:,}: 1 MB)",
+    )
     parser.add_argument(
         "--orders",
         metavar="NAME=ORDER,...",
@@ -239,31 +254,34 @@ def read_problem(args: argparse.Namespace) -> str:
         return EXAMPLE
     if args.problem is not None and args.file is not None:
         raise CliError("give the problem either as text or with --file, not both")
+    limit = getattr(args, "max_input_size", MAX_INPUT)
     if args.file is not None and args.file != "-":
-        return read_file(args.file)
+        return read_file(args.file, limit)
     if args.file == "-" or args.problem is None or args.problem == "-":
-        return read_stdin()
+        return read_stdin(limit)
+    check_input_length(args.problem, limit, "the problem text")
     return args.problem
 
 
-def read_file(path: str) -> str:
-    """The text of the file at ``path``; a clean ``CliError`` when it cannot be read."""
+def read_file(path: str, limit: int = MAX_INPUT) -> str:
+    """The text of the file at ``path`` (at most ``limit`` characters); a clean
+    ``CliError`` when it cannot be read, a ``TensCalcError`` when it is longer."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return handle.read()
+            return read_limited(handle, limit, repr(path))
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise CliError(f"cannot read {path!r}: {reason}") from None
 
 
-def read_stdin() -> str:
-    """The problem text on standard input."""
+def read_stdin(limit: int = MAX_INPUT) -> str:
+    """The problem text on standard input (at most ``limit`` characters)."""
     stream = sys.stdin
     if stream is None or stream.closed:
         raise CliError("no problem given: pass its text, --file PATH, or pipe it on standard input")
     if stream.isatty():
         print("tenscalc: reading a problem from standard input (end it with Ctrl-D)", file=sys.stderr)
-    text = stream.read()
+    text = read_limited(stream, limit, "standard input")
     if not text.strip():
         raise CliError("no problem given: standard input is empty")
     return text

@@ -114,3 +114,33 @@ def check_entries(entries: int, itemsize: int = 8, what: str = "an intermediate 
             f"{what} of {entries:,} entries needs {_human(needed)}, more than the memory limit of "
             f"{_human(limit)} (tc.set_memory_limit or TENSCALC_MEMORY_LIMIT raise it)"
         )
+
+
+#: the longest problem text the command line reads, in characters (1 MB); a problem
+#: of that size prints and parses in seconds, and ``-f /dev/zero`` is refused at once
+MAX_INPUT = 1_000_000
+
+
+def read_limited(stream, limit: int, what: str) -> str:
+    """At most ``limit`` characters of ``stream``; a :class:`TensCalcError` if it holds more.
+
+    >>> import io
+    >>> read_limited(io.StringIO("x + 1"), 10, "standard input")
+    'x + 1'
+    >>> read_limited(io.StringIO("x" * 11), 10, "standard input")
+    Traceback (most recent call last):
+    ...
+    tenscalc.errors.TensCalcError: standard input is longer than the input limit of 10 characters; raise ...
+    """
+    text = stream.read(limit + 1)
+    check_input_length(text, limit, what)
+    return text
+
+
+def check_input_length(text: str, limit: int, what: str) -> None:
+    """A :class:`TensCalcError` when ``text`` is longer than ``limit`` characters."""
+    if len(text) > limit:
+        raise TensCalcError(
+            f"{what} is longer than the input limit of {limit:,} characters; "
+            "raise the limit with --max-input-size CHARS"
+        )

@@ -313,3 +313,71 @@ def test_help_lists_every_subcommand_with_one_line(capsys: pytest.CaptureFixture
         # and it is a real subcommand: its own --help works
         assert cli.main([name, "--help"]) == 0
         assert f"tenscalc {name}" in capsys.readouterr().out
+
+
+# ------------------------------------------------------- input size and exit statuses (issue 30 item 5)
+
+
+def test_an_endless_file_is_refused_at_the_input_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero on this system")
+    status, out, err = run_main(capsys, "-f", "/dev/zero")  # read without a limit: a MemoryError
+    assert_clean_error(status, out, err, "'/dev/zero' is longer than the input limit of 1,000,000 characters")
+    assert "--max-input-size" in err
+
+
+@pytest.mark.parametrize("given", ["file", "stdin", "argument"])
+def test_the_input_limit_holds_for_every_source_and_can_be_raised(
+    given: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    text = "declare x 1 expression " + " + ".join(["x"] * 30)  # 140 characters
+    path = tmp_path / "problem.txt"
+    path.write_text(text)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    source = {"file": ["-f", str(path)], "stdin": ["-"], "argument": [text]}[given]
+    status, out, err = run_main(capsys, "--max-input-size", "139", *source)
+    assert_clean_error(status, out, err, "longer than the input limit of 139 characters")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    status, out, _ = run_main(capsys, "--max-input-size", "140", *source)
+    assert status == 0 and out.startswith("expression  x + x + x")
+
+
+def test_a_deep_problem_prints_and_the_limit_is_in_the_help(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # 100,000 nested sin( (700 KB) used to end in a MemoryError traceback with exit status 1
+    depth = 100_000
+    path = tmp_path / "deep.txt"
+    path.write_text("declare x 1 expression " + "sin(" * depth + "x" + ")" * depth)
+    status, out, err = run_main(capsys, "-f", str(path))
+    assert status == 0, err
+    assert out.startswith("expression  sin(sin(") and out.count("sin(") == depth
+    status, out, _ = run_main(capsys, "--help")
+    assert status == 0 and "--max-input-size" in out and "1,000,000" in out
+    assert "2 bad input" in out and "1 --check found" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--orders", "x=1", "x +"], ["--bogus-option", "x"], ["--order", "0", "x"], ["--max-input-size", "0", "x"]],
+    ids=["bad expression", "bad option", "bad option value", "bad limit"],
+)
+def test_every_input_error_exits_2_distinct_from_a_failed_check(args: list[str], capsys) -> None:
+    status, _, err = run_main(capsys, *args)
+    assert status == cli.EXIT_BAD_INPUT == 2 and "Traceback" not in err
+    assert cli.EXIT_CHECK_FAILED == 1 and cli.EXIT_BROKEN_PIPE not in (1, 2)
+
+
+def test_memory_errors_are_input_errors(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "build_problem", exhausted)
+    status, out, err = run_main(capsys, "--orders", "x=1", "x")
+    assert_clean_error(status, out, err, "too large to process")
+
+
+def test_convexity_refuses_an_endless_file(capsys: pytest.CaptureFixture[str]) -> None:
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero on this system")
+    status = cli.main(["convexity", "-f", "/dev/zero"])
+    err = capsys.readouterr().err
+    assert status == 2 and "longer than the input limit" in err and "Traceback" not in err

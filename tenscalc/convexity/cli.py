@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TensCalcError
+from ..limits import MAX_INPUT, check_input_length, read_limited
 from .assumptions import WORDS
 from .check import check_convexity
 from .report import VERDICTS
@@ -55,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("problem", nargs="?", metavar="PROBLEM", help="the problem text ('-' or none: stdin)")
     parser.add_argument("-f", "--file", metavar="PATH", help="read the problem from PATH")
+    parser.add_argument(
+        "--max-input-size",
+        metavar="CHARS",
+        type=int,
+        default=MAX_INPUT,
+        help=f"refuse a problem longer than CHARS characters (default {MAX_INPUT:,}: 1 MB)",
+    )
     parser.add_argument("--orders", metavar="NAME=ORDER,...", action="append", default=[], help="undeclared orders")
     parser.add_argument("--wrt", metavar="NAME[,NAME...]", help="the variable(s); several: joint convexity")
     parser.add_argument(
@@ -106,14 +114,16 @@ def _read(args) -> str:
     if args.file is not None and args.file != "-":
         try:
             with open(args.file, encoding="utf-8") as handle:
-                return handle.read()
-        except OSError as exc:
-            raise _CliError(f"cannot read {args.file!r}: {exc.strerror or exc}") from None
+                return read_limited(handle, args.max_input_size, repr(args.file))
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise _CliError(f"cannot read {args.file!r}: {reason}") from None
     if args.problem is not None and args.problem != "-":
+        check_input_length(args.problem, args.max_input_size, "the problem text")
         return args.problem
     if sys.stdin is None or sys.stdin.isatty():
         raise _CliError("no problem given: pass its text, --file PATH, or pipe it on standard input")
-    text = sys.stdin.read()
+    text = read_limited(sys.stdin, args.max_input_size, "standard input")
     if not text.strip():
         raise _CliError("no problem given: standard input is empty")
     return text
