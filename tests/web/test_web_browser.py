@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -180,6 +182,17 @@ def test_the_python_code_runs_and_downloads(browser, server, artifacts):
     while not target.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert target.read_text() == source
+    # the self-checking script: the same function, random data and a finite-difference check
+    script = artifacts / "tenscalc_check.py"
+    script.unlink(missing_ok=True)
+    browser.find_element(By.ID, "download-script").click()
+    deadline = time.monotonic() + WAIT
+    while not script.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    text = script.read_text()
+    assert text.startswith(source.rstrip("\n")) and 'if __name__ == "__main__":' in text
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and done.stdout.strip().endswith("agrees"), done.stdout + done.stderr
 
 
 def test_an_invalid_input_shows_the_message_with_a_caret(browser, server, artifacts):
