@@ -559,7 +559,8 @@ def check_python(problem: Problem, seed: int = 0, tolerance: float = 1e-9) -> di
     exec(tc.to_python(roots, name="f"), namespace)  # our own generated code, no user text in it
     produced = namespace["f"](**values)
     worst = 0.0
-    for root, result in zip(roots, produced):
+    # the value against the expression as typed (the export has it simplified)
+    for root, result in zip([problem.expr] + roots[1:], produced):
         expected = np.asarray(tc.evaluate(root, values), dtype=float)
         if expected.size:
             scale = max(1.0, float(np.max(np.abs(expected))))
