@@ -155,6 +155,10 @@ class Backend:
 
         return autoray.do("zeros", shape, dtype=like.dtype, like=self.name)
 
+    def take(self, x: Any, key: tuple) -> Any:
+        """``x[key]``: a basic index (integers and slices, negative steps included)."""
+        return x[key]
+
     def embed(self, part: Any, key: tuple, shape: tuple[int, ...], like: Any = None) -> Any:
         """Zeros of ``shape`` with ``part`` written at the basic index ``key`` (a strided write)."""
         out = self.zeros(shape, part)
@@ -245,6 +249,32 @@ class Backend:
         The same root listed twice stays one array, computed once.  Immutable arrays
         (JAX, Dask) need nothing."""
         return results
+
+
+def positive_key(key: tuple, shape: Sequence[int]) -> tuple[tuple, tuple[int, ...]]:
+    """``key`` with each negative-step slice replaced by the positive one over the same
+    entries, and the axes of the result to flip back (for libraries without negative
+    steps: ``x[::-1]`` is ``x[0:n:1]`` flipped).
+
+    >>> positive_key((slice(None, None, -1), 0, slice(3, 0, -2)), (4, 2, 5))
+    ((slice(0, 4, 1), 0, slice(1, 4, 2)), (0, 1))
+    """
+    positive: list[Any] = []
+    flips: list[int] = []
+    axis = 0  # the axis of the result an item makes (integers make none)
+    for item, length in zip(key, shape):
+        if isinstance(item, slice) and item.step is not None and item.step < 0:
+            entries = range(length)[item]
+            positive.append(slice(entries[-1], entries[0] + 1, -entries.step) if entries else slice(0, 0, 1))
+            flips.append(axis)
+        else:
+            positive.append(item)
+        axis += not isinstance(item, int)
+    return tuple(positive), tuple(flips)
+
+
+def _negative_steps(key: tuple) -> bool:
+    return any(isinstance(item, slice) and item.step is not None and item.step < 0 for item in key)
 
 
 def numpy_result(value: Any) -> np.ndarray:
@@ -459,7 +489,23 @@ class TorchBackend(Backend):
         import torch
 
         device = getattr(like, "device", None)
+        if any(stride < 0 for stride in getattr(array, "strides", ())):  # torch has no negative strides
+            array = np.ascontiguousarray(array)
         return torch.as_tensor(array, device=device)
+
+    def take(self, x, key):
+        if not _negative_steps(key):
+            return x[key]
+        positive, flips = positive_key(key, tuple(x.shape))  # torch slices have positive steps only
+        return x[positive].flip(flips)
+
+    def embed(self, part, key, shape, like=None):
+        out = self.zeros(shape, part)
+        if _negative_steps(key):
+            key, flips = positive_key(key, shape)
+            part = part.flip(flips)
+        out[key] = part
+        return out
 
     def _lookup(self, name):
         if name == "relu":

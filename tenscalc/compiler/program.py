@@ -1374,11 +1374,12 @@ def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output
 
     (a,) = step.args
     key = slice_key(step.data)
+    take = backend.take  # torch spells a negative step its own way
     if is_output:  # never hand out a view of the caller's array
-        return (lambda env: _copy(env[a][key])), OpCost(0, 1, math.prod(shape))
-    view = lambda env: env[a][key]  # noqa: E731 - basic indexing: a view, no copy
+        return (lambda env: _copy(take(env[a], key))), OpCost(0, 1, math.prod(shape))
+    view = lambda env: take(env[a], key)  # noqa: E731 - basic indexing: a view, no copy
     if backend.name == "numpy":
-        view = describe(view, View(a, key))
+        view = describe(lambda env: env[a][key], View(a, key))
     return view, OpCost(0, 0, 0)
 
 

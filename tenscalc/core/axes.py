@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .nodes import FULL_AXIS, Dim, Expr, SliceDim, topological
+from .nodes import FULL_AXIS, Dim, Expr, SliceDim, slice_item_text, topological
 
 Source = tuple[str, int, int]  # (variable name, variable order, axis)
 
@@ -271,8 +271,7 @@ def derive_lengths(graph: AxisGraph, lengths: dict[int, int], error: type[Except
                 lengths[cls] = length
                 changed = True
             elif lengths[cls] != length:
-                start, stop, step = item
-                text = f"{start}:{'' if stop is None else stop}" + ("" if step == 1 else f":{step}")
+                text = slice_item_text(item)
                 raise error(
                     f"a slice [{text}] of an axis of length {lengths[cb]} has length {length}, but the "
                     f"expression needs length {lengths[cls]} there"

@@ -110,8 +110,7 @@ class SliceDim(NamedTuple):
     step: int
 
     def __str__(self) -> str:
-        text = f"{self.start or ''}:{'' if self.stop is None else self.stop}"
-        return f"{self.base}[{text}{'' if self.step == 1 else f':{self.step}'}]"
+        return f"{self.base}[{slice_item_text((self.start, self.stop, self.step))}]"
 
     def root(self) -> Dim:
         """The variable axis this length is sliced from."""
@@ -854,11 +853,18 @@ def _canon_det(children, arg):
     return children, None, 0
 
 
-#: what a negative slice step is refused with (the parser says the same)
-NEGATIVE_STEP_HINT = (
-    "a slice keeps the order of its axis, so a reversal such as x[::-1] cannot be written; "
-    "reverse the data instead (pass x_data[::-1] as the variable) and slice with a positive step"
-)
+def default_start(step: int) -> int:
+    """Where a slice with no start begins: 0 going forward, the last entry (-1) going
+    backward (``x[::-1]`` is ``x[-1::-1]``, as Python reads it)."""
+    return 0 if step > 0 else -1
+
+
+def slice_item_text(item: tuple[int, int | None, int]) -> str:
+    """``1:``, ``::2``, ``::-1``: one slice item as written between brackets (a default
+    start or step left out)."""
+    start, stop, step = item
+    text = ("" if start == default_start(step) else str(start)) + ":" + ("" if stop is None else str(stop))
+    return text + ("" if step == 1 else f":{step}")
 
 
 def slice_item(item: Any) -> int | tuple[int, int | None, int]:
@@ -872,12 +878,12 @@ def slice_item(item: Any) -> int | tuple[int, int | None, int]:
     if isinstance(item, tuple) and len(item) == 3:
         start, stop, step = item
         step = 1 if step is None else step
-        start = 0 if start is None else start
         for value in (start, stop, step):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise SemanticError(f"slice bounds are integers, got {value!r}")
-        if step < 1:
-            raise SemanticError(f"slice steps are positive integers, got {step}: {NEGATIVE_STEP_HINT}")
+        if step == 0:
+            raise SemanticError("a slice step cannot be zero")
+        start = default_start(step) if start is None else start
         return (start, stop, step)
     raise SemanticError(f"not a slice item: {item!r}")
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from ..core.nodes import MAX_ORDER, NEGATIVE_STEP_HINT
+from ..core.nodes import MAX_ORDER, default_start
 from ..core.vocabulary import ASSUMPTION_WORDS, KEYWORDS, NOTATION_FUNCTIONS
 from ..errors import ParseError, SemanticError
 from .lexer import Token, tokenize
@@ -471,13 +471,11 @@ class Parser:
                     if not (self.at(",") or self.at("]")):
                         step = self.slice_bound()
                         if step is None:  # `x[:::-1]`: a third colon where the step belongs
-                            self.fail("a slice step (a positive integer)")
-                        if step < 1:
+                            self.fail("a slice step (a nonzero integer)")
+                        if step == 0:
                             where = self.tokens[self.i - 1].pos
-                            raise ParseError(
-                                f"slice steps are positive integers: {NEGATIVE_STEP_HINT}", self.text, where
-                            )
-                items.append((0 if first is None else first, stop, step))
+                            raise ParseError("a slice step cannot be zero", self.text, where)
+                items.append((default_start(step) if first is None else first, stop, step))
             elif first is None:
                 self.fail("an index or a slice such as 1: or :-1")
             else:

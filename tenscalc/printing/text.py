@@ -417,9 +417,7 @@ def slice_text(items) -> str:
         if isinstance(item, int):
             parts.append(str(item))
             continue
-        start, stop, step = item
-        text = f"{start or ''}:{'' if stop is None else stop}"
-        parts.append(text + (f":{step}" if step != 1 else ""))
+        parts.append(N.slice_item_text(item))
     return ", ".join(parts)
 
 
