@@ -85,8 +85,36 @@ def coefficient_prefix(coef: int | float) -> str:
     return format_number(coef) + " "
 
 
+def common_factor(coefficients: Sequence[int | float]) -> int | float:
+    """The factor a reader pulls out of a sum: the shared magnitude (``0.5 a + 0.5 b``), or
+    the greatest common divisor of integers (``2 a - 4 b``); negative when every term is.
+    1 when there is none (a single term, or nothing shared).
+
+    >>> common_factor([0.5, 0.5]), common_factor([2, -4]), common_factor([-3, -3]), common_factor([1, 2])
+    (0.5, 2, -3, 1)
+    """
+    if len(coefficients) < 2:
+        return 1
+    magnitudes = {abs(c) for c in coefficients}
+    factor: int | float = 1
+    if len(magnitudes) == 1:
+        factor = magnitudes.pop()
+    elif all(isinstance(c, int) for c in coefficients):
+        factor = math.gcd(*(int(c) for c in coefficients))
+    if factor in (0, 1) or not math.isfinite(factor):
+        return 1
+    return -factor if all(c < 0 for c in coefficients) else factor
+
+
 def join_terms(terms: list[tuple[int | float, str, int]]) -> tuple[str, int]:
-    """``c1 t1 + c2 t2 - ...`` from (coefficient, text, precedence) triples."""
+    """``c1 t1 + c2 t2 - ...`` from (coefficient, text, precedence) triples; a factor
+    common to every coefficient is written once in front (``0.5 (A^\top x + A x)``)."""
+    factor = common_factor([coef for coef, _, _ in terms])
+    if factor != 1:
+        reduced = [(divide_coefficient(coef, factor), text, prec) for coef, text, prec in terms]
+        inner, _ = join_terms(reduced)
+        text = f"{coefficient_prefix(factor)}\\left({inner}\\right)"
+        return text, NEG if factor < 0 else PROD
     parts: list[str] = []
     for i, (coef, text, prec) in enumerate(terms):
         body = wrap(text, prec, NEG if abs(coef) == 1 else BIGSUM)
@@ -103,6 +131,14 @@ def join_terms(terms: list[tuple[int | float, str, int]]) -> tuple[str, int]:
     if len(terms) == 1:
         return text, NEG if text.startswith("-") else (PROD if terms[0][0] != 1 else terms[0][2])
     return text, SUM
+
+
+def divide_coefficient(coef: int | float, factor: int | float) -> int | float:
+    """``coef / factor`` exactly where both are integers (the factor divides them)."""
+    if isinstance(coef, int) and isinstance(factor, int):
+        return coef // factor
+    quotient = coef / factor
+    return int(quotient) if float(quotient).is_integer() else quotient
 
 
 def display_order(node: Expr) -> list[int]:

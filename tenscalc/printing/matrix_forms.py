@@ -128,7 +128,60 @@ def _m_func(node, kids, readings):
     return Reading(f"{name}\\left({x.text}\\right)", ATOM, node.order, t)
 
 
+def squared_norm_base(node: Expr) -> Expr | None:
+    """``v`` when ``node`` is the sum of the squares of ``v``'s entries, written as
+    ``v *(i,i->) v`` (``vᵀv``) or ``v^2 *(i,->) 1`` (``sum(v.^2)``); None otherwise."""
+    if node.op != "mul" or node.arg[1] or node.order:
+        return None
+    ins = node.arg[0]
+    pairs = [(c, s) for c, s in zip(node.children, ins) if not (c.op == "const" and c.arg[0] == 1)]
+    specs = {s for _, s in pairs}
+    if len(specs) != 1 or len(set(ins[0])) != len(ins[0]):
+        return None
+    if any(c.op == "const" and set(s) - set(pairs[0][1]) for c, s in zip(node.children, ins)):
+        return None  # a ones operand with a letter of its own would count entries twice
+    if len(pairs) == 2 and pairs[0][0] is pairs[1][0]:
+        return pairs[0][0]
+    if len(pairs) == 1 and pairs[0][0].op == "pow" and pairs[0][0].children[1].op == "const":
+        if pairs[0][0].children[1].arg[0] == 2:
+            return pairs[0][0].children[0]
+    return None
+
+
+def _squared_norm(node: Expr, readings) -> Reading | None:
+    """``xᵀx`` for a vector variable, ``‖v‖²`` for any other vector, ``‖X‖_F²`` for a matrix."""
+    base = squared_norm_base(node)
+    if base is None or base.order not in (1, 2) or readings.get(base) is None:
+        return None
+    reading = readings[base]
+    if base.op == "var" and base.order == 1:
+        return Reading(f"{reading.text}^\\top {reading.text}", PROD, 0)
+    frobenius = "_F" if base.order == 2 else ""
+    return Reading(f"\\left\\|{reading.text}\\right\\|{frobenius}^{{2}}", POW, 0)
+
+
+def _norm(node: Expr, readings) -> Reading | None:
+    """``‖v‖`` for the square root of a sum of squares (``norm2(v)``), ``‖v‖^{-1}`` for its
+    power -1/2, ``‖v‖^{3}`` for 3/2: an odd multiple of 1/2 (an even one is a power of vᵀv)."""
+    if node.op != "pow" or node.children[1].op != "const":
+        return None
+    twice = 2 * node.children[1].arg[0]
+    if twice != int(twice) or int(twice) % 2 != 1:
+        return None
+    base = squared_norm_base(node.children[0])
+    if base is None or base.order not in (1, 2) or readings.get(base) is None:
+        return None
+    frobenius = "_F" if base.order == 2 else ""
+    text = f"\\left\\|{readings[base].text}\\right\\|{frobenius}"
+    if twice == 1:
+        return Reading(text, ATOM, 0)
+    return Reading(f"{text}^{{{int(twice)}}}", POW, 0)
+
+
 def _m_pow(node, kids, readings):
+    norm = _norm(node, readings)
+    if norm is not None:
+        return norm
     base, exponent = kids
     e = node.children[1].arg[0] if node.children[1].op == "const" else None
     hadamard = node.order > 0
@@ -162,6 +215,9 @@ class _Operand:
 
 
 def _m_mul(node, kids, readings):
+    squared = _squared_norm(node, readings)
+    if squared is not None:
+        return squared
     ins, out = node.arg
     coef: int | float = 1
     scalars: list[Reading] = []

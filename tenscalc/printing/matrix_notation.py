@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator, Mapping
 from ..core import nodes as N
 from ..core.nodes import Expr
 from . import text as P
+from .latex_pieces import common_factor, divide_coefficient
+from .matrix_forms import squared_norm_base
 from .text import FACTOR, MAX_TEXT, POWER, TERM, Templates, chain_order, text_length, to_text
 
 # An entry of the printer: (text, precedence, kind, alternative).  ``kind`` says
@@ -106,14 +108,14 @@ def _print_node(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry:
 
 def _print_matrix(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry | None:
     """The node in matrix notation, or None where the einsum language is needed."""
-    return MATRIX_NOTATION_PRINTERS[node.op](node, [texts[c] for c in node.children], root)
+    return MATRIX_NOTATION_PRINTERS[node.op](node, [texts[c] for c in node.children], root, texts)
 
 
-def _m_var(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _m_var(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     return node.arg[0], P.ATOM, _default_kind(node.order), None
 
 
-def _m_const(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _m_const(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     number = P.format_exact(node.arg[0]) if node.order == 0 else P.format_number(node.arg[0])
     if node.order and node.arg[0] in (1, -1) and all(map(N.is_known, node.dims)):
         # a ones vector or matrix, sized by variables' axes: ones(x.0), as the parser reads it
@@ -124,22 +126,31 @@ def _m_const(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
     return number, (P.FACTOR if number.startswith("-") else P.ATOM), _default_kind(node.order), None
 
 
-def _m_delta(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _m_delta(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     if node.arg == 1 and not any(map(N.is_known, node.dims)) and "eye" not in root.variables:
         return "eye", P.ATOM, "m", None
     dims = P.dimensions_text(node) if any(map(N.is_known, node.dims)) else ""
     return f"delta({node.arg}){dims}", P.ATOM, _default_kind(node.order), None
 
 
-def _m_add(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _m_add(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     return _print_sum(node, kids)
 
 
-def _m_func(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _m_func(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     return f"{node.arg}({kids[0][0]})", P.ATOM, kids[0][2], None
 
 
-def _m_pow(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _vector_norm_base(node: Expr) -> Expr | None:
+    """``v`` when ``node`` is ``vᵀv`` or ``sum(v.^2)`` of a vector ``v``."""
+    base = squared_norm_base(node)
+    return base if base is not None and base.order == 1 else None
+
+
+def _m_pow(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
+    inner = _vector_norm_base(node.children[0])
+    if inner is not None and node.children[1].op == "const" and node.children[1].arg[0] == 0.5:
+        return f"norm2({texts[inner][0]})", P.ATOM, "s", None  # (vᵀv)^0.5
     base, exponent = kids
     exp_text = exponent[0] if exponent[1] >= P.ATOM else f"({exponent[0]})"
     # `X^2` of a matrix is the matrix power in matrix notation: its entrywise power is `X.^2`
@@ -147,11 +158,11 @@ def _m_pow(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
     return f"{_wrap(base, P.ATOM)}{op}{exp_text}", P.POWER, base[2], None
 
 
-def _m_matrix_function(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _m_matrix_function(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     return f"{node.op}({kids[0][0]})", P.ATOM, _default_kind(node.order), None
 
 
-def _m_slice(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
+def _m_slice(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     text = f"{_wrap(kids[0], P.ATOM)}[{P.slice_text(node.arg)}]"  # X[0, :] is a row, as the parser reads it
     kind = _default_kind(node.order)
     if node.order == 1:
@@ -159,20 +170,26 @@ def _m_slice(node: Expr, kids: list[_Entry], root: Expr) -> _Entry:
     return text, P.POWER, kind, None
 
 
-def _m_mul(node: Expr, kids: list[_Entry], root: Expr) -> _Entry | None:
+def _m_mul(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry | None:
+    vector = _vector_norm_base(node)
+    if vector is not None:  # x'*x for a variable, norm2(A*x - y)^2 for anything else
+        text = _oriented(texts[vector], "c")[0]
+        if vector.op == "var":
+            return f"{text}'*{text}", P.TERM, "s", None
+        return f"norm2({text})^2", P.POWER, "s", None
     ins, out = node.arg
     if len(node.children) == 1:
         return _print_unary(ins[0], tuple(out), kids[0])
     return _print_chain(ins, tuple(out), kids)
 
 
-def _m_none(node: Expr, kids: list[_Entry], root: Expr) -> None:
+def _m_none(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> None:
     """No matrix notation (an embedding): the einsum language's text."""
     return None
 
 
 #: The matrix-notation printer of each node kind (None: use the einsum language).
-MATRIX_NOTATION_PRINTERS: dict[str, Callable[[Expr, list[_Entry], Expr], _Entry | None]] = {
+MATRIX_NOTATION_PRINTERS: dict[str, Callable[[Expr, list[_Entry], Expr, dict[Expr, _Entry]], _Entry | None]] = {
     "var": _m_var,
     "const": _m_const,
     "delta": _m_delta,
@@ -188,8 +205,10 @@ MATRIX_NOTATION_PRINTERS: dict[str, Callable[[Expr, list[_Entry], Expr], _Entry 
 
 
 def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:
+    factor = common_factor(node.arg)
+    coefficients = [divide_coefficient(c, factor) for c in node.arg] if factor != 1 else list(node.arg)
     parts: list[str] = []
-    for i, (entry, coef) in enumerate(zip(kids, node.arg)):
+    for i, (entry, coef) in enumerate(zip(kids, coefficients)):
         if node.order == 1:
             entry = _oriented(entry, "c")
         if coef in (1, -1):
@@ -204,7 +223,16 @@ def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:
         else:
             parts.append((" - " if coef < 0 else " + ") + scaled)
     prec = P.SUM if len(kids) > 1 else (P.FACTOR if node.arg[0] < 0 else P.TERM)
-    return "".join(parts), prec, _default_kind(node.order), None
+    text = "".join(parts)
+    if factor != 1:  # 0.5*A'*x + 0.5*A*x -> 0.5*(A'*x + A*x)
+        magnitude = P.format_exact(abs(factor))
+        return (
+            f"{'-' if factor < 0 else ''}{magnitude}*({text})",
+            (P.FACTOR if factor < 0 else P.TERM),
+            _default_kind(node.order),
+            None,
+        )
+    return text, prec, _default_kind(node.order), None
 
 
 def _print_unary(spec: tuple, out: tuple, child: _Entry) -> _Entry | None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc.testing import check_derivative
+from tenscalc.testing import check_derivative, random_values
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -242,3 +242,75 @@ def test_the_checked_derivatives_agree_with_finite_differences():
         f = tc.parse(text)
         for order in (1, 2):
             assert check_derivative(f, name, order=order).ok, (text, order)
+
+
+# ------------------------------------------------------------------ echoes (issue 29 item 5)
+
+READER_FORMS = [
+    # text, wrt, LaTeX of the expression (as parsed and simplified), of its derivative, matrix notation of both
+    (
+        "exp(-x'*x)",
+        "x",
+        r"\exp\left(-x^\top x\right)",
+        r"-2 \exp\left(-x^\top x\right) x",
+        "exp(-(x'*x))",
+        "-2*(exp(-(x'*x))*x)",
+    ),
+    (
+        "norm2(A*x-y)^2",
+        "x",
+        r"\left\|A x - y\right\|^{2}",
+        r"2 A^\top \left(A x - y\right)",
+        "norm2(A*x - y)^2",
+        "2*(A'*(A*x - y))",
+    ),
+    (
+        "0.5*x'*A*x",
+        "x",
+        r"0.5 x^\top A x",
+        r"0.5 \left(A^\top x + A x\right)",
+        None,
+        "0.5*(A'*x + A*x)",
+    ),
+    ("sum(X.^2)", "X", r"\left\|X\right\|_F^{2}", "2 X", "sum(X.^2)", "2*X"),
+    ("norm2(x)", "x", r"\left\|x\right\|", r"\left\|x\right\|^{-1} x", "norm2(x)", None),
+]
+
+
+@pytest.mark.parametrize("text, wrt, latex_f, latex_d, matrix_f, matrix_d", READER_FORMS)
+def test_echoes_and_derivatives_read_as_a_reader_writes_them(text, wrt, latex_f, latex_d, matrix_f, matrix_d):
+    f = tc.parse(text)
+    d = tc.derivative(f, wrt)
+    assert tc.latex(f) == latex_f and tc.latex(tc.simplify(f)) == latex_f
+    assert tc.latex(d) == latex_d
+    if matrix_f is not None:
+        assert tc.to_matrix_notation(tc.simplify(f)) == matrix_f
+    if matrix_d is not None:
+        assert tc.to_matrix_notation(d) == matrix_d
+    # what is printed means the same: the matrix notation parses back to equal values
+    values = random_values(f, seed=4)  # distinct lengths wherever the expression allows them
+    for expr in (f, tc.simplify(f), d):
+        again = tc.parse(tc.to_matrix_notation(expr), f.variables)
+        np.testing.assert_allclose(tc.evaluate(again, values), tc.evaluate(expr, values), rtol=1e-12)
+
+
+def test_common_factors_are_pulled_out_of_printed_sums():
+    from tenscalc.printing.latex_pieces import common_factor
+
+    assert [common_factor(c) for c in ([0.5, 0.5], [2, -4], [-3, -3], [1, 2], [2.0, 3.0], [4])] == [0.5, 2, -3, 1, 1, 1]
+    f = tc.parse("2*x'*A*y - 4*x'*B*y")
+    d = tc.derivative(f, "x")
+    assert tc.latex(d) == r"2 \left(A y - 2 B y\right)"
+    assert tc.to_matrix_notation(d) == "2*(A*y - 2*(B*y))"
+    values = {"x": RNG.standard_normal(3), "y": RNG.standard_normal(4)}
+    values |= {"A": RNG.standard_normal((3, 4)), "B": RNG.standard_normal((3, 4))}
+    np.testing.assert_allclose(
+        tc.evaluate(tc.parse(tc.to_matrix_notation(d), f.variables), values),
+        2 * values["A"] @ values["y"] - 4 * values["B"] @ values["y"],
+        rtol=1e-12,
+    )
+
+
+def test_norm_powers_print_as_norms():
+    d = tc.derivative(tc.parse("x/norm2(x)"), "x")
+    assert tc.latex(d) == r"\left\|x\right\|^{-1} I - \left\|x\right\|^{-3} x x^\top"
