@@ -295,6 +295,12 @@ def test_the_page_fits_a_390_px_phone_in_every_state(phone, server, artifacts):
         assert phone.find_element(By.ID, f"tab-{tab}").is_displayed()
         page_fits(phone)
         shot(phone, artifacts, f"7-phone-{tab}")
+    # the reference and legend opened, and the type control (shown for this input)
+    assert phone.find_element(By.ID, "types").is_displayed()
+    phone.find_element(By.CSS_SELECTOR, "#help summary").click()
+    assert phone.find_element(By.ID, "legend").is_displayed()
+    page_fits(phone)
+    shot(phone, artifacts, "7-phone-help")
     # an invalid input, then the empty page
     expression = phone.find_element(By.ID, "expression")
     expression.clear()
