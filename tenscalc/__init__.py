@@ -89,7 +89,7 @@ def parse(text: str, orders: dict[str, int] | None = None, *, letter_rule: bool 
 
 def parse_problem(text: str, orders: dict[str, int] | None = None, *, letter_rule: bool = True) -> Problem:
     """Parse a ``declare … expression … [derivative wrt …]`` problem (``orders`` and
-    ``letter_rule`` as in :func:`parse`).
+    ``letter_rule`` as in ``parse``).
 
     Examples
     --------

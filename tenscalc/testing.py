@@ -131,7 +131,7 @@ def random_values(
     ``[0.1, 0.9]`` when the expression has ``log``, ``arcsin``/``arccos`` or
     non-integer powers.  Square matrices get ``n * I`` added so that ``inv`` and
     ``det`` are well conditioned.  ``shapes`` replaces the lengths of
-    :func:`axis_lengths`.
+    ``axis_lengths``.
 
     Examples
     --------
@@ -155,7 +155,7 @@ def random_values(
 
 
 def length_assignments(exprs: Expr | Sequence[Expr], first: int = FIRST_LENGTH) -> list[dict[str, tuple[int, ...]]]:
-    """Shapes to try, best first: :func:`axis_lengths`, then its distinct lengths handed out in
+    """Shapes to try, best first: ``axis_lengths``, then its distinct lengths handed out in
     reverse (``X`` 2x3 becomes 3x2, so that ``XᵀWX`` has full rank), then every length equal
     (square matrices: the last resort, where no distinct assignment is defined).
 
@@ -211,7 +211,7 @@ def _short(expr: Expr) -> str:
 def defined_values(exprs: Expr | Sequence[Expr], seed: int = 0) -> dict[str, np.ndarray | float]:
     """Random values (distinct axis lengths where possible) at which every one of ``exprs`` is defined.
 
-    Tries :data:`DRAWS` draws for each assignment of :func:`length_assignments`;
+    Tries ``DRAWS`` draws for each assignment of ``length_assignments``;
     raises :class:`RandomDataError` ("could not evaluate at random data: <why>") when
     none is defined.
 
@@ -294,7 +294,7 @@ def check_derivative(
     ``max |symbolic - numeric| / max(1, max |numeric|)``.
 
     Without ``values`` the data are drawn where the function and its derivative are
-    defined (see :func:`defined_values`: well-conditioned ``inv``/``det`` arguments,
+    defined (see ``defined_values``: well-conditioned ``inv``/``det`` arguments,
     finite values, distinct axis lengths where possible); when no draw is, the report
     has ``ok`` and ``evaluated`` False and says "could not evaluate at random data: <why>".
 
