@@ -80,7 +80,7 @@ def grad(
     Given a Python function instead of an expression, ``grad`` is JAX's: the
     result is a function of the same arguments that returns the gradient by
     argument ``argnums`` (default the first; a tuple gives a tuple), with nested
-    dicts, lists and tuples of arrays allowed (see :mod:`tenscalc.transforms`).
+    dicts, lists and tuples of arrays allowed (see ``tenscalc.transforms``).
 
     Parameters
     ----------
@@ -127,7 +127,7 @@ def value_and_grad(
 ) -> Any:
     """The value and the gradient together, from one compiled function (``jax.value_and_grad``).
 
-    Arguments as in :func:`grad`; the function returned gives ``(value, gradient)``.
+    Arguments as in ``tenscalc.grad``; the function returned gives ``(value, gradient)``.
 
     Examples
     --------
