@@ -60,6 +60,8 @@ class Problem:
         """The matrices declared ``symmetric``, ``psd``, ``pd`` or ``diagonal``: the simplifier
         writes their transposes as themselves (``x'*A*x`` by ``x`` gives ``2Ax``).
 
+        Examples
+        --------
         >>> import tenscalc as tc
         >>> p = tc.parse_problem("declare x 1 A 2 symmetric expression x'*A*x derivative wrt x")
         >>> p.symmetric, tc.to_matrix_notation(p.derivative())
