@@ -4,8 +4,9 @@ Done once per compiled function, whatever the arrays:
 
 * **fusion** — a product whose operand is another product used only there (or a
   product that only relabels, scales, broadcasts or writes a diagonal, which is
-  free to repeat) is inlined, so a chain of products between shared nodes
-  becomes one multi-operand einsum ("term");
+  free to repeat, or a shared outer product, larger than its operands and never
+  cheaper to read than to form) is inlined, so a chain of products between
+  shared nodes becomes one multi-operand einsum ("term");
 * **deltas and constants** leave products: ``delta`` operands join their paired
   letters (index renaming), constant operands become a scalar factor, and a
   letter left without an operand is either broadcast (output letter) or a
@@ -144,6 +145,23 @@ def _is_free(node: Expr) -> bool:
     unite_delta_letters(list(zip(node.children, ins)), classes)
     kept = {classes.find(letter) for letter in out}
     return all(classes.find(letter) in kept for letter in data[0])
+
+
+def _is_expansion(node: Expr) -> bool:
+    """A product that sums nothing and whose result no single operand spans, such as
+    the outer product ``x *(i,j->ij) y``: its result is larger than its operands
+    (n² entries from 2n), so forming it once for several readers costs more memory,
+    and no fewer flops, than forming it (or contracting past it) inside each reader."""
+    if node.op != "mul":
+        return False
+    ins, out = node.arg
+    classes = LetterClasses()
+    kept = unite_delta_letters(list(zip(node.children, ins)), classes)
+    data = [{classes.find(letter) for letter in spec} for child, spec in kept if child.op != "const"]
+    result = {classes.find(letter) for letter in out}
+    if len(data) < 2 or not all(letters <= result for letters in data):
+        return False  # one operand, or a summed letter: computing it once saves work
+    return not any(letters >= result for letters in data)
 
 
 def _as_float(value: int | float) -> float:
@@ -316,6 +334,13 @@ class PlanBuilder:
                             self.forced.add(child)  # computed once, relabelled per use
                 elif len(users) == 1 and fusing_users:
                     self.inline.add(node)
+                elif len(fusing_users) == len(users) and _is_expansion(node):
+                    # shared, but recomputed in every reader: materialised it would be
+                    # the largest array of the plan ((x ⊗ y) : (x ⊗ y) at n = 400,000
+                    # needed 1.2 TB; fused, the reader contracts x·x and y·y)
+                    self.inline.add(node)
+                    for child in self._data_children(node):
+                        self.forced.add(child)  # its operands are still computed once
             if is_product:
                 own = self._own_scale(node)
                 outer = max((self.term_scale.get(u, 1.0) for u in fusing_users), default=1.0)
