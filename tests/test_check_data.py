@@ -77,3 +77,15 @@ def test_help_documents_the_exit_status():
     status, text = _cli("--help")
     assert status == EXIT_OK
     assert "3 --check could not evaluate at random data" in text
+
+
+def test_the_web_check_reply_stays_valid_json_when_nothing_could_be_compared():
+    import json
+
+    from tenscalc.web.compute import analyse
+
+    reply = analyse({"expression": "inv(x *(i,j->ij) x)", "wrt": "x", "part": "check"})
+    (row,) = reply["checks"]
+    assert row["evaluated"] is False and row["max_error"] is None and not reply["all_ok"]
+    assert row["message"].startswith("could not evaluate at random data: ")
+    json.dumps(reply, allow_nan=False)  # a browser's JSON.parse refuses NaN and Infinity

@@ -21,6 +21,7 @@ character of the field the user typed it in.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -533,7 +534,9 @@ def check(problem: Problem, seed: int = 0) -> dict[str, Any]:
                     "k": k,
                     "label": f"{label(k, expr.order)} wrt {name}",
                     "ok": bool(report.ok),
-                    "max_error": float(report.max_error),
+                    # JSON has no inf or nan: None where nothing was compared or the error is not finite
+                    "max_error": float(report.max_error) if math.isfinite(report.max_error) else None,
+                    "evaluated": bool(getattr(report, "evaluated", True)),
                     "method": report.method,
                     "message": report.message,
                 }

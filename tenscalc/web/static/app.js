@@ -265,8 +265,9 @@ function showCheck(answer) {
   for (const r of answer.checks) {
     const row = table.insertRow();
     cell(row, r.label);
-    cell(row, r.max_error.toExponential(2));
-    cell(row, r.ok ? "agrees" : "DISAGREES", r.ok ? "ok" : "bad");
+    cell(row, r.max_error === null ? "—" : r.max_error.toExponential(2));
+    if (r.evaluated === false) cell(row, "could not evaluate at random data", "bad");  // r.message says why
+    else cell(row, r.ok ? "agrees" : "DISAGREES", r.ok ? "ok" : "bad");
     cell(row, r.method);
   }
   target.appendChild(table);
