@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..core.checks import count_nodes
@@ -65,11 +65,35 @@ def analyse(request: Mapping[str, Any]) -> dict[str, Any]:
         part = str(request.get("part", "derive"))
         if part not in PARTS:
             raise InputError(f"unknown part {part!r}; expected one of {', '.join(PARTS)}")
-        problem = read_problem(request)
-        handler: Callable[[Problem], dict[str, Any]] = {"derive": derive, "check": check, "convexity": convexity}[part]
-        return {"ok": True, "part": part, "inputs": input_variables(request), **handler(problem)}
     except TensCalcError as exc:
         return {"ok": False, "error": describe_error(exc, request), "inputs": input_variables(request)}
+    return next(analyse_parts(request, [part]))
+
+
+def analyse_parts(request: Mapping[str, Any], parts: list[str]) -> Iterator[dict[str, Any]]:
+    """The answers to several parts of one input, each as soon as it is computed: the
+    input is read and its derivatives computed once for all of them.  An input that
+    cannot be read gives one error answer and nothing more.
+
+    >>> [answer["part"] for answer in analyse_parts({"expression": "sin(x)", "declarations": "x 0"}, list(PARTS))]
+    ['derive', 'check', 'convexity']
+    """
+    inputs = input_variables(request)
+    try:
+        problem = read_problem(request)
+    except TensCalcError as exc:
+        yield {"ok": False, "part": parts[0], "error": describe_error(exc, request), "inputs": inputs}
+        return
+    handlers: dict[str, Callable[[Problem], dict[str, Any]]] = {
+        "derive": derive,
+        "check": check,
+        "convexity": convexity,
+    }
+    for part in parts:
+        try:
+            yield {"ok": True, "part": part, "inputs": inputs, **handlers[part](problem)}
+        except TensCalcError as exc:
+            yield {"ok": False, "part": part, "error": describe_error(exc, request), "inputs": inputs}
 
 
 _TEXT_FIELDS = ("expression", "declarations", "wrt")
@@ -90,6 +114,11 @@ def check_request(request: Any) -> None:
         _field(request, name)
     if str(request.get("part", "derive")) not in PARTS:
         raise InputError(f"unknown part {request.get('part')!r}; expected one of {', '.join(PARTS)}")
+    parts = request.get("parts")
+    if parts is not None and not (
+        isinstance(parts, list) and parts and all(p in PARTS for p in parts) and len(set(parts)) == len(parts)
+    ):
+        raise InputError(f"'parts' must list some of {', '.join(PARTS)}, each once")
     read_order(request.get("order"))
     if not isinstance(request.get("defaults", True), bool):
         raise InputError("'defaults' must be true or false")
@@ -108,6 +137,7 @@ class Problem:
         self.wrt = wrt
         self.order = order
         self.assumptions = assumptions
+        self._derivatives: dict[str, list[Expr]] = {}
 
     @property
     def symmetric(self) -> list[str]:
@@ -115,8 +145,11 @@ class Problem:
         return symmetric_names(self)
 
     def derivatives(self, name: str) -> list[Expr]:
-        """The derivatives 1..order by ``name``, simplified with the declared symmetry."""
-        return derivatives(self.expr, name, self.order, self.symmetric)
+        """The derivatives 1..order by ``name``, simplified with the declared symmetry
+        (computed once: the parts of one request share them)."""
+        if name not in self._derivatives:
+            self._derivatives[name] = derivatives(self.expr, name, self.order, self.symmetric)
+        return self._derivatives[name]
 
     def roots(self) -> list[Expr]:
         """The expression (simplified as its derivatives are, so that the exported code

@@ -37,7 +37,7 @@ import sys
 import threading
 import webbrowser
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -252,11 +252,14 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(_error(str(exc)), HTTPStatus.BAD_REQUEST)
             return
         session, seq = request.get("session"), request.get("seq")
+        cancelled = self.client_gone
         if isinstance(session, str) and isinstance(seq, int):
             self.server.note_request(session, seq)
-            answer = self.server.pool.run(request, lambda: self.server.superseded(session, seq) or self.client_gone())
-        else:
-            answer = self.server.pool.run(request, self.client_gone)
+            cancelled = lambda: self.server.superseded(session, seq) or self.client_gone()  # noqa: E731
+        if request.get("parts") is not None:
+            self._stream(request, cancelled)
+            return
+        answer = self.server.pool.run(request, cancelled)
         if answer.get("error", {}).get("kind") == "Cancelled":
             self.close_connection = True
             if self.client_gone():
@@ -264,6 +267,28 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(answer, HTTPStatus.CONFLICT)
             return
         self._send_json(answer, HTTPStatus.OK)
+
+    def _stream(self, request: dict[str, Any], cancelled: Callable[[], bool]) -> None:
+        """The answers to the parts of one input, one JSON line each as soon as it is ready."""
+        answers = self.server.pool.stream(request, cancelled)
+        self.close_connection = True  # the end of the body is the end of the connection
+        try:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("X-Frame-Options", "DENY")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for answer in answers:
+                if answer.get("error", {}).get("kind") == "Cancelled" and self.client_gone():
+                    return  # nobody to tell
+                self.wfile.write(json.dumps(answer).encode("utf-8") + b"\n")
+                self.wfile.flush()
+        except (ConnectionError, TimeoutError):
+            pass  # the client hung up: closing the answers below gives its work up
+        finally:
+            answers.close()
 
     def _send_json(self, payload: dict[str, Any], status: HTTPStatus) -> None:
         self._send(json.dumps(payload).encode("utf-8"), "application/json", status)

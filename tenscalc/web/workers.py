@@ -28,7 +28,7 @@ import multiprocessing
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -63,22 +63,26 @@ def _work(conn: Connection) -> None:
             return
         if request is None:
             return
+        # every answer as soon as it is ready, then the end mark
         try:
-            answer = analyse(request)
-        except Exception as exc:  # noqa: BLE001 - a bug must reach the page as a message, not kill the worker
-            answer = {
-                "ok": False,
-                "error": {
-                    "message": f"internal error ({type(exc).__name__}): {exc}",
-                    "field": None,
-                    "offset": None,
-                    "kind": "InternalError",
-                },
-            }
-        try:
-            conn.send(answer)
+            for answer in _answers(request):
+                conn.send(("answer", answer))
+            conn.send(("end", None))
         except (OSError, ValueError):
             return
+
+
+def _answers(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The answers to one request: one part (``part``) or several (``parts``)."""
+    from .compute import analyse, analyse_parts
+
+    try:
+        if request.get("parts") is None:
+            yield analyse(request)
+        else:
+            yield from analyse_parts(request, list(request["parts"]))
+    except Exception as exc:  # noqa: BLE001 - a bug must reach the page as a message, not kill the worker
+        yield _failure(f"internal error ({type(exc).__name__}): {exc}", "InternalError")
 
 
 class _Worker:
@@ -184,45 +188,77 @@ class WorkerPool:
         return self._idle.qsize()
 
     def run(self, request: Mapping[str, Any], cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
-        """The answer to ``request``, or an error when it takes longer than the timeout.
+        """The answer to ``request`` (one part), or an error when it takes longer than the timeout.
 
         ``cancelled()`` is asked every :data:`POLL` seconds while the request waits for
         a worker or for its answer; once it is true the work is given up (its worker
         killed and replaced) and a ``"Cancelled"`` error comes back.
         """
+        return list(self.stream({**request, "parts": None}, cancelled))[0]
+
+    def stream(
+        self, request: Mapping[str, Any], cancelled: Callable[[], bool] | None = None
+    ) -> Generator[dict[str, Any], None, None]:
+        """The answers to ``request`` (each part of ``request["parts"]``) as the worker sends them.
+
+        Each answer has its own deadline; a failure (timeout, crash, cancelled, busy) is
+        the last answer.  Closing the generator before its end gives the work up (the
+        worker is killed and replaced): nobody reads the rest.
+        """
         if self._closed:
-            return _failure("the server is shutting down", "Unavailable")
+            yield _failure("the server is shutting down", "Unavailable")
+            return
         if self._start_failures >= MAX_START_FAILURES:
-            return _failure("the worker processes cannot start (see the server's terminal)", "Unavailable")
+            yield _failure("the worker processes cannot start (see the server's terminal)", "Unavailable")
+            return
         gone = cancelled or (lambda: False)
-        deadline = time.monotonic() + self.timeout
-        worker = self._take(deadline, gone)
+        worker = self._take(time.monotonic() + self.timeout, gone)
         if worker is None:
             if gone():
                 self.cancelled += 1
-                return _failure("cancelled: nobody waits for this answer any more", "Cancelled")
-            return _failure(f"the server is busy: no worker was free within {self.timeout:g} s", "Busy")
-        deadline = time.monotonic() + self.timeout
+                yield _failure("cancelled: nobody waits for this answer any more", "Cancelled")
+            else:
+                yield _failure(f"the server is busy: no worker was free within {self.timeout:g} s", "Busy")
+            return
+        done = False
         try:
             worker.conn.send(dict(request))
-            while not worker.conn.poll(POLL):
-                if gone():
-                    self.cancelled += 1
+            while True:
+                failure = self._wait(worker, gone)
+                if failure is not None:
+                    done = True
                     self._retire(worker)
-                    return _failure("cancelled: nobody waits for this answer any more", "Cancelled")
-                if time.monotonic() >= deadline:
-                    self._retire(worker)
-                    return _failure(
-                        f"stopped after {self.timeout:g} s: this input takes too long (try a lower order or a "
-                        "smaller expression)",
-                        "Timeout",
-                    )
-            answer = worker.conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
+                    yield failure
+                    return
+                kind, answer = worker.conn.recv()
+                if kind == "end":
+                    done = True
+                    self._idle.put(worker)
+                    return
+                yield answer
+        except (EOFError, OSError):
+            done = True
             self._retire(worker)
-            return _failure("the computation crashed (out of memory?); the worker was restarted", "Crashed")
-        self._idle.put(worker)
-        return answer
+            yield _failure("the computation crashed (out of memory?); the worker was restarted", "Crashed")
+        finally:
+            if not done:  # the reader stopped before the end
+                self.cancelled += 1
+                self._retire(worker)
+
+    def _wait(self, worker: _Worker, gone: Callable[[], bool]) -> dict[str, Any] | None:
+        """Wait for the worker's next message: None when it came, else the failure to report."""
+        deadline = time.monotonic() + self.timeout
+        while not worker.conn.poll(POLL):
+            if gone():
+                self.cancelled += 1
+                return _failure("cancelled: nobody waits for this answer any more", "Cancelled")
+            if time.monotonic() >= deadline:
+                return _failure(
+                    f"stopped after {self.timeout:g} s: this input takes too long (try a lower order or a "
+                    "smaller expression)",
+                    "Timeout",
+                )
+        return None
 
     def _take(self, deadline: float, gone: Callable[[], bool]) -> _Worker | None:
         """An idle worker, or None when the deadline passes or the request is cancelled first."""

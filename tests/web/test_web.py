@@ -622,6 +622,63 @@ def test_cli_serve_refuses_bad_options(capsys):
     assert cli_main(["serve", "--port", "many"]) == 2
 
 
+# ------------------------------------------------------- one request per input
+
+
+def stream(srv, payload):
+    """Post a request with ``parts`` and read its answers, one JSON line each."""
+    host, port = srv.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        conn.request("POST", "/api/analyse", json.dumps(payload), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 200 and response.getheader("Content-Type") == "application/x-ndjson"
+        return [json.loads(line) for line in response]
+    finally:
+        conn.close()
+
+
+def test_one_request_streams_every_part_of_an_input(server):
+    parts = ["derive", "check", "convexity"]
+    answers = stream(server, {"expression": "x'*A*x", "wrt": "x", "order": 2, "parts": parts})
+    assert [a["part"] for a in answers] == parts and all(a["ok"] for a in answers)
+    hessian = tc.parse(answers[0]["derivatives"][1]["text"], {"A": 2})
+    A = np.random.default_rng(7).standard_normal((3, 3))
+    np.testing.assert_allclose(tc.evaluate(hessian, {"A": A}), A + A.T)
+    assert answers[1]["all_ok"] and answers[1]["checks"][1]["label"] == "Hessian wrt x"
+    alone = analyse({"expression": "x'*A*x", "wrt": "x", "order": 2, "part": "convexity"})
+    assert answers[2]["convexity"]["verdict"] == alone["convexity"]["verdict"]  # the same as asked alone
+    # an input that cannot be read: one error answer, nothing after it
+    (only,) = stream(server, {"expression": "x *(i,->) x", "declarations": "x 1", "parts": parts})
+    assert not only["ok"] and only["error"]["message"].endswith("^")
+
+
+@pytest.mark.parametrize("parts", [[], ["derive", "derive"], ["everything"], "derive"])
+def test_bad_parts_are_refused(server, parts):
+    status, reply = post(server, {"expression": "x'*x", "parts": parts})
+    assert status == 400 and "'parts'" in reply["error"]["message"]
+
+
+def test_a_stream_abandoned_midway_stops_its_worker():
+    srv = make_server(port=0, workers=1, timeout=300)
+    serve_in_thread(srv)
+    try:
+        wait_until(lambda: srv.pool.ready() == 1)
+        (worker,) = [w.process for w in srv.pool._all]
+        # the numeric check of six nested sines at order 5 is heavy; the formulas come first
+        sock = send_raw(srv, {**SLOW, "order": 5, "parts": ["derive", "check"], "session": "s", "seq": 1})
+        wait_until(lambda: srv.pool.ready() == 0)
+        sock.close()
+        wait_until(lambda: srv.pool.cancelled == 1)
+        assert not worker.is_alive()
+        wait_until(lambda: srv.pool.ready() == 1)  # a fresh one takes its place
+        (answer,) = stream(srv, {"expression": "x'*x", "wrt": "x", "parts": ["derive"]})
+        assert answer["ok"]
+    finally:
+        srv.shutdown()
+        srv.close()
+
+
 # ------------------------------------------------------------ abandoned work
 
 

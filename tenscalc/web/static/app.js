@@ -1,8 +1,9 @@
 // The tenscalc page: sends what the user typed to /api/analyse and shows the answers.
-// Per input, one request at a time: "derive" (formulas, text, drawings, Python), then
-// "check" (finite differences), then "convexity", each filling in when ready.  Every
-// request carries this page's session and the input's number: a newer input aborts
-// the request in flight and the server stops its worker (it supersedes older numbers).
+// One request per input, whose answer streams its parts as they are ready: "derive"
+// (formulas, text, drawings, Python), then "check" (finite differences), then
+// "convexity".  Every request carries this page's session and the input's number: a
+// newer input aborts the request in flight and the server stops its worker (it
+// supersedes older numbers).
 "use strict";
 
 // label, expression, declarations, wrt, order: half in matrix notation, half in the einsum language
@@ -43,20 +44,37 @@ function request() {
   };
 }
 
-async function post(body, controller) {
+// One request per input: the server streams one JSON line per part as it is ready
+// (application/x-ndjson); a refused request is one JSON object (application/json).
+async function* answers(body, controller) {
   const response = await fetch("api/analyse", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
     signal: controller.signal,
   });
-  let answer;
-  try {
-    answer = await response.json();
-  } catch (e) {
-    answer = { ok: false, error: { message: `the server answered ${response.status} ${response.statusText}` } };
+  if (!(response.headers.get("Content-Type") || "").startsWith("application/x-ndjson")) {
+    try {
+      yield await response.json();
+    } catch (e) {
+      yield { ok: false, error: { message: `the server answered ${response.status} ${response.statusText}` } };
+    }
+    return;
   }
-  return answer;
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + 1);
+      if (line.trim()) yield JSON.parse(line);
+    }
+  }
 }
 
 function status(text) { $("status").textContent = text; }
@@ -320,36 +338,37 @@ async function update() {
   const controller = new AbortController();
   controllers.push(controller);
   status("computing…");
-  let answer;
+  const parts = ["derive", "check", "convexity"];
+  let index = 0;
   try {
-    answer = await post({ ...body, part: "derive" }, controller);
+    // the answers come in the order of parts; a failure (timeout, invalid input) ends them
+    for await (const answer of answers({ ...body, parts }, controller)) {
+      if (mine !== generation) return;
+      const part = parts[index++];
+      if (part === "derive") {
+        showTypes(answer.inputs);
+        if (!answer.ok) { showError(answer.error); return; }
+        clearError();
+        showDerive(answer);
+        $("results").hidden = false;
+        $("results").classList.remove("stale");
+        status("derivative ready; checking numerically and deciding convexity…");
+        $("check").innerHTML = '<p class="muted">checking…</p>';
+        $("convexity").innerHTML = '<p class="muted">deciding…</p>';
+        $("check-badge").textContent = ""; $("convexity-badge").textContent = "";
+      } else {
+        (part === "check" ? showCheck : showConvexity)(answer);
+        if (!answer.ok && !answer.part) {  // the server gave up (a deadline): no more answers come
+          status(`stopped: ${answer.error.message}`);
+          return;
+        }
+      }
+    }
   } catch (e) {
     if (e.name !== "AbortError" && mine === generation) status(`no answer from the server: ${e.message}`);
     return;
   }
-  if (mine !== generation) return;
-  showTypes(answer.inputs);
-  if (!answer.ok) { showError(answer.error); return; }
-  clearError();
-  showDerive(answer);
-  $("results").hidden = false;
-  $("results").classList.remove("stale");
-  status("derivative ready; checking numerically and deciding convexity…");
-  $("check").innerHTML = '<p class="muted">checking…</p>';
-  $("convexity").innerHTML = '<p class="muted">deciding…</p>';
-  $("check-badge").textContent = ""; $("convexity-badge").textContent = "";
-  // one after the other: this page never holds more than one worker
-  for (const part of ["check", "convexity"]) {
-    try {
-      const a = await post({ ...body, part }, controller);
-      if (mine !== generation) return;
-      (part === "check" ? showCheck : showConvexity)(a);
-    } catch (e) {
-      if (e.name === "AbortError" || mine !== generation) return;
-      $(part).textContent = `no answer: ${e.message}`;
-    }
-  }
-  if (mine === generation) status("ready");
+  if (mine === generation) status(index === parts.length ? "ready" : "no answer for some parts");
 }
 
 let timer = null;
