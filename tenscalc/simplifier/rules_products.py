@@ -237,6 +237,61 @@ def mul_ones_on_diagonal(node: Expr, ctx: Context) -> Expr | None:
     return identity if value == 1 else N.scale(identity, value)
 
 
+def mul_deltas_into_one(node: Expr, ctx: Context) -> Expr | None:
+    # delta(1) *(ij,kl->ikjl) delta(1) -> delta(2) *(ikjl,->ikjl) 1 ; 1{x.0} *(i,jk->iijk) delta(1) -> delta(2)
+    # (an outer product of identities, ones on a diagonal among them, is one identity read in some order)
+    pairs = _operands(node)
+    out = node.arg[1]
+    if len(pairs) < 2 or not any(c.op == "delta" and c.arg > 0 for c, _ in pairs):
+        return None
+    if not all(c.op == "delta" or (c.op == "const" and c.order == 1 and c.arg[0] == 1) for c, _ in pairs):
+        return None
+    letters = [letter for _, s in pairs for letter in s]
+    if len(set(letters)) != len(letters):
+        return None  # a letter summed or read twice: mul_absorb_delta's case
+    new_out = list(out)
+    fresh = max(letters + list(out)) + 1
+    identity_pairs = []  # (letter, paired letter, dimension) for each pair of the identity
+    for child, spec in pairs:
+        if child.op == "delta":
+            if any(out.count(letter) != 1 for letter in spec):
+                return None
+            n = child.arg
+            identity_pairs += [(spec[t], spec[n + t], child.dims[t]) for t in range(n)]
+            continue
+        (letter,) = spec
+        if out.count(letter) != 2:
+            return None
+        new_out[len(out) - 1 - out[::-1].index(letter)] = fresh  # its second place reads the pair's other letter
+        identity_pairs.append((letter, fresh, child.dims[0]))
+        fresh += 1
+    return _identity_read(identity_pairs, tuple(new_out))
+
+
+def _identity_read(identity_pairs: list[tuple[int, int, object]], out: tuple[int, ...]) -> Expr:
+    """``delta(n)`` read into ``out``, its pairs listed in a canonical order (by the output
+    positions they join), so that two spellings of one pairing are one node."""
+    where = {letter: k for k, letter in enumerate(out)}
+    oriented = [(a, b, d) if where[a] < where[b] else (b, a, d) for a, b, d in identity_pairs]
+    oriented.sort(key=lambda p: where[p[0]])
+    spec = tuple(a for a, _, _ in oriented) + tuple(b for _, b, _ in oriented)
+    identity = N.delta(len(oriented), tuple(d for _, _, d in oriented))
+    return N.mul((identity,), (spec,), out)
+
+
+def mul_canonical_identity(node: Expr, ctx: Context) -> Expr | None:
+    # delta(2) *(ijkl,->kjil) 1 -> delta(2) *(ijkl,->ijkl)... : the identity's pairs in output order
+    # (delta_ik delta_jl = delta_jl delta_ik: sums of such terms then merge)
+    if len(node.children) != 1 or node.children[0].op != "delta":
+        return None
+    (child,), ((spec,), out) = node.children, node.arg
+    if len(set(spec)) != len(spec) or sorted(spec) != sorted(out):
+        return None
+    n = child.arg
+    result = _identity_read([(spec[t], spec[n + t], child.dims[t]) for t in range(n)], out)
+    return None if result is node else result
+
+
 def mul_distribute_power(node: Expr, ctx: Context) -> Expr | None:
     # q^-2 ⊙ p^2 ⊙ (p ⊙ q^-1)^-1 -> q^-2 ⊙ p^2 ⊙ p^-1 ⊙ q   (then powers merge: -p/q in KL)
     pairs = _operands(node)
@@ -600,7 +655,9 @@ MUL_RULES: list[Rule] = [
     mul_constants,
     mul_all_constant,
     mul_ones_on_diagonal,
+    mul_deltas_into_one,
     mul_identity,
+    mul_canonical_identity,
     mul_sort_operands,
     mul_pull_embed,  # the slice rule comes last: it acts on derivatives only
 ]
