@@ -1,0 +1,117 @@
+"""NaN, inf and overflow on every evaluator: the rule docs/integrations.md states.
+
+Where two evaluators both give a finite entry they agree; an entry may be
+non-finite in one and finite in another only in the two documented cases (a
+``delta`` multiplied as an identity array by ``tc.evaluate``, and a product that
+overflows in one contraction order and not in another).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc.testing import axis_lengths
+
+ORDERS = {"x": 1, "y": 1, "A": 2, "X": 2, "W": 2}
+CORPUS = [
+    ("sum(tanh(X *(ij,jk->ik) W))", "W"),
+    ("sum(log(1 + exp(-(A *(ij,j->i) x))))", "x"),
+    ("x *(i,ij->j) A *(j,j->) x", "x"),
+    ("sum(x .^ 3) + sum(sin(x) ./ (1 + x .^ 2))", "x"),
+    ("(x *(i,j->ij) y) *(ij,ij->) (x *(i,j->ij) y)", "y"),
+    ("sum(exp(X *(ij,j->i) x))", "x"),
+]
+#: what an entry of the inputs is replaced by
+SPECIALS = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan, "huge": 1e160, "zero": 0.0}
+
+
+def _evaluators(exprs: list[tc.Expr], values: dict) -> dict[str, list[np.ndarray]]:
+    """The results of every evaluator that is installed."""
+    with np.errstate(all="ignore"):
+        results = {"evaluate": [np.asarray(tc.evaluate(e, values)) for e in exprs]}
+        run = tc.compile(exprs)
+        results["compile"] = [np.asarray(r) for r in run(**values)]
+        results["compile, fused call"] = [np.asarray(r) for r in run(**values)]
+        for shapes in (None, {n: np.shape(v) for n, v in values.items()}):
+            namespace: dict = {}
+            exec(tc.to_python(exprs, name="g", shapes=shapes), namespace)  # noqa: S102 - our own code
+            results[f"to_python(shapes={shapes is not None})"] = [np.asarray(r) for r in namespace["g"](**values)]
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        with np.errstate(all="ignore"):
+            out = tc.compile(exprs, backend="torch")(**{n: torch.as_tensor(v) for n, v in values.items()})
+        results["torch"] = [t.numpy() for t in out]
+    try:
+        import jax
+    except ImportError:
+        pass
+    else:
+        jax.config.update("jax_enable_x64", True)
+        results["jax"] = [np.asarray(a) for a in tc.compile(exprs, backend="jax")(**values)]
+    return results
+
+
+def _cases():
+    for text, wrt in CORPUS:
+        for special in SPECIALS:
+            yield pytest.param(text, wrt, special, id=f"{text[:30]}-{special}")
+
+
+@pytest.mark.parametrize(("text", "wrt", "special"), list(_cases()))
+def test_finite_entries_agree_on_every_evaluator(text, wrt, special):
+    f = tc.parse(text, ORDERS)
+    exprs = [f, tc.derivative(f, wrt), tc.derivative(tc.derivative(f, wrt), wrt)]
+    rng = np.random.default_rng(len(text))
+    values = {n: rng.uniform(-1, 1, s) for n, s in axis_lengths(exprs).items()}
+    name = sorted(values)[0]
+    values[name].flat[0] = SPECIALS[special]  # one special entry in the first variable
+    results = _evaluators(exprs, values)
+    reference = results.pop("evaluate")
+    for who, got in results.items():
+        for g, e, expr in zip(got, reference, exprs, strict=True):
+            assert g.shape == e.shape
+            both = np.isfinite(g) & np.isfinite(e)
+            np.testing.assert_allclose(g[both], e[both], rtol=1e-9, atol=1e-12, err_msg=f"{who}: {expr}")
+            if special == "zero":
+                # finite inputs, nothing overflows: the same entries are finite everywhere
+                assert (np.isfinite(g) == np.isfinite(e)).all(), (who, str(expr))
+
+
+def test_evaluate_multiplies_by_a_delta_as_an_identity_array():
+    # documented: inf * 0 is nan off the diagonal in evaluate; the compiled evaluators
+    # rename the delta's letters and write the diagonal, leaving exact zeros
+    e = tc.parse("x *(i,ij->ij) delta(1)", {"x": 1})
+    values = {"x": np.array([np.inf, 2.0])}
+    results = _evaluators([e], values)
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(results.pop("evaluate")[0], [[np.inf, np.nan], [0.0, 2.0]], equal_nan=True)
+    for who, (got,) in results.items():
+        assert np.array_equal(got, [[np.inf, 0.0], [0.0, 2.0]]), who
+
+
+def test_an_entry_is_non_finite_in_one_order_only_where_a_product_overflows():
+    # documented: the Hessian of sum(tanh(X W)) is -2 X_ai X_aj t_ak (1 - t_ak²); tc.compile
+    # may form -2 X_ai X_aj first (it overflows above about 1e154) where evaluate scales
+    # by 1 - t² = 0 first
+    f = tc.parse("sum(tanh(X *(ij,jk->ik) W))", ORDERS)
+    hessian = tc.hessian(f, "W")
+    rng = np.random.default_rng(26)
+    values = {"W": rng.uniform(-1, 1, (2, 3)), "X": rng.uniform(-1, 1, (4, 2))}
+    values["X"] = values["X"] * 10.0 ** rng.uniform(150, 170)
+    results = _evaluators([hessian], values)
+    reference = results.pop("evaluate")[0]
+    x = values["X"]
+    with np.errstate(over="ignore"):  # (i, j): 2 sum_a |X_ai X_aj| beyond float64's range
+        overflows = ~np.isfinite(2 * np.einsum("ai,aj->ij", abs(x), abs(x)))
+    assert overflows.any() and np.isfinite(reference).all()  # the case the rule is about
+    for who, (got,) in results.items():
+        both = np.isfinite(got) & np.isfinite(reference)
+        np.testing.assert_allclose(got[both], reference[both], rtol=1e-9, atol=1e-12, err_msg=who)
+        differ = np.isfinite(got) != np.isfinite(reference)  # H[i, k, j, k'] over W's axes (i, k)
+        for i, _k, j, _l in np.argwhere(differ):
+            assert overflows[i, j], (who, (i, j))
