@@ -45,8 +45,9 @@ def numpy_dtype(value: Any) -> np.dtype | None:
     return dtype if dtype.kind in "biufc" else None
 
 
-def promoted_dtype(values: Iterable[Any]) -> np.dtype:
-    """NumPy's promotion of ``values``' dtypes (Python numbers weak, integers as float64)."""
+def promoted_dtype(values: Iterable[Any]) -> np.dtype | None:
+    """NumPy's promotion of ``values``' dtypes (Python numbers weak, integers as float64);
+    None when a value has a dtype NumPy lacks (torch's bfloat16): the results stay as computed."""
     strong: list[np.dtype] = []
     weak: list[Any] = []
     for value in values:
@@ -58,6 +59,8 @@ def promoted_dtype(values: Iterable[Any]) -> np.dtype:
         dtype = numpy_dtype(value)
         if dtype is not None:
             strong.append(_FLOAT64 if dtype.kind in "biu" else dtype)
+        elif "float" in str(getattr(value, "dtype", "")):  # a floating dtype NumPy lacks (bfloat16)
+            return None
     if not strong:
         return np.result_type(_FLOAT64, *weak)
     return np.result_type(*strong, *weak)
@@ -68,6 +71,7 @@ def needs_cast(result_dtype: np.dtype, dtype: np.dtype) -> bool:
     return result_dtype != dtype and (result_dtype.kind != "c" or dtype.kind == "c")
 
 
-def cast_numpy(result: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``result`` in ``dtype`` (a NumPy array; a new array only where the dtype changes)."""
-    return result.astype(dtype) if needs_cast(result.dtype, dtype) else result
+def cast_numpy(result: np.ndarray, dtype: np.dtype | None) -> np.ndarray:
+    """``result`` in ``dtype`` (a NumPy array; a new array only where the dtype changes;
+    ``dtype`` None: as it is)."""
+    return result.astype(dtype) if dtype is not None and needs_cast(result.dtype, dtype) else result

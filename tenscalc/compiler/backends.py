@@ -238,9 +238,12 @@ class Backend:
         where the library has none (the loop runs as it is)."""
         return None
 
-    def cast(self, results: tuple[Any, ...], dtype: np.dtype) -> tuple[Any, ...]:
+    def cast(self, results: tuple[Any, ...], dtype: np.dtype | None) -> tuple[Any, ...]:
         """The results in ``dtype``, the inputs' promoted dtype (see :mod:`tenscalc.dtypes`):
-        constants and identities computed in float64 do not promote a float32 result."""
+        constants and identities computed in float64 do not promote a float32 result.
+        ``dtype`` None (an input of a dtype NumPy lacks): the results as computed."""
+        if dtype is None:
+            return results
         return tuple(r.astype(dtype) if needs_cast(numpy_dtype(r) or dtype, dtype) else r for r in results)
 
     def unalias(self, results: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
@@ -463,7 +466,7 @@ class TorchBackend(Backend):
     def cast(self, results, dtype):
         import torch
 
-        target = getattr(torch, dtype.name, None)
+        target = None if dtype is None else getattr(torch, dtype.name, None)
         if target is None:  # a dtype torch lacks: leave the results as computed
             return results
         return tuple(r.to(target) if needs_cast(numpy_dtype(r) or dtype, dtype) else r for r in results)
@@ -619,7 +622,7 @@ class JaxBackend(Backend):
     def cast(self, results, dtype):
         import jax
 
-        if not jax.config.jax_enable_x64:  # JAX holds no 64-bit arrays: its 32-bit twin
+        if dtype is not None and not jax.config.jax_enable_x64:  # JAX holds no 64-bit arrays: its 32-bit twin
             dtype = {"float64": np.dtype(np.float32), "complex128": np.dtype(np.complex64)}.get(dtype.name, dtype)
         return super().cast(results, dtype)
 

@@ -176,3 +176,11 @@ def test_a_python_number_does_not_promote_float32():
     values = {**_values("float32"), "k": 0.5}
     assert tc.evaluate(e, values).dtype == np.float32
     assert tc.compile(e)(**values).dtype == np.float32
+
+
+def test_torch_bfloat16_is_left_as_computed():
+    # NumPy has no bfloat16: no promotion rule applies, the results are not cast to float64
+    torch = pytest.importorskip("torch")
+    values = {name: torch.tensor(v, dtype=torch.bfloat16) for name, v in _values("float64").items()}
+    got = tc.compile(CORPUS["Hessian"], backend="torch")(**values)
+    assert got.dtype == torch.bfloat16
