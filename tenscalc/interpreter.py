@@ -110,6 +110,11 @@ def as_array(
         if array.ndim != order:
             raise EvaluationError(f"variable '{name}' has order {order} but the array has {array.ndim} axes")
         return array
+    if getattr(values[name], "requires_grad", False) is True:  # torch's own advice would be .detach().numpy()
+        raise EvaluationError(
+            f"the value of '{name}' is a torch tensor that requires grad; tc.evaluate computes with NumPy: "
+            "tc.compile(expr)(...) keeps torch tensors (tenscalc's derivatives need no autograd)"
+        )
     try:
         array = np.asarray(values[name])
     except Exception as exc:  # noqa: BLE001 - anything np.asarray rejects

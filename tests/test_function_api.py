@@ -226,6 +226,8 @@ def test_requires_grad_tensors():
         tc.grad(f, backend="numpy")(x)
     out = tc.grad(f, backend="numpy")(x.detach())  # NumPy asked for, NumPy given back
     assert isinstance(out, np.ndarray)
+    with pytest.raises(tc.EvaluationError, match="requires grad.*tc.compile"):
+        tc.evaluate(f, x=x)  # the NumPy interpreter
 
 
 def test_mixed_float32_and_float64_name_the_variables_or_promote():
