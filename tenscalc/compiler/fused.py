@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from .backends import numpy_result
+from .lowered import Op
 
 __all__ = [
     "BandNumber",
@@ -221,19 +222,18 @@ def part_shape(tiles: Tiles, key: tuple) -> tuple[int, ...]:
 
 
 def _tile_producers(
-    ops: Sequence[tuple[Callable, int, tuple[int, ...]]],
+    ops: Sequence[Op],
     inlines: Sequence[Inline | None],
-    reads: Sequence[Sequence[int]],
     shapes: Sequence[tuple[int, ...]],
     outputs: Sequence[int],
 ) -> dict[int, tuple[int, tuple]]:
     """op index -> (tiles op index, key) for elementwise steps whose value is only a
     part of a tiled array: they write it there themselves (no copy)."""
     readers: dict[int, int] = {}
-    for op_reads in reads:
-        for slot in op_reads:
+    for op in ops:
+        for slot in op.reads:
             readers[slot] = readers.get(slot, 0) + 1
-    producer = {slot: i for i, (_, slot, _) in enumerate(ops)}
+    producer = {op.slot: i for i, op in enumerate(ops)}
     into: dict[int, tuple[int, tuple]] = {}
     for t, inline in enumerate(inlines):
         if not isinstance(inline, Tiles):
@@ -386,28 +386,26 @@ class _Writer:
 
 
 def fuse(
-    ops: Sequence[tuple[Callable, int, tuple[int, ...]]],
-    reads: Sequence[Sequence[int]],
+    ops: Sequence[Op],
     shapes: Sequence[tuple[int, ...]],
     inputs: Sequence[int],
     outputs: Sequence[int],
     n_slots: int,
     densify: Mapping[int, Callable[[Any], Any]],
 ) -> tuple[Callable[[Sequence[Any], Any], tuple[Any, ...] | None], str] | None:
-    """The program ``ops`` (closure, slot written, slots released after it; ``reads``:
-    the slots each one reads) as one function of the input arrays and the ``like``
+    """The lowered program ``ops`` as one function of the input arrays and the ``like``
     reference, returning the results (None when an input is not float64), with its
     source; None for programs over :data:`MAX_OPS` operations."""
     if len(ops) > MAX_OPS:
         return None
-    inlines: list[Inline | None] = [getattr(fn, "inline", None) for fn, _, _ in ops]
+    inlines: list[Inline | None] = [op.inline for op in ops]
     # the slots only allocating steps read: their buffers can be taken over
     aliased: set[int] = set(outputs)
-    for inline, op_reads in zip(inlines, reads):
+    for inline, op in zip(inlines, ops):
         if not isinstance(inline, ALLOCATING):  # a closure, a view or a band may keep an alias
-            aliased.update(op_reads)
+            aliased.update(op.reads)
     owned: set[int] = set()  # slots holding an array this function allocated
-    into = _tile_producers(ops, inlines, reads, shapes, outputs)
+    into = _tile_producers(ops, inlines, shapes, outputs)
     tiled: dict[int, set[int]] = {}  # tiles op -> the part slots their producers wrote
     writer = _Writer(shapes)
     writer.namespace.update(_F64=np.dtype(np.float64), _finish=numpy_result)
@@ -420,7 +418,8 @@ def fuse(
     lines.append(f"env = [None] * {n_slots + 1}")
     lines += [f"env[{slot}] = {param}" for slot, param in zip(inputs, params)]
     lines.append("env[-1] = like")
-    for i, ((fn, slot, dead), inline) in enumerate(zip(ops, inlines)):
+    for i, (op, inline) in enumerate(zip(ops, inlines)):
+        fn, slot, dead = op.fn, op.slot, op.release
         target = f"env[{slot}]"
         if isinstance(inline, Chain):
             reusable = [s for s in dict.fromkeys(dead) if s in owned and s not in aliased and shapes[s] != ()]
@@ -472,7 +471,7 @@ def fuse(
 
 
 def fresh_results(
-    ops: Sequence[tuple[Callable, int, tuple[int, ...]]],
+    ops: Sequence[Op],
     shapes: Sequence[tuple[int, ...]],
     outputs: Sequence[int],
     densify: Mapping[int, Callable[[Any], Any]],
@@ -480,7 +479,7 @@ def fresh_results(
     """Whether every result is an array the program allocates, in the loop and in the
     fused function alike (an elementwise, tiled or contraction step's new array):
     the caller's check for results sharing memory with an input can be skipped."""
-    allocating = {slot for fn, slot, _ in ops if isinstance(getattr(fn, "inline", None), ALLOCATING)}
+    allocating = {op.slot for op in ops if isinstance(op.inline, ALLOCATING)}
     return all(slot in allocating and slot not in densify and shapes[slot] != () for slot in outputs)
 
 

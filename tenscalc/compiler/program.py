@@ -31,6 +31,7 @@ from .banded import BandStep, Layout, band_steps, write_bands
 from .cost import Cost, OpCost
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
 from .kernels import gram_contraction, gram_pattern
+from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
 
 StepFn = Callable[[list], Any]
@@ -234,9 +235,9 @@ class ShapeResolver:
 
 @dataclass
 class Program:
-    """A plan bound to shapes: closures over slots, and their estimated cost."""
+    """A plan bound to shapes: the lowered ops (:mod:`.lowered`), and their estimated cost."""
 
-    ops: list[tuple[StepFn, int, tuple[int, ...]]]
+    ops: list[Op]
     input_slots: tuple[int, ...]
     outputs: tuple[int, ...]
     n_slots: int
@@ -255,9 +256,14 @@ class Program:
     #: every result is an array the program allocated (no view of an input): the
     #: caller's copy check (``Backend.unalias``) can be skipped
     fresh: bool = False
+    #: (closure, slot, released) per op: the loop's own tuples, unpacked faster than records
+    loop: list[tuple[StepFn, int, tuple[int, ...]]] = field(init=False, repr=False)
     #: the whole program handed to the backend's compiler (``jax.jit``, ``torch.compile``:
     #: :meth:`.Backend.whole_program`), which traces :meth:`run_steps` once per dtype
     whole: Callable[[Sequence[Any], Any], tuple[Any, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        self.loop = [(op.fn, op.slot, op.release) for op in self.ops]
 
     def run(self, arrays: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
         whole = self.whole
@@ -278,7 +284,7 @@ class Program:
         for slot, array in zip(self.input_slots, arrays):
             env[slot] = array
         env[-1] = like  # dtype/device reference for constants
-        for fn, slot, release in self.ops:
+        for fn, slot, release in self.loop:
             env[slot] = fn(env)
             for dead in release:
                 env[dead] = None
@@ -332,13 +338,9 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         n_slots += 1
     # per slot: the array it holds (a diagonal core for structured slots)
     shapes: list[tuple[int, ...]] = [()] * n_slots
-    ops: list[tuple[StepFn, int, tuple[int, ...]]] = []
-    costs: list[OpCost] = []
+    ops: list[Op] = []
     outputs = set(plan.outputs)
     densify: dict[int, Callable[[Any], Any]] = {}
-    live: dict[int, int] = {}  # slot -> entries, for arrays the program allocated
-    live_total = 0  # sum(live.values()), kept up to date (summing per step was quadratic)
-    peak = 0
     first_use: dict[int, list[_Pair]] = {}
     release: dict[int, list[int]] = {}
     # the size guard's limit, read once (the checks below raise past it)
@@ -347,23 +349,12 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         first_use.setdefault(pair.first, []).append(pair)
         release.setdefault(pair.last, []).append(pair.slot)
 
-    reads: list[list[int]] = []  # per op, the slots it reads (for the fused function)
-
     def account(
-        fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
+        kind: str, fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
     ) -> None:
-        nonlocal peak, live_total
-        reads.append(read)
         if guard is not None and cost.largest_intermediate > guard:  # refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
-        ops.append((fn, slot, dead))
-        costs.append(cost)
-        # liveness-aware peak: everything still needed, plus what this step allocates
-        peak = max(peak, live_total + cost.step_peak)
-        live_total += math.prod(shape) - live.get(slot, 0)
-        live[slot] = math.prod(shape)
-        for slot_dead in dead:
-            live_total -= live.pop(slot_dead, 0)
+        ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, fn))
 
     for step in plan.steps:
         shape = dense[step.index]
@@ -379,7 +370,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
                 fn, cost = _bind_transposed(pair.term, pair.shape, shapes, resolver, backend)
             else:
                 fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
-            account(fn, pair.slot, (), cost, pair.shape, [s for s, _ in pair.term.operands])
+            account("pair", fn, pair.slot, (), cost, pair.shape, [s for s, _ in pair.term.operands])
         dead = plan.release[step.index] + tuple(release.get(step.index, ()))
         dead += tuple(twins[slot] for slot in dead if slot in twins)
         if step.index in banded:  # bands only: a dense twin or the output is written once
@@ -392,12 +383,14 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
                 cost = cost + OpCost(math.prod(shape), 1, math.prod(shape), math.prod(shape) + layout.entries)
             twin = twins.get(step.index)
             band_reads = step_reads(step)
-            account(band_step.run, step.index, () if twin is not None else dead, cost, (layout.entries,), band_reads)
+            band_dead = () if twin is not None else dead
+            account("band", band_step.run, step.index, band_dead, cost, (layout.entries,), band_reads)
             if twin is not None:
                 shapes[twin] = shape
                 size = math.prod(shape)
                 write = partial(_write_twin, layout, step.index)
-                account(write, twin, dead + early.get(step.index, ()), OpCost(size, 1, size), shape, [step.index])
+                twin_dead = dead + early.get(step.index, ())
+                account("twin", write, twin, twin_dead, OpCost(size, 1, size), shape, [step.index])
             continue
         if step.index in rewritten:
             step = rewritten[step.index]
@@ -426,13 +419,13 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
-        account(fn, step.index, dead, cost, shape, step_reads(step))
+        account(step.kind, fn, step.index, dead, cost, shape, step_reads(step))
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
-    program = Program(ops, input_slots, plan.outputs, n_slots, backend, Cost.total(costs, peak), densify)
+    program = Program(ops, input_slots, plan.outputs, n_slots, backend, program_cost(ops), densify)
     if backend.name == "numpy" and not resolver.estimate:
         program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
-        program.fuse_later = partial(fuse, ops, reads, shapes, input_slots, plan.outputs, n_slots, densify)
+        program.fuse_later = partial(fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify)
     return program
 
 

@@ -378,6 +378,6 @@ def scalar_program(plan: Plan, resolver: ShapeResolver, program: Program) -> Pro
     if written is None:
         return program
     source, numbers = written
-    state = {f.name: getattr(program, f.name) for f in fields(Program)}
+    state = {f.name: getattr(program, f.name) for f in fields(Program) if f.init}
     state["fuse_later"] = None  # its fallback is the loop of closures, as NumPy runs them
     return ScalarProgram(**state, fast=_load(source, numbers), source=source)

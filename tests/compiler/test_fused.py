@@ -21,7 +21,9 @@ import pytest
 
 import tenscalc as tc
 from tenscalc.compiler import fused as fused_module
+from tenscalc.compiler.cost import OpCost
 from tenscalc.compiler.fused import Call, Chain, Slot, View, describe, fresh_results, fuse
+from tenscalc.compiler.lowered import Op
 from tenscalc.compiler.program import Program
 from tests.fuzz.generate import Generator
 
@@ -132,10 +134,15 @@ def test_a_buffer_a_view_still_reads_is_never_reused():
     view = describe(lambda env: env[1][1:], View(1, (slice(1, None),)))
     plus = describe(lambda env: env[1] + 1.0, Chain((Call(np.add, (Slot(1), fused_module.Const(1.0))),)))
     times = describe(lambda env: env[3] * 2.0, Chain((Call(np.multiply, (Slot(3), fused_module.Const(2.0))),)))
-    ops = [(square, 1, ()), (view, 2, ()), (plus, 3, (1,)), (times, 4, (3,))]
-    reads = [[0], [1], [1], [3]]
     shapes = [(4,), (4,), (3,), (4,), (4,)]
-    made = fuse(ops, reads, shapes, (0,), (2, 4), 5, {})
+    free = OpCost(0, 0, 0)
+    ops = [
+        Op("func", 1, (0,), (), shapes[1], free, square),
+        Op("slice", 2, (1,), (), shapes[2], free, view),
+        Op("add", 3, (1,), (1,), shapes[3], free, plus),
+        Op("product", 4, (3,), (3,), shapes[4], free, times),
+    ]
+    made = fuse(ops, shapes, (0,), (2, 4), 5, {})
     assert made is not None
     run, source = made
     assert "out=env[1]" not in source  # slot 1 is aliased by the view

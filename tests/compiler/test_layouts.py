@@ -43,8 +43,8 @@ def _walk(program, data, names):
     env = [None] * (program.n_slots + 1)
     for slot, name in zip(program.input_slots, names):
         env[slot] = data[name]
-    for fn, slot, _ in program.ops:
-        env[slot] = fn(env)
+    for op in program.ops:
+        env[op.slot] = op.fn(env)
     return env
 
 
@@ -55,9 +55,9 @@ def test_the_network_hvp_computes_its_shared_product_transposed_and_agrees():
     program = _program(compiled, data)
     env = _walk(program, data, compiled.inputs)
     laid_out_transposed = [
-        slot
-        for _, slot, _ in program.ops
-        if isinstance(env[slot], np.ndarray) and env[slot].ndim == 2 and not env[slot].flags.c_contiguous
+        op.slot
+        for op in program.ops
+        if isinstance(env[op.slot], np.ndarray) and env[op.slot].ndim == 2 and not env[op.slot].flags.c_contiguous
     ]
     assert len(laid_out_transposed) == 1
     (slot,) = laid_out_transposed
