@@ -15,6 +15,7 @@ import numpy as np
 import opt_einsum
 
 from .core.axes import AxisGraph, axis_graph, derive_lengths
+from .core.functions import SpecTable
 from .core.nodes import Expr, topological
 from .core.text import einsum_letters as _letters
 from .dtypes import cast_numpy, promoted_dtype
@@ -224,20 +225,8 @@ def _eval_add(node, kids, shape, arrays):
     return np.broadcast_to(total, shape) if total.shape != shape else total
 
 
-ELEMENTWISE = {
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "arcsin": np.arcsin,
-    "arccos": np.arccos,
-    "arctan": np.arctan,
-    "tanh": np.tanh,
-    "exp": np.exp,
-    "log": np.log,
-    "abs": np.abs,
-    "sign": np.sign,
-    "relu": lambda x: np.maximum(x, 0.0),
-}
+ELEMENTWISE = SpecTable("numpy")
+"""Each elementwise function on NumPy arrays (from its spec, :mod:`tenscalc.core.functions`)."""
 
 
 def _eval_func(node, kids, shape, arrays):

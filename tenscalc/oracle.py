@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .core.functions import SpecTable
 from .core.nodes import Expr
 from .errors import TensCalcError
 from .interpreter import resolve_sizes, run_interpreter
@@ -26,20 +27,7 @@ except ImportError:
         '(or pip install "tenscalc[test]" for everything the test suite uses)'
     ) from None
 
-_SYMPY_FUNCTIONS = {
-    "sin": sympy.sin,
-    "cos": sympy.cos,
-    "tan": sympy.tan,
-    "arcsin": sympy.asin,
-    "arccos": sympy.acos,
-    "arctan": sympy.atan,
-    "tanh": sympy.tanh,
-    "exp": sympy.exp,
-    "log": sympy.log,
-    "abs": sympy.Abs,
-    "sign": sympy.sign,
-    "relu": lambda v: sympy.Max(v, 0),
-}
+_SYMPY_FUNCTIONS = SpecTable("sympy")  # spec.sympy(sympy, v): the function of the SymPy module
 
 
 def symbol_arrays(shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
@@ -123,7 +111,7 @@ def _x_mul(node, kids, shape, arrays):
 
 def _x_func(node, kids, shape, arrays):
     fn = _SYMPY_FUNCTIONS[node.arg]
-    return _entrywise(shape, lambda ix: fn(kids[0][ix]))
+    return _entrywise(shape, lambda ix: fn(sympy, kids[0][ix]))
 
 
 def _x_pow(node, kids, shape, arrays):

@@ -37,7 +37,7 @@ from .calculus.api import gradient
 from .compiler import CompiledFunction, compile
 from .core import nodes as N
 from .core.nodes import Expr
-from .core.vocabulary import RESERVED
+from .core.vocabulary import is_reserved
 from .errors import EvaluationError, SemanticError
 
 __all__ = ["grad_function", "hvp_function", "lambdify", "value_and_grad_function"]
@@ -113,7 +113,7 @@ def _variable_names(paths: list[str]) -> list[str]:
     names: list[str] = []
     for path in paths:
         name = path if path.isidentifier() else "v_" + re.sub(r"\W", "_", path)
-        if name.lower() in RESERVED or keyword.iskeyword(name):
+        if is_reserved(name) or keyword.iskeyword(name):
             name += "_"
         while name in names:
             name += "_"

@@ -18,10 +18,11 @@ repeated output letter (the pullback lies on the diagonal); repeated letters in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..core import nodes as N
 from ..core.exact import exact_sum
+from ..core.functions import SpecTable
 from ..core.nodes import Expr
 
 #: ``rule(node, k, pullback, q)``: the contribution of ``node`` to the pullback of child ``k``
@@ -143,28 +144,8 @@ PULLBACK_RULES: dict[str, PullbackRule] = {
 # --------------------------------------------- derivatives of elementwise functions
 
 
-def _one(x: Expr) -> Expr:
-    return N.const_like(1, x)
-
-
-def _square(e: Expr) -> Expr:
-    return N.power(e, N.const(2, 0))
-
-
 FunctionDerivative = Callable[[Expr, Expr], "Expr | None"]
 
-# f'(x) as an expression, given x and the node f(x) (reused where it is cheaper)
-FUNCTION_DERIVATIVES: dict[str, FunctionDerivative] = {
-    "sin": lambda x, fx: N.func("cos", x),
-    "cos": lambda x, fx: N.neg(N.func("sin", x)),
-    "tan": lambda x, fx: N.add((_one(x), _square(fx))),
-    "arcsin": lambda x, fx: N.power(N.add((_one(x), _square(x)), (1, -1)), N.const(-0.5, 0)),
-    "arccos": lambda x, fx: N.neg(N.power(N.add((_one(x), _square(x)), (1, -1)), N.const(-0.5, 0))),
-    "arctan": lambda x, fx: N.reciprocal(N.add((_one(x), _square(x)))),
-    "tanh": lambda x, fx: N.add((_one(x), _square(fx)), (1, -1)),
-    "exp": lambda x, fx: fx,
-    "log": lambda x, fx: N.reciprocal(x),
-    "abs": lambda x, fx: N.func("sign", x),
-    "sign": lambda x, fx: None,  # zero almost everywhere; sign'(0) is taken as 0
-    "relu": lambda x, fx: N.func("sign", fx),  # 1 where x > 0, else 0 (relu'(0) = 0)
-}
+# f'(x) as an expression, given x and the node f(x) (reused where it is cheaper):
+# each function's spec (tenscalc/core/functions.py) says it
+FUNCTION_DERIVATIVES: Mapping[str, FunctionDerivative] = SpecTable("derivative")

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
+from ..core.functions import FUNCTIONS
 from ..core.text import einsum_letters as letters
 from ..dtypes import cast_numpy, needs_cast, numpy_dtype
 from ..errors import EvaluationError, TensCalcWarning
@@ -118,11 +119,12 @@ class Backend:
     def _lookup(self, name: str) -> Callable[[Any], Any]:
         import autoray
 
-        if name == "relu":
+        spec = FUNCTIONS.get(name)
+        if spec is not None and spec.array_name is None:  # relu: no library spells it alike
             maximum = autoray.get_lib_fn(self.name, "maximum")
             return lambda x: maximum(x, 0.0)
         try:
-            return autoray.get_lib_fn(self.name, name)
+            return autoray.get_lib_fn(self.name, spec.array_name if spec is not None else name)
         except Exception as exc:  # noqa: BLE001 - autoray raises several kinds
             raise EvaluationError(f"backend {self.name!r} has no function {name!r}: {exc}") from None
 
@@ -370,8 +372,8 @@ class NumpyBackend(Backend):
         return value.dtype.kind
 
     def _lookup(self, name: str) -> Callable[[Any], Any]:
-        if name == "relu":
-            return lambda x: np.maximum(x, 0.0)
+        if name in FUNCTIONS:  # the language's functions: their specs' NumPy functions
+            return FUNCTIONS[name].numpy
         module: Any = np
         for part in name.split("."):  # "tanh", "linalg.inv" (NumPy needs no autoray)
             module = getattr(module, part)

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.functions import FUNCTIONS
 from .plan import Plan, Step
 from .program import Program, ShapeResolver, _items_of, _terms_of, choose_path, step_shape
 from .source import literal
@@ -56,24 +57,6 @@ MAX_STEPS = 20_000
 #: summands written in one statement (longer sums continue in the next statement;
 #: Python's compiler recurses on a long chain of ``+``)
 CHUNK = 64
-
-#: the language's elementwise functions over floats; ``guard``: the function can
-#: turn an inf into a finite number, so its argument is checked first
-MATH_FUNCTIONS: dict[str, tuple[str, bool]] = {
-    "sin": ("_m.sin", False),  # sin(inf) raises ValueError: the NumPy program answers
-    "cos": ("_m.cos", False),
-    "tan": ("_m.tan", False),
-    "arcsin": ("_m.asin", False),
-    "arccos": ("_m.acos", False),
-    "arctan": ("_m.atan", True),
-    "tanh": ("_m.tanh", True),
-    "exp": ("_m.exp", True),
-    "log": ("_m.log", False),
-    "abs": ("abs", False),
-    "sign": ("_sign", True),
-    "sqrt": ("_m.sqrt", False),
-    "relu": ("_relu", True),
-}
 
 
 class ScalarFallback(ArithmeticError):
@@ -156,14 +139,13 @@ class ScalarSource:
         self.lines.append(f"{name} = {self.number(value)}")
 
     def _func(self, step: Step, name: str) -> None:
-        entry = MATH_FUNCTIONS.get(str(step.data))
-        if entry is None:
+        spec = FUNCTIONS.get(str(step.data))
+        if spec is None:
             raise _Decline
-        spelled, guarded = entry
         x = self.names[step.args[0]]
-        if guarded:
+        if spec.float_guard:
             self.guard(x)
-        self.lines.append(f"{name} = {spelled}({x})")
+        self.lines.append(f"{name} = {spec.float_source.format(x)}")
 
     def _pow(self, step: Step, name: str) -> None:
         # as program._bind_pow: x*x, 1/x, 1/(x*x), sqrt or pow (math.pow raises where

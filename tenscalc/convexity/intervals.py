@@ -11,8 +11,9 @@ has a rule.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
+from ..core.functions import FUNCTIONS, FunctionSpec
 from ..core.nodes import Expr
 from .derivation import FactSource
 from .facts import INF, Interval, abs_interval, monotone, power, sum_over_axis
@@ -60,21 +61,62 @@ def _relu(x: Interval) -> Interval:
     return Interval(0.0, x.hi, True, x.hi_closed)
 
 
-FUNCTION_RANGES: dict[str, Callable[[Interval], Interval]] = {
+_OWN_RANGES: dict[str, Callable[[Interval], Interval]] = {
     "sin": _sin_cos,
     "cos": _sin_cos,
     "tan": _tan,
-    "arcsin": lambda x: monotone(x.intersect(Interval.closed(-1, 1)), math.asin, -math.pi / 2, math.pi / 2),
-    "arccos": lambda x: monotone(x.intersect(Interval.closed(-1, 1)), math.acos, math.pi, 0.0, increasing=False),
-    "arctan": lambda x: monotone(x, math.atan, -math.pi / 2, math.pi / 2),
-    "tanh": lambda x: monotone(x, math.tanh, -1.0, 1.0),
-    "exp": lambda x: monotone(x, lambda v: math.exp(v) if v < 709 else INF, 0.0, INF),
     "log": _log,
     "abs": abs_interval,
     "sign": _sign,
     "relu": _relu,
 }
-"""Range of each elementwise function on an interval of arguments."""
+"""Ranges of the functions whose spec states no monotonicity (or needs a closer rule)."""
+
+
+def _monotone_range(spec: FunctionSpec) -> Callable[[Interval], Interval]:
+    """The range rule of a monotone function, from its spec's domain and image."""
+    lo, hi = spec.image
+    increasing = spec.monotone == "increasing"
+    domain = Interval.closed(*spec.domain) if spec.domain != (-INF, INF) else None
+
+    def value(v: float) -> float:
+        try:
+            return spec.scalar(v)
+        except OverflowError:  # exp(1000): the function's limit in the direction it grows
+            return hi if increasing else lo
+
+    def bound(x: Interval) -> Interval:
+        return monotone(
+            x.intersect(domain) if domain is not None else x,
+            value,
+            *((lo, hi) if increasing else (hi, lo)),
+            increasing=increasing,
+        )
+
+    return bound
+
+
+class _Ranges(Mapping[str, Callable[[Interval], Interval]]):
+    """Range of each elementwise function on an interval of arguments: the rule of
+    ``_OWN_RANGES``, else the monotone rule its spec implies (functions registered later
+    included)."""
+
+    def __getitem__(self, name: str) -> Callable[[Interval], Interval]:
+        if name in _OWN_RANGES:
+            return _OWN_RANGES[name]
+        spec = FUNCTIONS[name]
+        if spec.monotone is None:
+            raise KeyError(name)
+        return _monotone_range(spec)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, spec in FUNCTIONS.items() if name in _OWN_RANGES or spec.monotone is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+FUNCTION_RANGES: Mapping[str, Callable[[Interval], Interval]] = _Ranges()
 
 
 # -----------------------------------------------------------------------------------------

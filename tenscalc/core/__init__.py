@@ -1,6 +1,7 @@
 """The foundation: what every other layer builds on, importing nothing above it.
 
 * :mod:`~tenscalc.core.vocabulary`: node kinds, function names, the language's words;
+* :mod:`~tenscalc.core.functions`: one spec per elementwise function, read by every stage;
 * :mod:`~tenscalc.core.nodes`: the interned, immutable DAG node ``Expr`` and its one factory;
 * :mod:`~tenscalc.core.face`: ``Expr``'s operators and display hooks (the only deferred
   imports of the foundation, listed there);

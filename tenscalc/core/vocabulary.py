@@ -9,7 +9,7 @@ names that more than one layer needs lives here, once:
   (``inv``, ``det``, ``adj``) and those of matrix notation (``sum``, ``tr`` ...);
 * the keywords of a problem text and the words no variable may be named.
 
->>> "mul" in NODE_KINDS, "sin" in RESERVED, "sum" in RESERVED
+>>> "mul" in NODE_KINDS, is_reserved("sin"), is_reserved("sum")
 (True, True, False)
 """
 
@@ -21,21 +21,31 @@ NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det"
 #: Leaves whose dimensions come from the context they are used in.
 DIMENSIONED_LEAVES = ("const", "delta")
 
-#: Functions applied entry by entry (the argument of a ``func`` node).
-ELEMENTWISE_FUNCTIONS = (
+#: Functions applied entry by entry (the argument of a ``func`` node): the names of the
+#: specs in :mod:`tenscalc.core.functions`, whose ``register`` appends a new one here.
+ELEMENTWISE_FUNCTIONS = [
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
-)  # fmt: skip
+]  # fmt: skip
 #: Functions of a square matrix (``adj`` is built from ``det`` and ``inv``).
 MATRIX_FUNCTIONS = ("inv", "det", "adj")
-#: Every name the lexer reads as a function: the ones above and ``delta``.
-LANGUAGE_FUNCTIONS = ELEMENTWISE_FUNCTIONS + MATRIX_FUNCTIONS + ("delta",)
 #: Function names of matrix notation, besides the language's own.  They are
 #: functions only where a ``(`` follows, so they stay valid variable names.
 NOTATION_FUNCTIONS = ("sum", "norm1", "norm2", "tr", "logdet", "diag", "sqrt", "vector", "matrix")
 
 #: The keywords of a problem (``declare x 1 expression ... derivative wrt x``).
 KEYWORDS = ("declare", "expression", "derivative", "wrt")
-#: Words that cannot name a variable (case-insensitively).
-RESERVED = frozenset(KEYWORDS + LANGUAGE_FUNCTIONS)
+
+
+def language_functions() -> tuple[str, ...]:
+    """Every name the lexer reads as a function: elementwise, matrix, and ``delta``."""
+    return (*ELEMENTWISE_FUNCTIONS, *MATRIX_FUNCTIONS, "delta")
+
+
+def is_reserved(word: str) -> bool:
+    """Whether ``word`` cannot name a variable (a keyword or a function, in any case)."""
+    lower = word.lower()
+    return lower in KEYWORDS or lower in language_functions()
+
+
 #: Assumptions that may follow a declared order (``declare X 2 pd``).
 ASSUMPTION_WORDS = ("positive", "nonnegative", "negative", "nonpositive", "symmetric", "psd", "pd", "diagonal")

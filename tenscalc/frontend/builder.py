@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ..core import nodes as N
 from ..core.checks import check_names
 from ..core.nodes import Expr
-from ..core.vocabulary import RESERVED
+from ..core.vocabulary import is_reserved
 from ..errors import SemanticError
 
 Operand = Expr | int | float
@@ -31,7 +31,7 @@ def var(name: str, order: int) -> Expr:
     """
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
         raise SemanticError(f"invalid variable name {name!r}: use a letter followed by letters and digits")
-    if name.lower() in RESERVED:
+    if is_reserved(name):
         raise SemanticError(f"'{name}' is reserved and cannot name a variable")
     if isinstance(order, bool) or not isinstance(order, int) or order < 0:
         raise SemanticError(f"the order of {name!r} must be a natural number, got {order!r}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.vocabulary import KEYWORDS, LANGUAGE_FUNCTIONS
+from ..core.vocabulary import KEYWORDS, language_functions
 from ..errors import ParseError
 
 #: the longest number literal (digits, point and exponent included), and the most
@@ -121,7 +121,7 @@ def tokenize(text: str) -> list[Token]:
             lower = word.lower()
             if lower in KEYWORDS:
                 tokens.append(Token("keyword", lower, i))
-            elif lower in LANGUAGE_FUNCTIONS:
+            elif lower in language_functions():
                 tokens.append(Token("function", lower, i))
             else:
                 tokens.append(Token("name", word, i))

@@ -37,13 +37,13 @@ import difflib
 from ..core import nodes as N
 from ..core.nodes import Expr
 from ..core.text import quoted
-from ..core.vocabulary import LANGUAGE_FUNCTIONS, NOTATION_FUNCTIONS
+from ..core.vocabulary import NOTATION_FUNCTIONS, language_functions
 from ..errors import SemanticError
 
 
 def known_functions() -> tuple[str, ...]:
     """Every function name the text language knows."""
-    return LANGUAGE_FUNCTIONS + ("embed",) + NOTATION_FUNCTIONS
+    return language_functions() + ("embed",) + NOTATION_FUNCTIONS
 
 
 def unknown_function_message(name: str) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from ..core import nodes as N
 from ..core.checks import check_names
 from ..core.nodes import Expr
+from ..core.vocabulary import ELEMENTWISE_FUNCTIONS
 from ..errors import SemanticError
 from . import builder
 from . import matrix_notation as M
@@ -272,8 +273,10 @@ def getitem(x: Expr, key: object) -> Expr:
 
 # ----------------------------------------------------------------- NumPy's functions
 
-#: What to write instead of a NumPy function applied to an expression.
+#: What to write instead of a NumPy function applied to an expression (besides the
+#: language's elementwise functions, ``tc.<name>`` under their own names).
 EQUIVALENTS = {
+    "absolute": "tc.abs",
     "dot": "tc.dot or @",
     "matmul": "@",
     "vdot": "tc.dot or @",
@@ -285,18 +288,6 @@ EQUIVALENTS = {
     "diag": "tc.diag",
     "einsum": "tc.einsum",
     "sqrt": "tc.sqrt",
-    "exp": "tc.exp",
-    "log": "tc.log",
-    "sin": "tc.sin",
-    "cos": "tc.cos",
-    "tan": "tc.tan",
-    "tanh": "tc.tanh",
-    "arcsin": "tc.arcsin",
-    "arccos": "tc.arccos",
-    "arctan": "tc.arctan",
-    "absolute": "tc.abs",
-    "abs": "tc.abs",
-    "sign": "tc.sign",
     "add": "+",
     "subtract": "-",
     "multiply": "*",
@@ -313,9 +304,14 @@ EQUIVALENTS = {
 }
 
 
+def _function_equivalent(name: str) -> str | None:
+    """``tc.<f>`` where NumPy's function has the name of the language's elementwise ``f``."""
+    return f"tc.{name}" if name in ELEMENTWISE_FUNCTIONS else None
+
+
 def numpy_refusal(name: str) -> TypeError:
     """The ``TypeError`` for NumPy's ``name`` applied to a tenscalc expression."""
-    hint = EQUIVALENTS.get(name)
+    hint = EQUIVALENTS.get(name) or _function_equivalent(name)
     use = f"use {hint}" if hint else "build it with tenscalc's functions (tc.einsum, tc.sum, ...)"
     return TypeError(
         f"numpy.{name} cannot take a tenscalc expression (it would build an object array or the wrong "

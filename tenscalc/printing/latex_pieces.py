@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 from ..core.exact import small_fraction
+from ..core.functions import SpecTable
 from ..core.nodes import Expr
 
 # precedence: what a piece of LaTeX may stand next to without parentheses
@@ -21,19 +22,7 @@ GREEK = frozenset(
     "alpha beta gamma epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi rho sigma tau "
     "upsilon phi varphi chi psi omega Gamma Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega".split()
 )
-FUNCTION_LATEX = {
-    "sin": r"\sin",
-    "cos": r"\cos",
-    "tan": r"\tan",
-    "arcsin": r"\arcsin",
-    "arccos": r"\arccos",
-    "arctan": r"\arctan",
-    "tanh": r"\tanh",
-    "exp": r"\exp",
-    "log": r"\log",
-    "sign": r"\operatorname{sign}",
-    "relu": r"\operatorname{relu}",
-}
+FUNCTION_LATEX = SpecTable("latex")  # each function's LaTeX operator, from its spec (abs is |x|)
 
 
 def format_number(value: int | float) -> str:

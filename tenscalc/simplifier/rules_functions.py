@@ -5,31 +5,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..core import nodes as N
 from ..core.exact import exact_product
+from ..core.functions import FUNCTIONS, SpecTable
 from ..core.nodes import Expr
 from .context import Context, Rule
 from .rules_sums import const_power
 
-_NUMERIC = {
-    "sin": math.sin,
-    "cos": math.cos,
-    "tan": math.tan,
-    "arcsin": math.asin,
-    "arccos": math.acos,
-    "arctan": math.atan,
-    "tanh": math.tanh,
-    "exp": math.exp,
-    "log": math.log,
-    "abs": abs,
-    "sign": lambda v: float(np.sign(v)),
-    "relu": lambda v: max(v, 0.0),
-}
-
-
-_EXACT_FUNCTIONS = ("abs", "sign", "relu")
+_NUMERIC = SpecTable("scalar")  # each function on a float, from its spec
 
 
 def func_constant(node: Expr, ctx: Context) -> Expr | None:
@@ -44,7 +27,7 @@ def func_constant(node: Expr, ctx: Context) -> Expr | None:
         return None
     if not math.isfinite(value):
         return None
-    if node.arg not in _EXACT_FUNCTIONS and not float(value).is_integer():
+    if not FUNCTIONS[node.arg].exact and not float(value).is_integer():
         return None
     if float(value).is_integer() and isinstance(child.arg[0], int):
         value = int(value)
