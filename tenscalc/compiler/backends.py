@@ -393,14 +393,15 @@ class NumpyBackend(Backend):
         return np.full(shape, value, dtype=dtype)
 
     def zeros(self, shape, like):
-        return np.zeros(shape, dtype=np.result_type(like, np.float64))
+        return np.zeros(shape, dtype=np.result_type(like, 0.0))  # 0.0 weak: float32 stays float32
 
     def broadcast(self, x, shape):
         return np.broadcast_to(x, shape)
 
     def eye(self, shape, like=None):
         n = len(shape) // 2
-        return np.eye(math.prod(shape[:n])).reshape(shape)
+        dtype = like.dtype if like is not None and like.dtype.kind in "fc" else np.float64  # exact in any
+        return np.eye(math.prod(shape[:n]), dtype=dtype).reshape(shape)
 
     def einsum(self, eq, *arrays):
         return np.einsum(eq, *arrays)
@@ -412,7 +413,7 @@ class NumpyBackend(Backend):
         return x.reshape(shape)
 
     def write_diagonal(self, core, out, shape):
-        full = np.zeros(shape, dtype=np.result_type(core, np.float64))  # calloc: untouched pages stay free
+        full = np.zeros(shape, dtype=np.result_type(core, 0.0))  # calloc: untouched pages stay free
         unique = tuple(dict.fromkeys(out))
         view = np.einsum(letters(out) + "->" + letters(unique), full)  # a writeable view
         view[...] = core
@@ -420,7 +421,7 @@ class NumpyBackend(Backend):
 
     def add_diagonal(self, x, n, coef, shape, fresh):
         if not fresh or not x.flags.writeable or x.shape != shape:
-            x = np.array(np.broadcast_to(x, shape), dtype=np.result_type(x, np.float64))
+            x = np.array(np.broadcast_to(x, shape), dtype=np.result_type(x, 0.0))
         spec = tuple(range(n)) * 2
         np.einsum(letters(spec) + "->" + letters(range(n)), x)[...] += coef
         return x
