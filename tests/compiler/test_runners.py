@@ -211,3 +211,18 @@ def test_step_tables_cover_every_step_kind():
     assert set(BIND_RULES) <= set(SOURCE_RULES), set(BIND_RULES) - set(SOURCE_RULES)
     assert set(SOURCE_RULES) - set(BIND_RULES) <= {"ones"}
     assert plan_module.PLAN_RULES  # the symbolic half's table exists (checked per node kind by test_rule_tables)
+
+
+def test_every_lowered_op_kind_is_a_step_kind_or_a_binder_op():
+    """The records' kinds: a plan step's (one binder each in ``BIND_RULES``), or the three
+    ops the binder adds (a shared pair, a banded step, the dense twin of a banded slot)."""
+    from tenscalc.compiler.program import BIND_RULES
+
+    seen: set[str] = set()
+    for name in NAMES:
+        exprs, values = _values(name)
+        compiled = tc.compile(exprs)
+        compiled(values)
+        seen.update(op.kind for op in compiled._last[1].ops)
+    assert seen <= set(BIND_RULES) | {"pair", "band", "twin"}, seen
+    assert {"band", "product", "add", "func", "slice"} <= seen  # the corpus reaches the kinds that matter
