@@ -55,6 +55,7 @@ from .printing.drawing import dot_source, to_dot
 from .printing.latex import latex
 from .printing.matrix_notation import to_matrix_notation
 from .printing.text import to_text
+from .progress import set_verbosity, verbose
 from .simplifier import simplify
 from .transforms import lambdify
 
@@ -156,6 +157,7 @@ __all__ += ["to_matrix_notation", "sum", "trace", "diag", "dot", "outer", "norm"
 __all__ += ["logsumexp", "logdet"]
 __all__ += ["jacobian_accumulation"]  # issue 13, item 5
 __all__ += ["keep_freed_memory"]  # issue 13: allocation churn
+__all__ += ["set_verbosity", "verbose"]  # issue 25 item 6: logging and progress
 
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 

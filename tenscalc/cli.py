@@ -34,6 +34,7 @@ from .frontend.typecheck import Problem, build_problem
 from .interpreter import evaluate
 from .limits import MAX_INPUT, check_input_length, read_limited
 from .printing.labels import derivative_label
+from .progress import verbose
 
 EXAMPLE = "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x"
 """The built-in example of ``--example``: the quadratic form xᵀAx, by x."""
@@ -104,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version and usage errors: argparse already printed
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
-        return run(args, sys.stdout)
+        with verbose(("info", "debug")[min(args.verbose, 2) - 1] if args.verbose else None):
+            return run(args, sys.stdout)
     except (TensCalcError, CliError) as exc:
         # The message of a TensCalcError already shows the source line and a caret.
         print(f"tenscalc: error: {exc}", file=sys.stderr)
@@ -184,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--python",
         action="store_true",
         help="also print a standalone NumPy function (tc.to_python) computing the expression and its derivatives",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="say on standard error what the work is doing: each stage (parse, differentiate, simplify, compile) "
+        "with its sizes and time; -vv also each simplifier pass",
     )
     parser.add_argument("--version", action="version", version=f"tenscalc {__version__}")
     return parser

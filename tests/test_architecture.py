@@ -20,7 +20,7 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tenscalc"
 FACE = "tenscalc.core.face"
 # the modules the foundation may import besides its own
-FOUNDATION_FLOOR = {"tenscalc.errors", "tenscalc.limits"}
+FOUNDATION_FLOOR = {"tenscalc.errors", "tenscalc.limits", "tenscalc.progress"}  # progress: logging, for every stage
 # the most modules the face's cycle may hold (LaTeX and drawings are registered, not imported)
 FACE_CYCLE_LIMIT = 7
 # the pipeline's stages, left to right: a stage never imports one to its right

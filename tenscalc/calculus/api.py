@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from typing import overload
 
 from ..core import nodes as N
-from ..core.checks import require_distinct, require_expr
+from ..core.checks import count_nodes, require_distinct, require_expr
 from ..core.face import OPERATIONS
 from ..core.nodes import Expr
 from ..errors import SemanticError
+from ..progress import optionally_verbose, stage
 from ..simplifier import simplify as run_simplifier
 from ..simplifier import simplify_many
 from .sweep import reverse_sweep, reverse_sweep_many
@@ -61,13 +62,20 @@ def _resolve_wrt_list(expr: Expr, wrt: WrtList) -> list[Expr]:
 
 
 @overload
-def derivative(expr: Expr, wrt: str | Expr, *, simplify: bool = True, symmetric: Iterable[str] = ()) -> Expr: ...
+def derivative(
+    expr: Expr, wrt: str | Expr, *, simplify: bool = True, symmetric: Iterable[str] = (), verbose: bool = False
+) -> Expr: ...
 @overload
 def derivative(
-    expr: Expr, wrt: WrtList, *, simplify: bool = True, symmetric: Iterable[str] = ()
+    expr: Expr, wrt: WrtList, *, simplify: bool = True, symmetric: Iterable[str] = (), verbose: bool = False
 ) -> dict[str, Expr]: ...
 def derivative(
-    expr: Expr, wrt: str | Expr | WrtList, *, simplify: bool = True, symmetric: Iterable[str] = ()
+    expr: Expr,
+    wrt: str | Expr | WrtList,
+    *,
+    simplify: bool = True,
+    symmetric: Iterable[str] = (),
+    verbose: bool = False,
 ) -> Expr | dict[str, Expr]:
     """The derivative ``d expr / d wrt`` as a new expression.
 
@@ -91,6 +99,9 @@ def derivative(
         Matrix variables known to be symmetric (``declare A 2 symmetric``): the
         simplifier writes ``Aᵀ`` as ``A``, so ``x'*A*x`` gives ``2Ax``.  The result
         equals the derivative wherever those matrices are symmetric.
+    verbose : bool
+        Show what the work is doing (each stage with its sizes and time) on standard
+        error while it runs (see :mod:`tenscalc.progress`).
 
     Examples
     --------
@@ -106,22 +117,31 @@ def derivative(
     """
     if not isinstance(expr, Expr):
         raise SemanticError(f"derivative needs a tenscalc expression, got {type(expr).__name__}")
-    if isinstance(wrt, (list, tuple)):
-        xs = _resolve_wrt_list(expr, wrt)
-        raws = reverse_sweep_many(expr, xs, expr.order)  # one sweep for every variable
-        results = simplify_many(raws, symmetric=symmetric) if simplify else raws
-        return {x.arg[0]: r for x, r in zip(xs, results)}
-    x = resolve_wrt(expr, wrt)
-    q = expr.order
-    result = reverse_sweep(expr, x, q)
-    return run_simplifier(result, symmetric=symmetric) if simplify else result
+    with optionally_verbose(verbose):
+        if isinstance(wrt, (list, tuple)):
+            xs = _resolve_wrt_list(expr, wrt)
+            raws = _swept(expr, xs, many=True)  # one sweep for every variable
+            results = simplify_many(raws, symmetric=symmetric) if simplify else raws
+            return {x.arg[0]: r for x, r in zip(xs, results)}
+        (raw,) = _swept(expr, [resolve_wrt(expr, wrt)], many=False)
+        return run_simplifier(raw, symmetric=symmetric) if simplify else raw
+
+
+def _swept(expr: Expr, xs: list[Expr], many: bool) -> list[Expr]:
+    """The raw derivatives of ``expr`` by each of ``xs``, from one reverse sweep (logged as a stage);
+    ``many``: the sweep for a list of variables (even of one), as the list forms of the API ask."""
+    names = ", ".join(x.arg[0] for x in xs)
+    with stage("differentiate", lambda: f"by {names}: {count_nodes(expr)} nodes") as logged:
+        raws = reverse_sweep_many(expr, xs, expr.order) if many else [reverse_sweep(expr, xs[0], expr.order)]
+        logged.done(lambda: f"{count_nodes(raws)} nodes")
+    return raws
 
 
 @overload
-def gradient(expr: Expr, wrt: str | Expr) -> Expr: ...
+def gradient(expr: Expr, wrt: str | Expr, *, verbose: bool = False) -> Expr: ...
 @overload
-def gradient(expr: Expr, wrt: WrtList) -> dict[str, Expr]: ...
-def gradient(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
+def gradient(expr: Expr, wrt: WrtList, *, verbose: bool = False) -> dict[str, Expr]: ...
+def gradient(expr: Expr, wrt: str | Expr | WrtList, *, verbose: bool = False) -> Expr | dict[str, Expr]:
     """The gradient of a scalar expression (``wrt``'s shape).
 
     With a list of variables, a dict name -> gradient from one reverse sweep.
@@ -138,7 +158,7 @@ def gradient(expr: Expr, wrt: str | Expr | WrtList) -> Expr | dict[str, Expr]:
     if not isinstance(expr, Expr) or expr.order != 0:
         order = getattr(expr, "order", "?")
         raise SemanticError(f"gradient needs a scalar (order 0) expression, this one has order {order}; use jacobian")
-    return derivative(expr, wrt)
+    return derivative(expr, wrt, verbose=verbose)
 
 
 @overload
@@ -183,11 +203,13 @@ def jacobian(
 
 
 @overload
-def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None) -> Expr: ...
+def hessian(expr: Expr, wrt: str | Expr, wrt2: str | Expr | None = None, *, verbose: bool = False) -> Expr: ...
 @overload
-def hessian(expr: Expr, wrt: WrtList, wrt2: WrtList | None = None) -> dict[str, dict[str, Expr]]: ...
 def hessian(
-    expr: Expr, wrt: str | Expr | WrtList, wrt2: str | Expr | WrtList | None = None
+    expr: Expr, wrt: WrtList, wrt2: WrtList | None = None, *, verbose: bool = False
+) -> dict[str, dict[str, Expr]]: ...
+def hessian(
+    expr: Expr, wrt: str | Expr | WrtList, wrt2: str | Expr | WrtList | None = None, *, verbose: bool = False
 ) -> Expr | dict[str, dict[str, Expr]]:
     """Second derivative; ``hessian(f, x, y)[a, b] = d^2 f / dx[a] dy[b]``.
 
@@ -205,14 +227,24 @@ def hessian(
     >>> H = tc.hessian(tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), ["x", "A"])
     >>> H["x"]["A"].order, H["A"]["x"].order
     (3, 3)
+
+    ``verbose=True`` shows each stage of the work (differentiate, simplify) on
+    standard error, with sizes and times.
     """
+    with optionally_verbose(verbose):
+        return _hessian(expr, wrt, wrt2)
+
+
+def _hessian(
+    expr: Expr, wrt: str | Expr | WrtList, wrt2: str | Expr | WrtList | None
+) -> Expr | dict[str, dict[str, Expr]]:
     if isinstance(wrt, (list, tuple)):
         if wrt2 is not None and not isinstance(wrt2, (list, tuple)):
             raise SemanticError("with a list of variables, wrt2 must be a list too (or left out)")
         rows = _resolve_wrt_list(expr, wrt)
         columns = rows if wrt2 is None else _resolve_wrt_list(expr, wrt2)
         firsts = derivative(expr, rows)  # simplified first, as the one-variable path does
-        raws = [reverse_sweep_many(firsts[x.arg[0]], columns, firsts[x.arg[0]].order) for x in rows]
+        raws = [_swept(firsts[x.arg[0]], columns, many=True) for x in rows]
         flat = simplify_many([r for row in raws for r in row])
         result: dict[str, dict[str, Expr]] = {}
         for i, x in enumerate(rows):

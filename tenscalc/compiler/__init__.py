@@ -26,10 +26,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.axes import axis_graph
-from ..core.checks import require_exprs
+from ..core.checks import count_nodes, require_exprs
 from ..core.nodes import Expr
 from ..dtypes import promoted_dtype
 from ..errors import EvaluationError
+from ..progress import optionally_verbose, stage
 from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
@@ -116,10 +117,15 @@ class CompiledFunction:
         self._single = single
         self._keys = None if keys is None else tuple(keys)
         self._backend = backend
-        with paused_gc():  # linear time on huge DAGs (see paused_gc)
-            self.plan: Plan = build_plan(self.exprs)
-            # one axis graph for all roots: they share nodes (see axis_graph)
-            self._graphs = [axis_graph(self.exprs[0] if len(self.exprs) == 1 else self.exprs)]
+        #: show each binding to new shapes (tc.compile(..., verbose=True))
+        self.verbose = False
+        described = f"{len(self.exprs)} expression{'s' if len(self.exprs) > 1 else ''}"
+        with stage("compile", lambda: f"{described}, {count_nodes(self.exprs)} nodes") as logged:
+            with paused_gc():  # linear time on huge DAGs (see paused_gc)
+                self.plan: Plan = build_plan(self.exprs)
+                # one axis graph for all roots: they share nodes (see axis_graph)
+                self._graphs = [axis_graph(self.exprs[0] if len(self.exprs) == 1 else self.exprs)]
+            logged.done(lambda: f"a plan of {len(self.plan.steps)} steps")
         orders = variable_orders(self._graphs)
         # inputs the plan reads first (their slots), then shape-only ones
         names = list(self.plan.inputs) + sorted(n for n in orders if n not in self.plan.inputs)
@@ -223,8 +229,11 @@ class CompiledFunction:
                     f"{len(shape)} axes (shape {tuple(shape)})"
                 )
         resolver = ShapeResolver(self._graphs, shapes)
-        # every step a number (NumPy): one straight-line float function, the program its fallback
-        program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend))
+        described = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items())
+        with optionally_verbose(self.verbose), stage("bind", lambda: f"shapes {described}") as logged:
+            # every step a number (NumPy): one straight-line float function, the program its fallback
+            program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend))
+            logged.done(f"a {self._backend.name} program")
         if self.jit:
             program.whole = self._backend.whole_program(program.run_steps)
         key = tuple(tuple(shapes[name]) for name in self.inputs)
@@ -307,7 +316,11 @@ def _jit_choice(backend: Backend, jit: bool | None) -> bool:
 
 
 def compile(  # noqa: A001
-    exprs: Expr | Sequence[Expr] | Mapping[str, Expr], backend: str | None = None, *, jit: bool | None = None
+    exprs: Expr | Sequence[Expr] | Mapping[str, Expr],
+    backend: str | None = None,
+    *,
+    jit: bool | None = None,
+    verbose: bool = False,
 ) -> CompiledFunction:
     """Compile one expression, a list or a dict of them into a reusable callable.
 
@@ -333,6 +346,10 @@ def compile(  # noqa: A001
         XLA fuses the elementwise chains; ``jit=False`` runs op by op), and
         ``torch.compile`` for ``"torch"`` (off by default: its first call takes
         seconds).  NumPy, CuPy and Dask have none (``jit=True`` is an error).
+    verbose : bool
+        Show the symbolic work (the plan here, and binding it to each new set of
+        shapes at a call) on standard error, with sizes and times (see
+        :mod:`tenscalc.progress`).
 
     Returns
     -------
@@ -358,4 +375,7 @@ def compile(  # noqa: A001
         roots = require_exprs([exprs[key] for key in keys], "compile")
     else:
         roots = require_exprs(exprs, "compile")
-    return CompiledFunction(roots, single, get_backend(backend or "numpy"), keys, jit, auto=backend is None)
+    with optionally_verbose(verbose):
+        run = CompiledFunction(roots, single, get_backend(backend or "numpy"), keys, jit, auto=backend is None)
+    run.verbose = verbose
+    return run

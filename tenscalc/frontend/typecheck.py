@@ -19,9 +19,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..core import nodes as N
+from ..core.checks import count_nodes
 from ..core.nodes import Expr
 from ..core.text import quoted
 from ..errors import SemanticError
+from ..progress import stage
 from . import matrix_notation as M
 from .parser import Declarations, ParsedProblem, Syn, parse_text
 
@@ -87,6 +89,13 @@ def build_problem(text: str, orders: dict[str, int] | None = None, *, letter_rul
     >>> build_problem("declare b 1 expression norm2(A*x - b)^2").orders
     {'b': 1, 'x': 1, 'A': 2}
     """
+    with stage("parse", lambda: f"{len(text)} characters") as logged:
+        problem = _build_problem(text, orders, letter_rule)
+        logged.done(lambda: f"{count_nodes(problem.expr)} nodes")
+    return problem
+
+
+def _build_problem(text: str, orders: dict[str, int] | None, letter_rule: bool) -> Problem:
     parsed = parse_text(text)
     declared = _merge_orders(parsed, orders)
     origins = _given_origins(parsed, orders)

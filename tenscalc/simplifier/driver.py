@@ -16,11 +16,13 @@ factors 0 and 1 and terms 0 disappear, constants fold, identical summands merge.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..core import nodes as N
+from ..core.checks import count_nodes
 from ..core.nodes import Expr, topological
 from ..errors import TensCalcError
+from ..progress import stage
 from .context import Context, Rule, rewrite_locally
 from .rules import LATE_RULES, RULES
 
@@ -67,9 +69,19 @@ def simplify_many(
     roots = list(roots)
     declared = _symmetric_names(symmetric)
     early = {op: [r for r in rs if r not in LATE_RULES] for op, rs in table.items()}
-    if early != table:  # the late rules run once the others have settled (see rules.LATE_RULES)
-        roots = _fixed_point(roots, early, declared)
-    return _fixed_point(roots, table, declared)
+    given = roots
+    with stage("simplify", lambda: f"{count_nodes(given)} nodes") as logged:
+        passes = [0]
+
+        def one_more_pass() -> None:
+            passes[0] += 1
+            logged.step(f"pass {passes[0]}")
+
+        if early != table:  # the late rules run once the others have settled (see rules.LATE_RULES)
+            roots = _fixed_point(roots, early, declared, one_more_pass)
+        roots = _fixed_point(roots, table, declared, one_more_pass)
+        logged.done(lambda: f"{count_nodes(roots)} nodes ({passes[0]} passes)")
+    return roots
 
 
 def _symmetric_names(names: Iterable[str]) -> frozenset[str]:
@@ -78,10 +90,17 @@ def _symmetric_names(names: Iterable[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _fixed_point(roots: list[Expr], table: dict[str, list[Rule]], symmetric: frozenset[str]) -> list[Expr]:
-    """Whole passes of ``table`` until no root changes."""
+def _fixed_point(
+    roots: list[Expr],
+    table: dict[str, list[Rule]],
+    symmetric: frozenset[str],
+    on_pass: Callable[[], None] | None = None,
+) -> list[Expr]:
+    """Whole passes of ``table`` until no root changes (``on_pass()`` after each: progress)."""
     for _ in range(MAX_PASSES):
         new_roots = _one_pass_many(roots, table, symmetric)
+        if on_pass is not None:
+            on_pass()
         if all(new is old for new, old in zip(new_roots, roots)):
             return roots
         roots = new_roots
