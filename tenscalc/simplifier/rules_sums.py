@@ -176,6 +176,45 @@ def add_cancel_over_square(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+def _shifted_base(u: Expr) -> tuple[Expr, int | float, int | float] | None:
+    """``u = a v + b k`` (one constant ``k`` of u's order) as ``(v, a, b k)``."""
+    if u.op != "add" or len(u.children) != 2:
+        return None
+    (v, a), (k, b) = sorted(zip(u.children, u.arg), key=lambda p: p[0].op == "const")
+    if v.op == "const" or k.op != "const" or k.arg[1] != u.order:
+        return None
+    return v, a, exact_product([b, k.arg[0]])
+
+
+def add_cancel_power(node: Expr, ctx: Context) -> Expr | None:
+    # c1 u^p + c2 u^(p-1) ⊙ v with u = a v + m (m constant), c1 a + c2 = 0  ->  c1 m u^(p-1)
+    # (u^p = u^(p-1) ⊙ (a v + m): the TV Hessian's (d²+ε)^-1/2 - (d²+ε)^-3/2 ⊙ d² is ε (d²+ε)^-3/2)
+    terms = [(t, c, embedded_parts(t)) for t, c in zip(node.children, node.arg)]
+    for i, (_, c1, parts_i) in enumerate(terms):
+        if parts_i is None or len(parts_i[0]) != 1:
+            continue
+        (whole,), spec, out, scale1 = parts_i
+        power = const_power(whole)
+        shifted = None if power is None else _shifted_base(power[0])
+        if shifted is None:
+            continue
+        u, p = power
+        v, a, m = shifted
+        lowered = N.power(u, N.const(exact_sum([p, -1]), 0))
+        for j, (_, c2, parts_j) in enumerate(terms):
+            if j == i or parts_j is None or len(parts_j[0]) != 2 or parts_j[1:3] != (spec, out):
+                continue
+            if {f for f in parts_j[0]} != {lowered, v} or lowered is v:
+                continue
+            if exact_sum([exact_product([c1, scale1, a]), exact_product([c2, parts_j[3]])]) != 0:
+                continue
+            merged = lowered if spec == out else N.mul([lowered, N.const(1, 0)], [spec, ()], out)
+            rest = [(t, c) for n, (t, c, _) in enumerate(terms) if n not in (i, j)]
+            rest.append((merged, exact_product([c1, scale1, m])))
+            return N.add([t for t, _ in rest], [c for _, c in rest])
+    return None
+
+
 def _over_two_term_sum(term: Expr) -> tuple[Expr, list[Expr], int | float] | None:
     """``s n ⊙ q^-1`` (elementwise, q a sum of two terms) as ``(q^-1, [n...], s)``."""
     parts = embedded_parts(term)
@@ -225,6 +264,7 @@ ADD_RULES: list[Rule] = [
     add_simplify_terms,
     add_factor_common,
     add_cancel_over_square,
+    add_cancel_power,
     add_complement_of_reciprocal,
     add_pull_embed,
 ]
