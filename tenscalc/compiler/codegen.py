@@ -302,11 +302,11 @@ class _Writer:
         names = {name: self.names[name] for name in params}
         # only names starting with '_' are used below: a variable may be called `float`
         # or `ValueError`.  Complex input stays complex, as in evaluate; ints become floats.
+        body.append(dtype_line(names))  # from the values as passed: a Python number is weak
         for python in names.values():
             body.append(f"{python} = _np.asarray({python})")
             body.append(f'if {python}.dtype.kind not in "fc":')
             body.append(f"    {python} = {python}.astype(_np.float64)")
-        body.append(dtype_line(names))
         for name, python in names.items():
             order = self.orders[name]
             body.append(f"if {python}.ndim != {order}:")

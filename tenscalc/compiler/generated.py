@@ -42,10 +42,16 @@ def _result(x, dtype):
 
 
 def _dtype_of(values):
-    """NumPy's promotion of the numeric values' dtypes (integers as float64; none: float64)."""
-    dtypes = [_np.asarray(v).dtype for v in values]
-    dtypes = [d if d.kind in "fc" else _np.dtype(_np.float64) for d in dtypes if d.kind in "biufc"]
-    return _np.result_type(*dtypes) if dtypes else _np.dtype(_np.float64)
+    """NumPy's promotion of the values' dtypes: Python numbers weak, integer arrays as float64, none: float64."""
+    strong, weak = [], []
+    for v in values:
+        if type(v) in (float, complex):
+            weak.append(v)
+        elif type(v) not in (int, bool):
+            d = _np.asarray(v).dtype
+            if d.kind in "biufc":
+                strong.append(d if d.kind in "fc" else _np.dtype(_np.float64))
+    return _np.result_type(*(strong or [_np.float64]), *weak)
 '''
 
 #: names the generated module defines at module level (a function of that name would replace them)
@@ -106,8 +112,9 @@ def signature(name: str, names: Mapping[str, str]) -> list[str]:
 
 
 def dtype_line(names: Mapping[str, str]) -> str:
-    """The body line setting ``_dtype``, the results' dtype, once the inputs are arrays."""
+    """The body line setting ``_dtype``, the results' dtype, from the values as passed (before
+    they are made arrays: a Python number is weak, as in NumPy and ``tc.compile``)."""
     inputs = list(names.values())
     if inputs:
-        return f"_dtype = _np.result_type({', '.join(inputs)})"
+        return f"_dtype = _dtype_of(({', '.join(inputs)},))"
     return "_dtype = _dtype_of(_others.values())"

@@ -463,6 +463,7 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
         lines.append(HELPERS[helper].rstrip())
     head, *reads = signature(name, names)
     lines += ["", "", head] + [f"    {line}" for line in reads]
+    lines.append(f"    {dtype_line(names)}")  # from the values as passed: a Python number is weak
     for p, python in names.items():
         # complex input stays complex and float32 float32, as in evaluate; integers become floats
         lines.append(f"    {python} = _np.asarray({python})")
@@ -473,7 +474,6 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
             f'        raise _ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{python}.shape}}: '
             f'generate it again with tc.to_python(..., shapes=...)")'
         )
-    lines.append(f"    {dtype_line(names)}")
     lines += [f"    {line}" for line in body]
     if single:
         lines.append(f"    return {results[0]}")

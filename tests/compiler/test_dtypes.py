@@ -172,10 +172,13 @@ def test_jax_with_64_bits_keeps_the_inputs_dtype(case):
 
 def test_a_python_number_does_not_promote_float32():
     # as NumPy's float32_array * 0.5 stays float32
-    e = CORPUS["gradient"]
+    e = _f  # reads k
     values = {**_values("float32"), "k": 0.5}
     assert tc.evaluate(e, values).dtype == np.float32
     assert tc.compile(e)(**values).dtype == np.float32
+    assert _generated(e, values, None).dtype == np.float32
+    assert _generated(e, values, {n: np.shape(v) for n, v in values.items()}).dtype == np.float32
+    assert _generated(e, {**values, "k": np.float64(0.5)}, None).dtype == np.float64  # a NumPy scalar is not weak
 
 
 def test_torch_bfloat16_is_left_as_computed():
