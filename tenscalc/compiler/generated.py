@@ -102,6 +102,7 @@ def signature(name: str, names: Mapping[str, str]) -> list[str]:
     lines = [head]
     for variable, python in names.items():
         if python != variable:  # a keyword: only f(**{"lambda": ...}) can pass it
+            lines.append(f"# '{variable}' is a Python keyword: pass it as {name}(**{{'{variable}': value, ...}})")
             lines.append(f"if {variable!r} not in _others:")
             lines.append(
                 f"    raise _TypeError(\"{name}() missing the argument '{variable}': pass it as "
