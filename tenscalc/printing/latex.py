@@ -19,8 +19,8 @@ from ..core.nodes import Expr, topological
 from ..errors import TensCalcError
 from .latex_index import IndexPrinter
 from .latex_pieces import ATOM, FUNCTION_LATEX, POW, format_name, format_number
-from .matrix_forms import Reading, matrix_readings, read_node
-from .text import text_length
+from .matrix_forms import Reading, Readings, matrix_readings, read_node
+from .text import INLINE, MARK, text_length
 
 __all__ = ["MAX_TEXT", "NOTATIONS", "format_name", "format_number", "latex", "matrix_text", "notebook_latex"]
 
@@ -69,7 +69,7 @@ def latex(expr: Expr, notation: str = "auto", temporaries: bool = False) -> str:
         readings = matrix_readings(expr)
         reading = readings.get(expr)
         if reading is not None:
-            return _with_temporaries(expr, readings) if temporaries else reading.text
+            return _with_temporaries(expr, readings) if temporaries else readings.expand(reading.text)
         if notation == "matrix":
             raise TensCalcError(
                 "this expression has no matrix notation (it has a node of order 3 or more, or a product that "
@@ -97,7 +97,10 @@ TEMPORARY_MIN_LENGTH = 12
 
 
 def _visible_length(text: str) -> int:
-    """About how many characters a LaTeX formula shows (markup not counted)."""
+    """About how many characters a LaTeX formula shows (markup not counted); a text
+    holding a mark stands for more than ``INLINE`` characters: long enough to name."""
+    if MARK in text:
+        return INLINE
     return len(re.sub(r"\\(?:left|right|operatorname|mathbf)|[{}\\ ]", "", text))
 
 
@@ -125,7 +128,7 @@ def _name_temporaries(root: Expr, readings: dict[Expr, Reading | None]) -> set[E
     for _ in range(4):  # naming a parent can leave a child used once: drop it and redo
         uses = _uses(root, named)
         named = {k for k in named if uses.get(k, 0) >= 2}
-        new: dict[Expr, Reading | None] = {}
+        new = Readings()
         chosen: set[Expr] = set()
         for node in nodes:
             reading = read_node(node, new)
@@ -144,27 +147,27 @@ def _name_temporaries(root: Expr, readings: dict[Expr, Reading | None]) -> set[E
     return named
 
 
-def _with_temporaries(root: Expr, readings: dict[Expr, Reading | None]) -> str:
+def _with_temporaries(root: Expr, readings: Readings) -> str:
     """The matrix formula with shared subexpressions named (see ``latex``)."""
     named = _name_temporaries(root, readings)
     if not named:
-        return readings[root].text
+        return readings.expand(readings[root].text)
     nodes = topological(root)
     taken = {format_name(name) for name, _ in root.varset}
     prefix = "t" if not any(t.startswith("t_") for t in taken) else "\\tau"
-    new: dict[Expr, Reading | None] = {}
+    new = Readings()
     definitions: list[str] = []
     for node in nodes:
         reading = read_node(node, new)
         if node in named and reading is not None:
             name = f"{prefix}_{{{len(definitions)}}}"
-            definitions.append(f"{name} = {reading.text}")
+            definitions.append(f"{name} = {new.expand(reading.text)}")
             symmetric = reading.kind == 2 and reading.t == reading.text
             t = name if symmetric else None
             reading = Reading(name, ATOM, reading.kind, t, ATOM if symmetric else POW)
         new[node] = reading
     main = new[root]
-    return f"{main.text} \\quad\\text{{where}}\\quad " + ",\\quad ".join(definitions)
+    return f"{new.expand(main.text)} \\quad\\text{{where}}\\quad " + ",\\quad ".join(definitions)
 
 
 # ------------------------------------------------------- plain-text matrix notation

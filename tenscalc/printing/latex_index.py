@@ -149,7 +149,8 @@ class IndexPrinter:
     def _matrix_function(self, task: _Task, node: Expr, write: Callable[[str, int], str]) -> Expansion:
         reading = self.readings.get(node.children[0])
         if reading is not None:
-            text = write(reading.text, reading.prec)
+            expand = getattr(self.readings, "expand", str)  # Readings keep long texts as marks
+            text = write(expand(reading.text), reading.prec)
             return [], lambda args: (text, ATOM)
         inner = self._fresh_letters(2, task.scope)
         child = _Task(node.children[0], tuple(inner), task.scope | set(inner))

@@ -19,7 +19,7 @@ pieces of :mod:`.latex_pieces`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.nodes import Expr, topological
 from ..core.products import is_power_zero
@@ -39,6 +39,7 @@ from .latex_pieces import (
     power,
     wrap,
 )
+from .text import Templates
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,42 @@ def transpose(r: Reading) -> Reading:
 ONES = Reading("\\mathbf{1}", ATOM, 1)
 
 
-def matrix_readings(root: Expr) -> dict[Expr, Reading | None]:
+class Readings(dict):
+    """Readings by node whose long texts are kept as marks (see
+    :class:`~tenscalc.printing.text.Templates`): storing every node's whole text
+    took memory quadratic in depth.  ``expand`` writes a stored text in full.
+
+    >>> import tenscalc as tc
+    >>> e = tc.var("x", 1)
+    >>> for _ in range(100):
+    ...     e = tc.sin(e)
+    >>> readings = matrix_readings(e)
+    >>> len(readings[e].text) < 100 < len(readings.expand(readings[e].text))
+    True
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.templates = Templates()
+
+    def __setitem__(self, node: Expr, reading: Reading | None) -> None:
+        if reading is not None:
+            add = self.templates.add
+            text = add(reading.text)[0]
+            # a symmetric reading keeps t == text (one mark), as parents compare them
+            t = text if reading.t == reading.text else (None if reading.t is None else add(reading.t)[0])
+            recip = None if reading.recip is None else add(reading.recip)[0]
+            reading = replace(reading, text=text, t=t, recip=recip)
+        super().__setitem__(node, reading)
+
+    def expand(self, text: str) -> str:
+        """``text`` (a stored reading's, or one built from them) with its marks filled in."""
+        return self.templates.expand(text)
+
+
+def matrix_readings(root: Expr) -> Readings:
     """Matrix notation for every node of the DAG (``None`` where there is none)."""
-    readings: dict[Expr, Reading | None] = {}
+    readings = Readings()
     for node in topological(root):
         readings[node] = read_node(node, readings)
     return readings

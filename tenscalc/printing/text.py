@@ -103,14 +103,15 @@ class Templates(Mapping[Expr, tuple[str, int]]):
     per ancestor: memory and time quadratic in depth (a 20,000-deep ``sin(``
     needed 1 GB).  Reading ``templates[node]`` gives ``(text, precedence)`` as the
     printers expect, the text being the node's own for short texts and a mark
-    otherwise; ``text(node)`` writes the whole text, in time linear in its length.
+    otherwise (its first and last characters, the rest a key between two
+    ``MARK``s); ``text(node)`` writes the whole text, in time linear in its length.
 
     >>> import tenscalc as tc
     >>> x = tc.var("x", 1)
     >>> texts = Templates()
     >>> texts[x] = ("x" * 300, ATOM)
-    >>> texts[x][0] == "x" * 300
-    False
+    >>> texts[x][0] == "x" * 300, texts[x][0][0], texts[x][0][-1]
+    (False, 'x', 'x')
     >>> texts.text(x) == "x" * 300
     True
     """
@@ -125,10 +126,13 @@ class Templates(Mapping[Expr, tuple[str, int]]):
         length = self.expanded_length(template)
         if length <= INLINE:
             return template, length
+        # the first and last characters stay visible, so that a printer can still ask
+        # whether a text starts with "-" or ends with "'" (neither is ever a mark: a
+        # nested mark shows its own first and last characters)
         key = len(self._templates)
-        self._templates[key] = template
-        self._lengths[key] = length
-        return f"{MARK}{key}{MARK}", length
+        self._templates[key] = template[1:-1]
+        self._lengths[key] = length - 2
+        return f"{template[0]}{MARK}{key}{MARK}{template[-1]}", length
 
     def expanded_length(self, template: str) -> int:
         """The length of ``template`` once its marks are filled in."""

@@ -61,6 +61,28 @@ def test_printing_memory_is_linear_in_depth(name):
     assert peaks[1] < 40 * 2**20, peaks
 
 
+LATEX = {
+    "latex": tc.latex,
+    "latex with temporaries": lambda e: tc.latex(e, temporaries=True),
+    "latex in index notation": lambda e: tc.latex(e, notation="index"),
+}
+
+
+@pytest.mark.parametrize("name", LATEX)
+def test_latex_memory_is_linear_in_depth(name):
+    # a formula is refused beyond 200,000 characters (about 10,000 levels of sin):
+    # 4,000 and 8,000 levels (8,000 took 520 MiB, now 6 MiB)
+    printer = LATEX[name]
+    peaks = []
+    for depth in (4_000, 8_000):
+        e = _deep(depth)
+        peaks.append(_peak(lambda e=e: printer(e)))
+        text = printer(e)
+        assert text.count("\\sin") == depth and text.endswith("\\right)" * depth) and "\x00" not in text
+    assert peaks[1] < 3 * peaks[0], peaks
+    assert peaks[1] < 40 * 2**20, peaks
+
+
 def test_parsing_memory_is_linear_in_depth():
     peaks = [_peak(lambda depth=depth: tc.parse(_text(depth), {"x": 1})) for depth in DEPTHS]
     assert peaks[1] < 3 * peaks[0], peaks
