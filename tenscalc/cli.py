@@ -35,6 +35,7 @@ from .interpreter import evaluate
 from .limits import MAX_INPUT, check_input_length, read_limited
 from .printing.labels import derivative_label
 from .progress import verbose
+from .service import derivatives, numeric_check
 
 EXAMPLE = "declare x 1 A 2 expression x *(i,ij->j) A *(j,j->) x derivative wrt x"
 """The built-in example of ``--example``: the quadratic form xᵀAx, by x."""
@@ -240,7 +241,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     wrt = None if name is None else wrt_variable(problem, name)  # checked before anything is printed
     show = Shower(args.latex, args.notation)
     show_expression(problem.expr, out, show)
-    found = [] if name is None or wrt is None else derivatives(problem.expr, wrt, count or 1)
+    found = (
+        [] if name is None or wrt is None else derivatives(problem.expr, wrt, count or 1, symmetric=problem.symmetric)
+    )
     for k, d in enumerate(found, start=1):
         show_derivative(k, problem.expr, str(name), d, out, show)
     if args.python:
@@ -314,21 +317,6 @@ def wrt_variable(problem: Problem, name: str) -> Expr:
     return N.var(name, problem.orders[name])
 
 
-def derivatives(expr: Expr, wrt: Expr, count: int) -> list[Expr]:
-    """The first ``count`` derivatives of ``expr`` by ``wrt``, each simplified.
-
-    The k-th is the derivative of the (k-1)-th, so each has ``wrt``'s axes appended once more.
-    """
-    from . import derivative, simplify
-
-    found: list[Expr] = []
-    current = expr
-    for _ in range(count):
-        current = simplify(derivative(current, wrt))
-        found.append(current)
-    return found
-
-
 class Shower:
     """How the command writes an expression: the einsum language (default), plain
     matrix notation (``--notation matrix``) or LaTeX (``--latex``)."""
@@ -373,28 +361,19 @@ def _indent_more(text: str, width: int) -> str:
 
 def check(expr: Expr, wrt: Expr, name: str, count: int, seed: int, out: TextIO) -> int:
     """Compare derivatives 1..``count`` with finite differences; EXIT_CHECK_FAILED if one disagrees."""
-    from .calculus.api import derivative
-    from .testing import RandomDataError, check_derivative, defined_values
-
-    derivatives = [expr]
-    for _ in range(count):
-        derivatives.append(derivative(derivatives[-1], wrt))
-    try:  # one point for every order, where the function and each derivative are defined
-        values = defined_values(derivatives, seed=seed)
-    except RandomDataError as exc:
-        out.write(f"\ncheck: {exc}\n")
+    result = numeric_check(expr, wrt, count, seed=seed)
+    if not result.evaluated:
+        out.write(f"\ncheck: {result.reason}\n")
         return EXIT_NOT_EVALUATED
+    values = result.values
     shapes = ", ".join(f"{name} {_shape(values[name])}" for name in sorted(values)) or "none"
     out.write(f"\ncheck at random data (seed {seed}; shapes: {shapes}):\n")
     out.write(f"  value                {_describe(evaluate(expr, values))}\n")
-    all_ok = True
-    for k in range(1, count + 1):
-        report = check_derivative(expr, wrt, order=k, values=values, seed=seed)
+    for k, report in enumerate(result.reports, start=1):
         verdict = "ok" if report.ok else "FAILED"
         label = f"{derivative_label(k, expr.order)} wrt {name}"
         out.write(f"  {label:<20} max relative error {report.max_error:.2e} vs finite differences: {verdict}\n")
-        all_ok = all_ok and bool(report.ok)
-    return EXIT_OK if all_ok else EXIT_CHECK_FAILED
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 
 def _shape(array: object) -> str:

@@ -282,12 +282,12 @@ def test_check_passes_in_process(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_failed_check_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import tenscalc.testing
+    import tenscalc.service
 
     def wrong(expr: tc.Expr, wrt: object, order: int = 1, values: object = None, seed: int = 0) -> SimpleNamespace:
         return SimpleNamespace(ok=False, max_error=0.5)
 
-    monkeypatch.setattr(tenscalc.testing, "check_derivative", wrong)
+    monkeypatch.setattr(tenscalc.service, "check_derivative", wrong)
     status, out, err = run_main(capsys, cli.EXAMPLE, "--check")
     assert status == 1, out + err
     assert "FAILED" in out and "5.00e-01" in out
