@@ -272,12 +272,12 @@ def test_the_python_check_finds_code_that_disagrees(monkeypatch):
 
 
 def test_numeric_check_reports_a_disagreement(monkeypatch):
-    from tenscalc import testing
+    from tenscalc import service, testing
 
     def wrong(*args, **kwargs):
         return testing.DerivativeCheck(False, 0.5, (0,), 1.0, 1.5, "full Jacobian", "MISMATCH: made up")
 
-    monkeypatch.setattr(testing, "check_derivative", wrong)
+    monkeypatch.setattr(service, "check_derivative", wrong)  # the check the page and the CLI share
     reply = analyse({"expression": "x *(i,i->) x", "wrt": "x", "part": "check"})
     assert reply["ok"] and not reply["all_ok"] and not reply["checks"][0]["ok"]
 
