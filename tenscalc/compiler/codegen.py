@@ -29,7 +29,7 @@ from ..errors import TensCalcError
 from ..interpreter import is_constant_scalar
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
-from .generated import ALIASES, RESULT_HELPER, check_function_name, dtype_line, python_names, signature
+from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, check_function_name, dtype_line, python_names, signature
 from .numpy_names import numpy_call
 
 #: the generic code's contraction: opt_einsum's path searched once per spec and
@@ -230,10 +230,10 @@ class _Writer:
         return _Value(self.scalar_text(text) if base.scalar else self.bind(text), base.scalar, shape)
 
     def _write_inv(self, node, kids, shape):
-        return _Value(self.bind(f"_np.linalg.inv({self.full(node.children[0], kids[0])})"), False, shape)
+        return _Value(self.bind(f"_lapack(_np.linalg.inv, {self.full(node.children[0], kids[0])})"), False, shape)
 
     def _write_det(self, node, kids, shape):
-        return _Value(self.bind(f"_np.linalg.det({self.full(node.children[0], kids[0])})"), False, shape)
+        return _Value(self.bind(f"_lapack(_np.linalg.det, {self.full(node.children[0], kids[0])})"), False, shape)
 
     def _write_mul(self, node, kids, shape):
         ins, out = node.arg
@@ -330,6 +330,8 @@ class _Writer:
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):
             imports += ["", CACHED_CONTRACT]
+        if "_lapack(" in "\n".join(body):
+            imports += [LAPACK_HELPER.rstrip()]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
         return "\n".join(lines) + "\n"

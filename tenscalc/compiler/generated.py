@@ -54,10 +54,24 @@ def _dtype_of(values):
     return _np.result_type(*(strong or [_np.float64]), *weak)
 '''
 
+#: the generated module's inv and det: LAPACK has no float16 or longdouble routines, so those
+#: are factorised in float32 / float64 and the result converted back (see tenscalc/linalg.py)
+LAPACK_HELPER = '''
+def _lapack(function, x):
+    """np.linalg.inv or det of x in x's dtype, float16 and longdouble included."""
+    x = _np.asarray(x)
+    wider = {"float16": "float32", "float96": "float64", "float128": "float64",
+             "complex192": "complex128", "complex256": "complex128"}.get(x.dtype.name)
+    if wider is None:
+        return function(x)
+    return _np.asarray(function(x.astype(wider))).astype(x.dtype)
+'''
+
 #: names the generated module defines at module level (a function of that name would replace them)
 MODULE_NAMES = frozenset(
     {"_np", "_contract", "_contract_expression", "_expressions", "_ValueError", "_TypeError", "_len", "_range"}
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
+    | {"_lapack"}
 )
 _CONSTANT_NAME = re.compile(r"_K\d+")
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .backends import letters
-from .generated import ALIASES, RESULT_HELPER, dtype_line, python_names, signature
+from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, dtype_line, python_names, signature
 from .kernels import GramPattern, gram_pattern, is_identity_permutation
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
@@ -75,6 +75,7 @@ def _gram(x, d, scale):
         return gram
     return (x * d[:, None]).T @ x
 ''',
+    "_lapack": LAPACK_HELPER,
 }
 
 
@@ -196,10 +197,12 @@ class ProgramSource:
         return f"_embed({self._arg(step.args[0])}, _np.s_[{slice_text(step.data[0])}], {shape!r})"
 
     def _inv(self, step: Step, shape, is_output: bool) -> str:
-        return f"_np.linalg.inv({self._arg(step.args[0])})"
+        self.helpers.add("_lapack")
+        return f"_lapack(_np.linalg.inv, {self._arg(step.args[0])})"
 
     def _det(self, step: Step, shape, is_output: bool) -> str:
-        return f"_np.linalg.det({self._arg(step.args[0])})"
+        self.helpers.add("_lapack")
+        return f"_lapack(_np.linalg.det, {self._arg(step.args[0])})"
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
         items = cast("tuple[AddItem, ...]", step.data)

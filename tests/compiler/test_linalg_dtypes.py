@@ -40,14 +40,20 @@ def test_evaluate_and_compile_keep_the_dtype_and_agree_with_double_precision(exp
     wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
     reference = [tc.evaluate(e, {k: v.astype(wide) for k, v in values.items()}) for e in exprs]
     run = tc.compile(exprs)
+    generated = {}
+    for shapes in (None, {n: v.shape for n, v in values.items()}):
+        namespace: dict = {}
+        exec(tc.to_python(exprs, name="g", shapes=shapes), namespace)  # noqa: S102 - our own code
+        generated[f"to_python(shapes={shapes is not None})"] = namespace["g"](**values)
     for who, results in (
         ("evaluate", [tc.evaluate(e, values) for e in exprs]),
         ("compile", run(**values)),
         ("compile, second call", run(**values)),
+        *generated.items(),
     ):
         for k, (got, want) in enumerate(zip(results, reference, strict=True)):
             # a compiled derivative may still widen (issue 30 item 8's float32 part, handled apart)
-            if who == "evaluate" or k == 0:
+            if who in ("evaluate", *generated) or k == 0:
                 assert got.dtype == np.dtype(dtype), who
             np.testing.assert_allclose(
                 got.astype(wide), want, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype], err_msg=who
