@@ -76,10 +76,19 @@ _saved_level = logging.NOTSET
 def set_verbosity(level: bool | str | int | None, *, stream: IO[str] | None = None, timing: bool = True) -> None:
     """Show tenscalc's log records on ``stream`` (standard error by default), or stop.
 
-    ``level``: ``True`` or ``"info"`` (one line per stage), ``"debug"`` (also when each
-    stage starts, and each simplifier pass), a ``logging`` level, or ``False``/``None``
-    to stop showing them.  ``timing=False`` leaves the seconds out of the lines.
+    Parameters
+    ----------
+    level : bool, str, int or None
+        ``True`` or ``"info"`` (one line per stage), ``"debug"`` (also when each stage
+        starts, and each simplifier pass), a ``logging`` level, or ``False``/``None``
+        to stop showing them.
+    stream : file, optional
+        Where the lines go (standard error by default).
+    timing : bool
+        ``False`` leaves the seconds out of the lines.
 
+    Examples
+    --------
     >>> import tenscalc as tc
     >>> tc.set_verbosity(True)
     >>> tc.set_verbosity(False)
@@ -106,7 +115,15 @@ def set_verbosity(level: bool | str | int | None, *, stream: IO[str] | None = No
 def verbose(
     level: bool | str | int | None = True, *, stream: IO[str] | None = None, timing: bool = True
 ) -> Iterator[None]:
-    """:func:`set_verbosity` for a block, then back to what was shown before."""
+    """``set_verbosity(level, ...)`` for a block, then back to what was shown before.
+
+    Examples
+    --------
+    >>> import sys, tenscalc as tc
+    >>> with tc.verbose(stream=sys.stdout, timing=False):
+    ...     e = tc.parse("x'*A*x")
+    tenscalc: parse: 6 characters -> 4 nodes
+    """
     previous = None if _display is None else (_display.level, _display.stream, _display.timing)
     set_verbosity(level, stream=stream, timing=timing)
     try:
@@ -124,7 +141,7 @@ def optionally_verbose(flag: bool) -> contextlib.AbstractContextManager[None]:
 
 
 class Stage:
-    """One stage of work being logged: :func:`stage` makes it; ``done(...)`` says what came out."""
+    """One stage of work being logged: ``stage()`` makes it; ``done(...)`` says what came out."""
 
     def __init__(self, name: str, start: Text):
         self.name = name
@@ -161,6 +178,8 @@ def _text(text: Text) -> str:
 def stage(name: str, start: Text) -> Iterator[Stage]:
     """Log the stage ``name`` (what it starts from: ``start``), its result and its time.
 
+    Examples
+    --------
     >>> with stage("simplify", "7 nodes") as s:   # nothing shown: tenscalc is quiet by default
     ...     s.done("6 nodes")
     """

@@ -101,7 +101,7 @@ def derivative(
         equals the derivative wherever those matrices are symmetric.
     verbose : bool
         Show what the work is doing (each stage with its sizes and time) on standard
-        error while it runs (see :mod:`tenscalc.progress`).
+        error while it runs (see ``tenscalc.progress``).
 
     Examples
     --------

@@ -349,7 +349,7 @@ def compile(  # noqa: A001
     verbose : bool
         Show the symbolic work (the plan here, and binding it to each new set of
         shapes at a call) on standard error, with sizes and times (see
-        :mod:`tenscalc.progress`).
+        ``tenscalc.progress``).
 
     Returns
     -------
