@@ -184,10 +184,6 @@ class Backend:
 
         return get_func("einsum", self.name)(eq, *arrays)
 
-    def read_diagonal(self, x: Any, spec: Sequence[int]) -> Any:
-        unique = tuple(dict.fromkeys(spec))
-        return self.einsum(letters(spec) + "->" + letters(unique), x)
-
     def transpose(self, x: Any, perm: Sequence[int]) -> Any:
         import autoray
 

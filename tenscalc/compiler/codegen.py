@@ -478,11 +478,3 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
     params = writer.bind_sizes()
     results = writer.write()
     return writer.source(params, results, single, _describe(roots, name, single))
-
-
-def to_function(exprs: Expr | Sequence[Expr], name: str = "f"):
-    """Compile the source of ``to_python`` and return the function itself."""
-    source = to_python(exprs, name)
-    namespace: dict[str, object] = {}
-    exec(compile(source, f"<tenscalc {name}>", "exec"), namespace)  # noqa: S102 - our own, validated source
-    return namespace[name]

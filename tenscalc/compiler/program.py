@@ -171,11 +171,8 @@ def variable_orders(graphs: Sequence[AxisGraph]) -> dict[str, int]:
     """
     orders: dict[str, int] = {}
     for graph in graphs:
-        for name, order, _axis, _slot in graph.var_slots:
+        for name, order in graph.all_variables().items():
             orders.setdefault(name, order)
-        for node in graph.nodes:
-            if node.op == "var":
-                orders.setdefault(node.arg[0], node.arg[1])
     return orders
 
 
