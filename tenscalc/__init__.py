@@ -102,67 +102,31 @@ def parse_problem(text: str, orders: dict[str, int] | None = None, *, letter_rul
     return build_problem(text, orders, letter_rule=letter_rule)
 
 
-__all__ = [
-    "Expr",
-    "Dim",
-    "Problem",
-    "parse",
-    "parse_problem",
-    "evaluate",
-    "var",
-    "einsum",
-    "delta",
-    "constant",
-    "sin",
-    "cos",
-    "tan",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "tanh",
-    "exp",
-    "log",
-    "abs",
-    "sign",
-    "relu",
-    "inv",
-    "det",
-    "adj",
-    "count_nodes",
-    "count_edges",
-    "derivative",
-    "gradient",
-    "jacobian",
-    "hessian",
-    "nth_derivative",
-    "simplify",
-    "compile",
-    "CompiledFunction",
-    "hvp",
-    "latex",
-    "to_dot",
-    "dot_source",
-    "to_python",
-    "TensCalcError",
-    "TensCalcWarning",
-    "ParseError",
-    "SemanticError",
-    "EvaluationError",
-    "memory_limit",
-    "set_memory_limit",
-]
-__all__ += ["grad", "scipy_objective", "ScipyObjective"]
-# NumPy-style building and matrix notation (issue 11)
-__all__ += ["to_matrix_notation", "sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus"]
-__all__ += ["logsumexp", "logdet"]
-__all__ += ["jacobian_accumulation"]  # issue 13, item 5
-__all__ += ["keep_freed_memory"]  # issue 13: allocation churn
-__all__ += ["set_verbosity", "verbose"]  # issue 25 item 6: logging and progress
-
 from .convexity import check_convexity  # noqa: E402 - the checker builds on everything above
 
-__all__ += ["check_convexity", "to_text"]
-__all__ += ["value_and_grad", "lambdify"]  # issue 25: the function API of JAX and SymPy users
+# The public API, once, by pipeline stage.
+__all__ = [
+    # the foundation: expressions and errors
+    "Expr", "Dim", "count_nodes", "count_edges",
+    "TensCalcError", "TensCalcWarning", "ParseError", "SemanticError", "EvaluationError",
+    # front end: text, or Python in the language's and NumPy's spellings
+    "parse", "parse_problem", "Problem", "var", "constant", "delta", "einsum",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
+    "inv", "det", "adj",
+    "sum", "trace", "diag", "dot", "outer", "norm", "sqrt", "sigmoid", "softplus", "logsumexp", "logdet",
+    # calculus and simplifier
+    "derivative", "gradient", "jacobian", "hessian", "nth_derivative", "jacobian_accumulation", "hvp", "simplify",
+    # evaluation: the interpreter, the compiler, memory
+    "evaluate", "compile", "CompiledFunction", "memory_limit", "set_memory_limit", "keep_freed_memory",
+    # the function API of JAX, SymPy and SciPy users
+    "grad", "value_and_grad", "lambdify", "scipy_objective", "ScipyObjective",
+    # printing and generated code
+    "to_text", "to_matrix_notation", "latex", "to_dot", "dot_source", "to_python",
+    # convexity
+    "check_convexity",
+    # progress and logging
+    "set_verbosity", "verbose",
+]  # fmt: skip
 
 #: names JAX, SymPy and PyTorch users reach for, and the tenscalc way (module ``__getattr__``)
 OTHER_LIBRARIES = {
