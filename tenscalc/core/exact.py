@@ -51,6 +51,8 @@ def _number(fraction: Fraction, inputs: list[int | float]) -> int | float:
 def exact_sum(values: Iterable[int | float]) -> int | float:
     """The sum of ``values`` computed on fractions (plain float sum where one is not finite)."""
     values = list(values)
+    if all(type(v) is int for v in values):
+        return sum(values)  # the common case (coefficients 1 + 1), exact already
     fractions = [as_fraction(v) for v in values]
     if any(f is None for f in fractions):
         return math.fsum(values)
@@ -60,6 +62,8 @@ def exact_sum(values: Iterable[int | float]) -> int | float:
 def exact_product(values: Iterable[int | float]) -> int | float:
     """The product of ``values`` computed on fractions (plain float product where one is not finite)."""
     values = list(values)
+    if all(type(v) is int for v in values):
+        return math.prod(values)
     fractions = [as_fraction(v) for v in values]
     if any(f is None for f in fractions):
         return math.prod(values)

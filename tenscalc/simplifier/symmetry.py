@@ -120,6 +120,8 @@ def canonical_operands(
         and child.op != "delta"
         and is_symmetric(child, declared, depth)
     ]
+    if not turnable and len(groups) == len(ordered):
+        return ordered, out  # distinct operands, none to turn: the digest order is the only spelling
     count = 2 ** len(turnable)
     for group in groups:
         for n in range(2, len(group) + 1):
