@@ -261,22 +261,25 @@ def _hessian(
     return derivative(first, second_wrt)
 
 
-def nth_derivative(expr: Expr, wrt: str | Expr, n: int) -> Expr:
-    """The ``n``-th derivative by repeating ``derivative``.
+def nth_derivative(expr: Expr, wrt: str | Expr, n: int, *, symmetric: Iterable[str] = ()) -> Expr:
+    """The ``n``-th derivative by repeating ``derivative`` (``symmetric`` as there).
 
     Examples
     --------
     >>> import tenscalc as tc
     >>> str(tc.nth_derivative(tc.parse("c^3", {"c": 0}), "c", 3))
     '6'
+    >>> str(tc.nth_derivative(tc.parse("x'*A*x"), "x", 2, symmetric=["A"]))
+    '2 *(,ij->ij) A'
     """
     if not isinstance(n, int) or n < 0:
         raise SemanticError(f"the derivative order must be a natural number, got {n!r}")
     require_expr(expr, "nth_derivative")
     x = resolve_wrt(expr, wrt)
+    names = tuple(symmetric)
     result = expr
     for _ in range(n):
-        result = derivative(result, x)
+        result = derivative(result, x, symmetric=names)
     return result
 
 
