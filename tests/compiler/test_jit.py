@@ -115,3 +115,22 @@ def test_torch_compile_agrees(monkeypatch):
     for expr, result in zip(exprs, got):
         assert isinstance(result, torch.Tensor) and result.dtype == torch.float64
         np.testing.assert_allclose(result.numpy(), tc.evaluate(expr, values), rtol=1e-9, atol=1e-12)
+
+
+def test_large_programs_run_op_by_op_unless_jit_is_asked_for(jnp, monkeypatch):
+    """XLA's compile time grows faster than the program: past JIT_MAX_OPS ops the default
+    runs op by op, and ``jit=True`` compiles anyway (the cap lowered here to 2 ops)."""
+    import tenscalc.compiler as compiler
+
+    monkeypatch.setattr(compiler, "JIT_MAX_OPS", 2)
+    f = tc.parse("sum(sin(x) .* exp(x)) + sum(x .^ 3)", ORDERS)
+    exprs = [f, tc.gradient(f, "x")]
+    x = jnp.asarray([0.1, 0.2, 0.3])
+    default, forced = tc.compile(exprs, backend="jax"), tc.compile(exprs, backend="jax", jit=True)
+    got, again = default(x=x), forced(x=x)
+    assert len(default._last[1].ops) > 2
+    assert default._last[1].whole is None and forced._last[1].whole is not None
+    for expr, ours, theirs in zip(exprs, got, again):
+        expected = tc.evaluate(expr, {"x": np.asarray(x)})
+        np.testing.assert_allclose(np.asarray(ours), expected, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(theirs), expected, rtol=1e-12)
