@@ -288,4 +288,4 @@ def _diff(expr: Expr, wrt: str | Expr, n: int = 1) -> Expr:
     return derivative(expr, wrt) if n == 1 else nth_derivative(expr, wrt, n)
 
 
-OPERATIONS["diff"] = _diff
+OPERATIONS.update(diff=_diff, derivative=derivative)

@@ -84,6 +84,14 @@ class Partial:
 PartialRule = Callable[[Expr, int], "Partial | None"]
 
 
+COST_MODELS: dict[str, Callable[[list[Expr], Mapping[str, Any]], float]] = {}
+"""The compiler's cost model, ``COST_MODELS["flops"](exprs, shapes)``: the flops of the compiled
+expressions, by which
+``order="auto"`` with ``shapes`` compares the accumulation orders.  The compiler puts it
+here when it is imported (``import tenscalc`` does), so the calculus never imports the
+compiler."""
+
+
 def _dense_by_pullback(node: Expr, k: int) -> Partial | None:
     """The dense partial ``d node / d child_k``: the node's pullback rule applied to the identity."""
     q = node.order
@@ -371,11 +379,10 @@ def jacobian_accumulation(
     if len(candidates) == 1:
         best = candidates[0]
     else:
-        from ..compiler import compile as compile_exprs
+        flops_of = COST_MODELS["flops"]
 
         def flops(name: str) -> float:
-            exprs = [e for row in built[name][0] for e in row.values()]
-            return compile_exprs(exprs).cost(shapes or {}).flops
+            return flops_of([e for row in built[name][0] for e in row.values()], shapes or {})
 
         best = min(candidates, key=lambda name: (flops(name), counts[name]))
     jacobians, partials = built[best]

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..calculus.elimination import COST_MODELS
 from ..core.axes import axis_graph
 from ..core.checks import count_nodes, require_exprs
 from ..core.nodes import Expr
@@ -388,3 +389,13 @@ def compile(  # noqa: A001
         run = CompiledFunction(roots, single, get_backend(backend or "numpy"), keys, jit, auto=backend is None)
     run.verbose = verbose
     return run
+
+
+def _compiled_flops(exprs: list[Expr], shapes: Mapping[str, Any]) -> float:
+    """The flops of the compiled ``exprs`` at ``shapes``: how ``jacobian_accumulation(order="auto",
+    shapes=...)`` compares accumulation orders (registered there, so the calculus does not
+    import the compiler)."""
+    return compile(exprs).cost(shapes).flops
+
+
+COST_MODELS["flops"] = _compiled_flops

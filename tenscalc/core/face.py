@@ -29,8 +29,10 @@ import cycle.  A name with no entry falls back to plain text in a notebook.
 
 OPERATIONS: dict[str, Callable[..., Any]] = {}
 """Operations of the layers above that an expression's face offers by a method name:
-``diff`` (``diff(expr, wrt, n)``), registered by ``tenscalc.calculus.api`` as the printers
-are, so that the calculus stays out of the face's import cycle."""
+``diff`` (``diff(expr, wrt, n)``) and ``derivative`` (``tc.derivative`` itself, for the
+parsed ``Problem.derivative``), registered by ``tenscalc.calculus.api`` as the printers
+are, so that the calculus stays out of the face's import cycle and the front end never
+imports the calculus."""
 
 
 class ExprFace:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..core import nodes as N
 from ..core.checks import count_nodes
+from ..core.face import OPERATIONS
 from ..core.nodes import Expr
 from ..core.text import quoted
 from ..errors import SemanticError
@@ -48,14 +49,14 @@ class Problem:
     assumptions: dict[str, tuple] = field(default_factory=dict)
 
     def derivative(self, wrt: str | None = None) -> Expr:
-        """The derivative of the expression by ``wrt`` (default: the problem's own)."""
-        from ..calculus.api import derivative
-
+        """The derivative of the expression by ``wrt`` (default: the problem's own), by
+        ``tc.derivative`` (which the calculus registers on the expressions' face: the front
+        end does not import the calculus)."""
         name = wrt or self.wrt
         if name is None:
             raise SemanticError("this problem names no variable to differentiate by (no 'derivative wrt')")
         wrt_node = N.var(name, self.orders[name]) if name in self.orders else name
-        return derivative(self.expr, wrt_node, symmetric=self.symmetric)
+        return OPERATIONS["derivative"](self.expr, wrt_node, symmetric=self.symmetric)  # type: ignore[no-any-return]
 
     @property
     def symmetric(self) -> list[str]:
