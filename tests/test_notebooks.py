@@ -1,8 +1,10 @@
 """Every notebook in notebooks/ runs from top to bottom without an error.
 
 The notebooks are executed with nbclient on a Python kernel (the extra
-``notebooks``: nbclient, ipykernel, nbformat, matplotlib).  Outputs are not
-written back: the notebooks are kept in git without outputs.
+``notebooks``: nbclient, ipykernel, nbformat, matplotlib).  They are kept in git
+with the outputs of one run from top to bottom, so that they can be read without
+running them (the documentation site runs them again when it is built); after
+changing one, store its outputs again with ``python tests/test_notebooks.py``.
 """
 
 from __future__ import annotations
@@ -29,21 +31,46 @@ def test_notebooks_exist():
     assert {"quickstart.ipynb", "derivative_dags.ipynb", "performance.ipynb"} <= names
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(path, monkeypatch):
+def execute(path: pathlib.Path):
+    """The notebook at ``path``, run from top to bottom (CellExecutionError on any error)."""
     notebook = nbformat.read(path, as_version=4)
     # the kernel imports tenscalc from this checkout, installed or not
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    client = nbclient.NotebookClient(
-        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    )
-    client.execute()  # raises CellExecutionError, with the cell and the traceback, on any error
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "MPLBACKEND": "Agg"}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        client = nbclient.NotebookClient(
+            notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        )
+        client.execute()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return notebook
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebooks_are_stored_without_outputs(path):
+def test_notebook_runs(path):
+    execute(path)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebooks_are_stored_with_the_outputs_of_one_run(path):
     notebook = nbformat.read(path, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            assert not cell.get("outputs") and cell.get("execution_count") is None, f"{path.name}: clear the outputs"
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    # one run from the top: cells numbered 1, 2, 3 ... in order, none skipped
+    assert [cell.get("execution_count") for cell in code] == list(range(1, len(code) + 1)), (
+        f"{path.name}: store the outputs of one run (python tests/test_notebooks.py)"
+    )
+    assert sum(len(cell.get("outputs", [])) for cell in code) >= len(code) // 2, f"{path.name}: outputs missing"
+    errors = [out for cell in code for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+    assert not errors, f"{path.name}: a stored output is an error"
+
+
+if __name__ == "__main__":  # store every notebook with the outputs of a fresh run
+    for path in NOTEBOOKS:
+        nbformat.write(execute(path), path)
+        print("stored", path.relative_to(ROOT))
