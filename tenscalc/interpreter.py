@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
+from .adjugate import adjugate
 from .core.axes import AxisGraph, axis_graph, derive_lengths
 from .core.functions import SpecTable
 from .core.nodes import Expr, topological
@@ -258,6 +259,13 @@ def _eval_det(node, kids, shape, arrays):
     return numpy_det(kids[0])
 
 
+def _eval_adj(node, kids, shape, arrays):
+    try:
+        return adjugate(kids[0], node.arg)  # through an SVD, exact at any rank: no inverse
+    except np.linalg.LinAlgError as exc:  # an SVD of NaN or inf entries does not converge
+        raise EvaluationError(f"adj: {exc} (are the matrix's entries finite?)") from None
+
+
 def _eval_mul(node, kids, shape, arrays):
     ins, out = node.arg
     letters = len(set().union(*ins, out))  # specs are canonical: letters are 0 .. letters-1
@@ -379,6 +387,7 @@ EVALUATORS = {
     "pow": _eval_pow,
     "inv": _eval_inv,
     "det": _eval_det,
+    "adj": _eval_adj,
     "slice": _eval_slice,
     "embed": _eval_embed,
 }

@@ -127,6 +127,22 @@ def _x_det(node, kids, shape, arrays):
     return _filled((), sympy.Matrix(kids[0].tolist()).det())
 
 
+def _x_adj(node, kids, shape, arrays):
+    # the k-th derivative of the symbolic det, its entries then replaced by the matrix's
+    n, k = kids[0].shape[0], node.arg
+    symbols = sympy.Matrix(n, n, lambda i, j: sympy.Dummy(f"x{i}_{j}"))
+    polynomial = symbols.det()
+    values = dict(zip(symbols, kids[0].ravel().tolist()))
+
+    def entry(ix):
+        term = polynomial
+        for m in range(k):
+            term = sympy.diff(term, symbols[ix[2 * m + 1], ix[2 * m]])  # axes in (j, i) pairs
+        return sympy.expand(term.subs(values, simultaneous=True))
+
+    return _entrywise(shape, entry)
+
+
 def _x_slice(node, kids, shape, arrays):
     from .interpreter import slice_key
 
@@ -154,6 +170,7 @@ ORACLE_EXPANDERS = {
     "pow": _x_pow,
     "inv": _x_inv,
     "det": _x_det,
+    "adj": _x_adj,
     "slice": _x_slice,
     "embed": _x_embed,
 }

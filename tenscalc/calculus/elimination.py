@@ -155,6 +155,7 @@ PARTIAL_RULES: dict[str, PartialRule] = {
     "pow": _partial_pow,
     "inv": _dense_by_pullback,
     "det": _dense_by_pullback,
+    "adj": _dense_by_pullback,
     "slice": _dense_by_pullback,
     "embed": _dense_by_pullback,
 }

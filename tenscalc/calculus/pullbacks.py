@@ -103,10 +103,22 @@ def pull_inv(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
 
 
 def pull_det(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
-    # d det(X) / dX[c,d] = det(X) inv(X)[d,c]
+    # d det(X) / dX[c,d] = adj(X)[d,c]: the cofactor, a polynomial (det(X) inv(X)' is
+    # undefined at a singular X, where the cofactor is not)
     r = tuple(range(q))
     c, d = q, q + 1
-    return N.mul((pullback, node, N.inv(node.children[0])), (r, (), (d, c)), r + (c, d))
+    return N.mul((pullback, N.adj(node.children[0])), (r, (d, c)), r + (c, d))
+
+
+def pull_adj(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
+    # adj(X, m)[s] is the m-th derivative of det(X), its axes in (j, i) pairs: its
+    # derivative by X[c,d] is adj(X, m + 1)[s, d, c] (zero, and evaluated as zero,
+    # once m + 1 exceeds the size of X)
+    r = tuple(range(q))
+    s = tuple(range(q, q + node.order))
+    c, d = q + node.order, q + node.order + 1
+    higher = N.adj(node.children[0], node.arg + 1)
+    return N.mul((pullback, higher), (r + s, s + (d, c)), r + (c, d))
 
 
 def pull_slice(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
@@ -136,6 +148,7 @@ PULLBACK_RULES: dict[str, PullbackRule] = {
     "pow": pull_pow,
     "inv": pull_inv,
     "det": pull_det,
+    "adj": pull_adj,
     "slice": pull_slice,
     "embed": pull_embed,
 }

@@ -148,6 +148,22 @@ class Backend:
             return self.func(name)(x)
         return autoray.astype(self.func(name)(autoray.astype(x, wider)), dtype)
 
+    def adj(self, x: Any, k: int) -> Any:
+        """``adj(x, k)``: the k-th derivative of det, exact at any rank (:mod:`tenscalc.adjugate`)."""
+        import autoray
+
+        from ..adjugate import _adjugate
+
+        dtype = autoray.get_dtype_name(x)
+        wider = lapack_dtype(dtype)  # float16 ... through float32, as inv and det
+        if wider is None:
+            return _adjugate(x, k, self.namespace(x))
+        return autoray.astype(_adjugate(autoray.astype(x, wider), k, self.namespace(x)), dtype)
+
+    def namespace(self, x: Any) -> Any:
+        """The library's NumPy-like namespace (``svd``, ``where``, ``einsum`` ...) for arrays like ``x``."""
+        return importlib.import_module(self.module_name)
+
     # ------------------------------------------------------------ construction
     def full(self, shape: tuple[int, ...], value: float, like: Any = None) -> Any:
         return self.from_numpy(np.full(shape, float(value)), like)
@@ -347,6 +363,11 @@ class NumpyBackend(Backend):
     def load(self) -> None:
         pass
 
+    def adj(self, x, k):
+        from ..adjugate import adjugate
+
+        return adjugate(x, k)  # NumPy needs no autoray
+
     def convert(self, name: str, value: Any) -> np.ndarray:
         if type(value) is np.ndarray and value.dtype.kind in "fc":
             return value
@@ -545,6 +566,11 @@ class TorchBackend(Backend):
 
         return torch.compile(run, dynamic=False)
 
+    def namespace(self, x):
+        from ..adjugate import TorchNamespace
+
+        return TorchNamespace(x.device)
+
     def write_diagonal(self, core, out, shape):
         full = self.zeros(shape, core)
         unique, strides = diagonal_strides(full.stride(), out)
@@ -631,6 +657,11 @@ class JaxBackend(Backend):
     def load(self) -> None:
         super().load()
 
+    def namespace(self, x):
+        import jax.numpy as jnp
+
+        return jnp
+
 
 def _jax_dtype(like: Any) -> Any:
     """The dtype of constants made to meet ``like``: its own when it is a float array
@@ -659,6 +690,23 @@ class DaskBackend(Backend):
         whole = x.rechunk(x.shape)
         value = da.map_blocks(lambda block: numpy_det(block).reshape(1, 1), whole, chunks=((1,), (1,)), dtype=x.dtype)
         return value[0, 0]
+
+    def adj(self, x, k):
+        # one block holds the matrix, one the result: NumPy's rank-safe adjugate runs on it
+        import dask.array as da
+
+        from ..adjugate import adjugate
+
+        n = x.shape[0]
+        whole = x.rechunk(x.shape)
+        return da.map_blocks(
+            lambda block: adjugate(block, k),
+            whole,
+            chunks=((n,),) * (2 * k),
+            new_axis=list(range(2, 2 * k)),
+            dtype=x.dtype,
+            meta=np.empty((0,) * (2 * k), dtype=x.dtype),
+        )
 
 
 _REGISTRY: dict[str, type[Backend]] = {

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..adjugate import ADJUGATE_SOURCE
 from ..core.axes import AxisGraph, axis_graph
 from ..core.checks import require_exprs
 from ..core.letters import LetterClasses
@@ -235,6 +236,11 @@ class _Writer:
     def _write_det(self, node, kids, shape):
         return _Value(self.bind(f"_lapack(_np.linalg.det, {self.full(node.children[0], kids[0])})"), False, shape)
 
+    def _write_adj(self, node, kids, shape):
+        # float16 and longdouble through the nearest LAPACK dtype, as inv and det
+        text = f"_lapack(lambda _m: _adjugate(_m, {node.arg}), {self.full(node.children[0], kids[0])})"
+        return _Value(self.bind(text), False, shape)
+
     def _write_mul(self, node, kids, shape):
         ins, out = node.arg
         if any(c.op == "const" and c.arg[0] == 0 for c in node.children):
@@ -332,6 +338,8 @@ class _Writer:
             imports += ["", CACHED_CONTRACT]
         if "_lapack(" in "\n".join(body):
             imports += [LAPACK_HELPER.rstrip()]
+        if "_adjugate(" in "\n".join(body):
+            imports += ["", ADJUGATE_SOURCE.rstrip()]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
         return "\n".join(lines) + "\n"
@@ -350,6 +358,7 @@ CODEGEN_RULES: dict[str, Callable[[_Writer, Expr, list[_Value], Shape], _Value]]
     "pow": _Writer._write_pow,
     "inv": _Writer._write_inv,
     "det": _Writer._write_det,
+    "adj": _Writer._write_adj,
     "slice": _Writer._write_slice,
     "embed": _Writer._write_embed,
 }

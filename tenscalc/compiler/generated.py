@@ -69,7 +69,17 @@ def _lapack(function, x):
 
 #: names the generated module defines at module level (a function of that name would replace them)
 MODULE_NAMES = frozenset(
-    {"_np", "_contract", "_contract_expression", "_expressions", "_ValueError", "_TypeError", "_len", "_range"}
+    {
+        "_np",
+        "_adjugate",
+        "_contract",
+        "_contract_expression",
+        "_expressions",
+        "_ValueError",
+        "_TypeError",
+        "_len",
+        "_range",
+    }
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
     | {"_lapack"}
 )

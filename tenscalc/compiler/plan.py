@@ -518,6 +518,9 @@ class PlanBuilder:
     def _emit_det(self, node: Expr) -> None:
         self._add_step(node, "det", (self.slot_of[node.children[0]],))
 
+    def _emit_adj(self, node: Expr) -> None:
+        self._add_step(node, "adj", (self._slot(node.children[0]),), node.arg)
+
     def _emit_slice(self, node: Expr) -> None:  # a view of the child
         self._add_step(node, "slice", (self._slot(node.children[0]),), node.arg)
 
@@ -681,6 +684,7 @@ PLAN_RULES: dict[str, Callable[[PlanBuilder, Expr], None]] = {
     "pow": PlanBuilder._emit_pow,
     "inv": PlanBuilder._emit_inv,
     "det": PlanBuilder._emit_det,
+    "adj": PlanBuilder._emit_adj,
     "slice": PlanBuilder._emit_slice,
     "embed": PlanBuilder._emit_embed,
 }

@@ -990,6 +990,24 @@ def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     return (lambda env: backend.det(env[a])), OpCost(n**3, 1, 1, multiplications=n**3 / 3)
 
 
+def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
+    # the k-th derivative of det through an SVD (exact at any rank), then k contractions
+    (a,) = step.args
+    n, k = shapes[a][0], step.data
+    size = math.prod(shape)
+    flops = 12 * n**3 + 2 * k * n ** (2 * k + 1) + math.factorial(k) * size
+
+    def run(env):
+        try:
+            return backend.adj(env[a], k)
+        except Exception as exc:  # noqa: BLE001 - each library has its own LinAlgError
+            if "converge" in str(exc).lower():
+                raise EvaluationError(f"adj: the SVD did not converge ({exc}); are the entries finite?") from None
+            raise
+
+    return run, OpCost(flops, 1, size, multiplications=flops)
+
+
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     items = _items_of(step)
     arrays = [(it.slot, it.coef) for it in items if it.kind == "slot"]
@@ -1395,6 +1413,7 @@ BIND_RULES: dict[str, Callable[..., tuple[StepFn, OpCost]]] = {
     "pow": _bind_pow,
     "inv": _bind_inv,
     "det": _bind_det,
+    "adj": _bind_adj,
     "add": _bind_add,
     "product": _bind_product,
     "slice": _bind_slice,

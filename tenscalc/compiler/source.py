@@ -18,6 +18,7 @@ from typing import cast
 
 import numpy as np
 
+from ..adjugate import ADJUGATE_SOURCE
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .backends import letters
@@ -76,6 +77,7 @@ def _gram(x, d, scale):
     return (x * d[:, None]).T @ x
 ''',
     "_lapack": LAPACK_HELPER,
+    "_adjugate": "\n" + ADJUGATE_SOURCE,
 }
 
 
@@ -203,6 +205,10 @@ class ProgramSource:
     def _det(self, step: Step, shape, is_output: bool) -> str:
         self.helpers.add("_lapack")
         return f"_lapack(_np.linalg.det, {self._arg(step.args[0])})"
+
+    def _adj(self, step: Step, shape, is_output: bool) -> str:
+        self.helpers.update(("_adjugate", "_lapack"))
+        return f"_lapack(lambda _m: _adjugate(_m, {step.data}), {self._arg(step.args[0])})"
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
         items = cast("tuple[AddItem, ...]", step.data)
@@ -428,6 +434,7 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
     "pow": ProgramSource._pow,
     "inv": ProgramSource._inv,
     "det": ProgramSource._det,
+    "adj": ProgramSource._adj,
     "add": ProgramSource._add,
     "product": ProgramSource._product,
     "slice": ProgramSource._slice,

@@ -188,6 +188,7 @@ DOMAIN_RULES: dict[str, Callable[[Expr, AddConstraint], None]] = {
     "pow": domain_pow,
     "inv": domain_inv,
     "det": domain_everywhere,
+    "adj": domain_everywhere,
     "slice": domain_everywhere,
     "embed": domain_everywhere,
 }

@@ -274,6 +274,7 @@ SYMMETRIC_MATRIX_RULES: dict[str, Callable[[FactSource, Expr], bool]] = {
     "pow": _never_known_symmetric,
     "inv": lambda an, node: is_symmetric_matrix(an, node.children[0]),
     "det": _never_known_symmetric,
+    "adj": lambda an, node: node.arg == 1 and is_symmetric_matrix(an, node.children[0]),  # adj(X)ᵀ = adj(Xᵀ)
     "slice": _never_known_symmetric,
     "embed": _never_known_symmetric,
 }

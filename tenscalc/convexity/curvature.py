@@ -145,6 +145,7 @@ CURVATURE_RULES: dict[str, Callable[[FactSource, Expr, tuple], Derivation | None
     "pow": curvature_scalar_only,
     "inv": curvature_inv,
     "det": curvature_scalar_only,
+    "adj": curvature_scalar_only,
     "slice": curvature_scalar_only,  # an order-0 slice is an entry: its sign; otherwise unknown
     "embed": curvature_scalar_only,
 }

@@ -227,6 +227,7 @@ INTERVAL_RULES: dict[str, Callable[[FactSource, Expr], Interval]] = {
     "pow": interval_pow,
     "inv": interval_inv,
     "det": interval_det,
+    "adj": interval_inv,  # any real entries (a polynomial of X's entries)
     "slice": interval_slice,
     "embed": interval_embed,
 }

@@ -185,6 +185,14 @@ def _axes_det(graph: AxisGraph, node: Expr) -> None:
     graph.union(c, c + 1)
 
 
+def _axes_adj(graph: AxisGraph, node: Expr) -> None:
+    """``adj(X, k)``: X is square and every axis of the adjugate has its length."""
+    base, c = graph.first_slot[node], graph.first_slot[node.children[0]]
+    graph.union(c, c + 1)
+    for k in range(node.order):
+        graph.union(base + k, c)
+
+
 def _axes_delta(graph: AxisGraph, node: Expr) -> None:
     """``delta(n)``: axis k pairs with axis n + k."""
     base, n = graph.first_slot[node], node.arg
@@ -245,6 +253,7 @@ AXIS_RULES: dict[str, Callable[[AxisGraph, Expr], None]] = {
     "pow": _axes_as_base,
     "inv": _axes_inv,
     "det": _axes_det,
+    "adj": _axes_adj,
     "slice": _axes_slice,
     "embed": _axes_embed,
 }

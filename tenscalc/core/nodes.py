@@ -22,6 +22,9 @@ func      elementwise function name (``"sin"`` ...)      (x,)
 pow       None (elementwise power)                       (base, exponent)
 inv       None (matrix inverse)                          (X,)
 det       None (determinant)                             (X,)
+adj       ``k``: the k-th derivative of det, of order 2k;    (X,)
+          ``adj[j1,i1,..,jk,ik] = d^k det / dX[i1,j1]..``
+          (the adjugate for k = 1)
 slice     per axis: an index ``k`` or ``(start, stop,    (x,)
           step)``; ``(0, None, 1)`` keeps the axis
 embed     ``(items, dims)``: the transpose of a slice:   (part,)
@@ -462,7 +465,7 @@ def _share_mul(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
 
 
 def _share_square(children: tuple[Expr, ...], arg: Any) -> tuple[Expr, ...]:
-    """``inv`` and ``det`` read a square matrix: its two axes share their length."""
+    """``inv``, ``det`` and ``adj`` read a square matrix: its two axes share their length."""
     if len(children) != 1 or children[0].order != 2:
         return children
     d = merge_dims(children[0].dims)
@@ -480,6 +483,7 @@ SHARING_RULES: dict[str, Callable[[tuple[Expr, ...], Any], tuple[Expr, ...]]] = 
     "pow": _share_nothing,
     "inv": _share_square,
     "det": _share_square,
+    "adj": _share_square,
     "slice": _share_nothing,
     "embed": _share_nothing,
 }
@@ -575,6 +579,12 @@ def _targets_inv(node: Expr, want: tuple) -> list[tuple | None]:
     return [(d, d)]
 
 
+def _targets_adj(node: Expr, want: tuple) -> list[tuple | None]:
+    """Every axis of an adjugate has the length of the (square) matrix."""
+    d = merge_dims(want)
+    return [(d, d)]
+
+
 def _targets_mul(node: Expr, want: tuple) -> list[tuple | None]:
     """The operands learn the lengths of the output letters they carry."""
     ins, out = node.arg
@@ -598,6 +608,7 @@ TARGET_RULES: dict[str, Callable[[Expr, tuple], list[tuple | None]]] = {
     "pow": _targets_pow,
     "inv": _targets_inv,
     "det": _targets_none,
+    "adj": _targets_adj,
     "slice": _targets_none,
     "embed": _targets_none,
 }
@@ -640,6 +651,11 @@ def _dims_inv(children, arg) -> Dims:
     return (d, d)
 
 
+def _dims_adj(children, k) -> Dims:
+    d = merge_dims(children[0].dims)
+    return (d,) * (2 * k)
+
+
 def _dims_scalar(children, arg) -> Dims:
     return ()
 
@@ -671,6 +687,7 @@ DIMENSION_RULES: dict[str, Callable[[tuple[Expr, ...], Any], Dims]] = {
     "pow": _dims_same_as_first,
     "inv": _dims_inv,
     "det": _dims_scalar,
+    "adj": _dims_adj,
     "slice": _dims_slice,
     "embed": _dims_embed,
 }
@@ -867,6 +884,18 @@ def slice_item_text(item: tuple[int, int | None, int]) -> str:
     return text + ("" if step == 1 else f":{step}")
 
 
+def _canon_adj(children, arg):
+    (x,) = children
+    if x.order != 2:
+        raise SemanticError(f"adj needs a square matrix (order 2), but {quoted(x)} has order {x.order}")
+    k = _natural(arg, "the order k of adj(X, k)")
+    if k < 1:
+        raise SemanticError("adj(X, k) needs k >= 1 (adj(X, 1) is the adjugate; det(X) is k = 0)")
+    if 2 * k > MAX_ORDER:
+        raise SemanticError(f"adj(X, {k}) would have {2 * k} axes; tenscalc allows at most {MAX_ORDER}")
+    return children, k, 2 * k
+
+
 def slice_item(item: Any) -> int | tuple[int, int | None, int]:
     """A slice item in canonical form: an int index or ``(start, stop, step)``."""
     if isinstance(item, slice):
@@ -919,6 +948,7 @@ CANONICALIZERS = {
     "pow": _canon_pow,
     "inv": _canon_inv,
     "det": _canon_det,
+    "adj": _canon_adj,
     "slice": _canon_slice,
     "embed": _canon_embed,
 }
@@ -1001,9 +1031,11 @@ def embed(part: Expr, items: Sequence[Any], dims: Sequence[DimSlot]) -> Expr:
     return make("embed", (part,), (tuple(slice_item(i) for i in items), tuple(dims)))
 
 
-def adj(x: Expr) -> Expr:
-    """The adjugate, built as ``det(X) *(,ij->ij) inv(X)``."""
-    return mul((det(x), inv(x)), ((), (0, 1)), (0, 1))
+def adj(x: Expr, k: int = 1) -> Expr:
+    """The adjugate of ``x`` (``k = 1``), or the k-th derivative of ``det(x)``: an
+    order-2k tensor with ``adj(x, k)[j1, i1, ..., jk, ik] = d^k det(x) / dx[i1, j1] ... dx[ik, jk]``.
+    A polynomial in the entries of ``x``: defined (and evaluated exactly) at any rank."""
+    return make("adj", (x,), k)
 
 
 def elementwise_product(a: Expr, b: Expr) -> Expr:

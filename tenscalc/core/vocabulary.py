@@ -17,7 +17,7 @@ from __future__ import annotations
 
 #: Every node kind of the DAG; each rule table (derivatives, evaluators, printers ...)
 #: has one entry per kind.
-NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det", "slice", "embed")
+NODE_KINDS = ("var", "const", "delta", "add", "mul", "func", "pow", "inv", "det", "adj", "slice", "embed")
 #: Leaves whose dimensions come from the context they are used in.
 DIMENSIONED_LEAVES = ("const", "delta")
 
@@ -26,7 +26,7 @@ DIMENSIONED_LEAVES = ("const", "delta")
 ELEMENTWISE_FUNCTIONS = [
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh", "exp", "log", "abs", "sign", "relu",
 ]  # fmt: skip
-#: Functions of a square matrix (``adj`` is built from ``det`` and ``inv``).
+#: Functions of a square matrix (``adj(X, k)``: the k-th derivative of ``det``, ``adj(X)`` for k = 1).
 MATRIX_FUNCTIONS = ("inv", "det", "adj")
 #: Function names of matrix notation, besides the language's own.  They are
 #: functions only where a ``(`` follows, so they stay valid variable names.

@@ -340,13 +340,17 @@ def det(x: Operand) -> Expr:
     return N.det(_matrix(x, "det"))
 
 
-def adj(x: Operand) -> Expr:
-    """Adjugate, built as ``det(X) *(,ij->ij) inv(X)``.
+def adj(x: Operand, k: int = 1) -> Expr:
+    """Adjugate of a square matrix (``k = 1``), or the k-th derivative of ``det``:
+    ``adj(X, k)[j1, i1, ..., jk, ik] = d^k det(X) / dX[i1, j1] ... dX[ik, jk]`` (order 2k).
+    A polynomial: evaluated exactly (through an SVD, never an inverse) at any rank.
 
     Examples
     --------
-    >>> import tenscalc as tc
+    >>> import numpy as np, tenscalc as tc
     >>> str(tc.adj(tc.var("X", 2)))
-    'det(X) *(,ij->ij) inv(X)'
+    'adj(X)'
+    >>> tc.evaluate(tc.adj(tc.var("X", 2)), X=np.array([[1.0, 2.0], [2.0, 4.0]])).round(12).tolist()  # singular
+    [[4.0, -2.0], [-2.0, 1.0]]
     """
-    return N.adj(_matrix(x, "adj"))
+    return N.adj(_matrix(x, "adj"), k)

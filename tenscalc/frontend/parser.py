@@ -18,6 +18,7 @@ Grammar (docs/language.md, "Expressions", plus what the 2022 thesis tool also ac
     term    = factor { "*" "(" ixs "," ixs "-" ">" ixs ")" factor | "/" factor }
     factor  = { "-" } atom { ("^" | "**") ( "(" expr ")" | { "-" } atom ) }
     atom    = number | func "(" expr ")" | name | "(" expr ")" | "delta" [ "(" natural ")" ]
+            | "adj" "(" expr [ "," natural ] ")"
 
 Matrix notation (:mod:`tenscalc.frontend.matrix_notation`) extends ``term`` with ``*``
 followed by a factor (a matrix product: ``*(`` starts an index spec only when a
@@ -46,7 +47,7 @@ from .matrix_notation import unknown_function_message
 
 @dataclass(frozen=True, slots=True)
 class Syn:
-    """A syntax-tree node: ``kind`` is one of num, name, delta, call, neg, pow, sum,
+    """A syntax-tree node: ``kind`` is one of num, name, delta, call, adj (value: k), neg, pow, sum,
     prod, div, and of matrix notation mprod (``*``), ewmul (``.*``), ewdiv (``./``),
     transpose (``'``); ``pos``/``end`` delimit its source text."""
 
@@ -552,6 +553,16 @@ class Parser:
             if self.at(")"):
                 self.fail(f"an argument for '{tok.text}'")
             argument = yield self.expr()
+            if tok.text == "adj":  # adj(X) or adj(X, k): the k-th derivative of det(X)
+                k = 1
+                if self.at(","):
+                    self.advance()
+                    natural = self.at("number") and self.tok.text.isdigit()
+                    if not (natural and 1 <= int(self.tok.text) <= MAX_ORDER // 2):
+                        self.fail(f"a whole number k from 1 to {MAX_ORDER // 2} in adj(X, k)")
+                    k = int(self.advance().text)
+                self.expect(")", "')' closing adj(")
+                return Syn("adj", tok.pos, self.prev_end(), (argument,), k)
             self.expect(")", f"')' closing {tok.text}(")
             return Syn("call", tok.pos, self.prev_end(), (argument,), tok.text)
         if tok.kind == "(":

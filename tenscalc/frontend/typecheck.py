@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..core import nodes as N
 from ..core.checks import count_nodes
@@ -296,6 +297,13 @@ class _TypeChecker:
             return 0 if syn.value == "det" else 2
         return nat[0]
 
+    def natural_adj(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
+        if nat[0] not in (None, 2):
+            raise self.error(
+                f"adj needs a square matrix (order 2), but {self.snippet(syn.children[0])} has order {nat[0]}", syn
+            )
+        return 2 * cast(int, syn.value)
+
     def natural_neg(self, syn: Syn, nat: list, rows: list[bool]) -> int | None:
         self.keep_row(syn, rows)
         return nat[0]
@@ -534,6 +542,9 @@ class _TypeChecker:
             return [0 if nat[0] is None else nat[0]]
         return [2] if syn.value in ("inv", "det", "adj") else [required]
 
+    def orders_matrix(self, syn: Syn, required: int, nat: list) -> list[int]:
+        return [2]
+
     def orders_products(self, syn: Syn, required: int, nat: list) -> list[int]:
         """``*``, ``.*``, ``./`` of matrix notation: a bare number is a scalar there."""
         if syn.kind != "mprod" and None in nat and nat != [None, None]:
@@ -572,6 +583,9 @@ class _TypeChecker:
         if name == "adj":
             return N.adj(kids[0])
         return N.func(name, kids[0])
+
+    def construct_adj(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
+        return N.adj(kids[0], cast(int, syn.value))
 
     def construct_neg(self, syn: Syn, required: int, kids: list[Expr]) -> Expr:
         return N.neg(kids[0])
@@ -649,7 +663,7 @@ class _TypeChecker:
 
 _T = _TypeChecker
 #: The kinds of the syntax tree (see ``Syn``): the language's, then matrix notation's.
-SYNTAX_KINDS = ("num", "name", "delta", "call", "neg", "pow", "sum", "div", "prod") + (
+SYNTAX_KINDS = ("num", "name", "delta", "call", "adj", "neg", "pow", "sum", "div", "prod") + (
     "mprod", "ewmul", "ewdiv", "transpose", "slice", "embed",
 )  # fmt: skip
 
@@ -659,6 +673,7 @@ _NATURAL_RULES: dict[str, Callable[[_TypeChecker, Syn, list, list[bool]], int | 
     "name": _T.natural_name,
     "delta": _T.natural_delta,
     "call": _T.natural_call,
+    "adj": _T.natural_adj,
     "neg": _T.natural_neg,
     "pow": _T.natural_pow,
     "sum": _T.natural_sum,
@@ -678,6 +693,7 @@ _CHILD_ORDER_RULES: dict[str, Callable[[_TypeChecker, Syn, int, list], list[int]
     "name": _T.orders_none,
     "delta": _T.orders_none,
     "call": _T.orders_call,
+    "adj": _T.orders_matrix,
     "neg": _T.orders_required,
     "pow": _T.orders_pow,
     "sum": _T.orders_required,
@@ -697,6 +713,7 @@ _CONSTRUCT_RULES: dict[str, Callable[[_TypeChecker, Syn, int, list[Expr]], Expr]
     "name": _T.construct_name,
     "delta": _T.construct_delta,
     "call": _T.construct_call,
+    "adj": _T.construct_adj,
     "neg": _T.construct_neg,
     "pow": _T.construct_pow,
     "sum": _T.construct_sum,

@@ -48,6 +48,7 @@ KIND_COLOURS = {
     "pow": "#fce5cd",
     "inv": "#f4cccc",
     "det": "#f4cccc",
+    "adj": "#f4cccc",
     "slice": "#d0e0e3",
     "embed": "#d0e0e3",
 }
@@ -180,6 +181,10 @@ def _title_kind(node: Expr) -> str:
     return node.op
 
 
+def _title_adj(node: Expr) -> str:
+    return "adj" if node.arg == 1 else f"adj, k = {node.arg}"
+
+
 def _title_slice(node: Expr) -> str:
     return f"slice [{slice_text(node.arg)}]"
 
@@ -199,6 +204,7 @@ DRAWING_TITLES: dict[str, Callable[[Expr], str]] = {
     "pow": _title_kind,
     "inv": _title_kind,
     "det": _title_kind,
+    "adj": _title_adj,
     "slice": _title_slice,
     "embed": _title_embed,
 }

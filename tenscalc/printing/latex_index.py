@@ -171,6 +171,13 @@ class IndexPrinter:
     def _index_det(self, task: _Task, node: Expr) -> Expansion:
         return self._matrix_function(task, node, lambda text, prec: f"\\det\\left({text}\\right)")
 
+    def _index_adj(self, task: _Task, node: Expr) -> Expansion:
+        # adj(X, k)_{j1 i1 ... jk ik}: the k-th derivative of det, written as such
+        sub = subscript(task.letters)
+        k = node.arg
+        name = "\\operatorname{adj}" if k == 1 else f"\\operatorname{{adj}}^{{({k})}}"
+        return self._matrix_function(task, node, lambda text, prec: f"{name}\\left({text}\\right){sub}")
+
     # slices: x[1:] is x_{i+1}; the embedding of a derivative is written as an operator
     def _index_slice(self, task: _Task, node: Expr) -> Expansion:
         letters = iter(task.letters)
@@ -302,6 +309,7 @@ LATEX_INDEX_RULES: dict[str, Callable[[IndexPrinter, _Task, Expr], Expansion]] =
     "pow": IndexPrinter._index_pow,
     "inv": IndexPrinter._index_inv,
     "det": IndexPrinter._index_det,
+    "adj": IndexPrinter._index_adj,
     "slice": IndexPrinter._index_slice,
     "embed": IndexPrinter._index_embed,
 }

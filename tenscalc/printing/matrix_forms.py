@@ -242,6 +242,12 @@ def _m_det(node, kids, readings):
     return Reading(f"\\det\\left({kids[0].text}\\right)", ATOM, 0)
 
 
+def _m_adj(node, kids, readings):
+    if node.arg != 1:
+        return None  # adj(X, k) has order 2k: index notation writes it
+    return Reading(f"\\operatorname{{adj}}\\left({kids[0].text}\\right)", ATOM, 2)
+
+
 @dataclass
 class _Operand:
     reading: Reading
@@ -492,6 +498,7 @@ MATRIX_RULES: dict[str, Callable[[Expr, list[Reading], dict[Expr, Reading | None
     "pow": _m_pow,
     "inv": _m_inv,
     "det": _m_det,
+    "adj": _m_adj,
     "slice": _m_none,
     "embed": _m_none,
 }

@@ -162,6 +162,13 @@ def _m_matrix_function(node: Expr, kids: list[_Entry], root: Expr, texts: dict[E
     return f"{node.op}({kids[0][0]})", P.ATOM, _default_kind(node.order), None
 
 
+def _m_adj(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry | None:
+    """``adj(X)`` is a matrix; ``adj(X, k)`` of order 2k the einsum language's text."""
+    if node.arg != 1:
+        return None
+    return f"adj({kids[0][0]})", P.ATOM, "m", None
+
+
 def _m_slice(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
     text = f"{_wrap(kids[0], P.ATOM)}[{P.slice_text(node.arg)}]"  # X[0, :] is a row, as the parser reads it
     kind = _default_kind(node.order)
@@ -199,6 +206,7 @@ MATRIX_NOTATION_PRINTERS: dict[str, Callable[[Expr, list[_Entry], Expr, dict[Exp
     "pow": _m_pow,
     "inv": _m_matrix_function,
     "det": _m_matrix_function,
+    "adj": _m_adj,
     "slice": _m_slice,
     "embed": _m_none,
 }

@@ -314,6 +314,11 @@ def _print_matrix_func(node, texts):
     return f"{node.op}({texts[node.children[0]][0]})", ATOM
 
 
+def _print_adj(node, texts):
+    k = "" if node.arg == 1 else f", {node.arg}"
+    return f"adj({texts[node.children[0]][0]}{k})", ATOM
+
+
 def _print_pow(node, texts):
     base, exponent = (texts[c] for c in node.children)
     exp_text = exponent[0] if exponent[1] >= ATOM else f"({exponent[0]})"
@@ -445,6 +450,7 @@ TEXT_PRINTERS = {
     "pow": _print_pow,
     "inv": _print_matrix_func,
     "det": _print_matrix_func,
+    "adj": _print_adj,
     "slice": _print_slice,
     "embed": _print_embed,
 }

@@ -22,6 +22,7 @@ RULES: dict[str, list[Rule]] = {
     "pow": POW_RULES,
     "inv": INV_RULES,
     "det": DET_RULES,
+    "adj": [],
     "slice": SLICE_RULES,
     "embed": EMBED_RULES,
 }

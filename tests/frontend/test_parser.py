@@ -12,6 +12,7 @@ import pytest
 
 import tenscalc as tc
 from tenscalc.core import nodes as N
+from tenscalc.errors import ParseError
 
 ORDERS = {"A": 2, "B": 2, "X": 2, "W": 2, "x": 1, "y": 1, "w": 1, "v": 1, "c": 0, "d": 0, "T": 3, "Q": 4}
 
@@ -117,14 +118,25 @@ def test_det():
     assert str(e) == "det(A)"
 
 
-def test_adj_is_det_times_inv():
+def test_adj_is_a_node_of_its_own():
+    # adj(X, k) is the k-th derivative of det (a polynomial): not det(A) inv(A), which
+    # is undefined where A is singular
     e = P("adj(A)")
-    assert e.op == "mul" and e.order == 2
-    assert e.children == (P("det(A)"), P("inv(A)"))
-    assert e.arg == (((), (0, 1)), (0, 1))
-    assert P("ADJ(A)") is e
-    assert e is P("det(A) *(,ij->ij) inv(A)")
-    assert str(e) == "det(A) *(,ij->ij) inv(A)"
+    assert (e.op, e.arg, e.children, e.order) == ("adj", 1, (A,), 2)
+    assert P("ADJ(A)") is e and P("adj(A, 1)") is e
+    assert str(e) == "adj(A)"
+    second = P("adj(A, 2)")
+    assert (second.op, second.arg, second.order) == ("adj", 2, 4)
+    assert str(second) == "adj(A, 2)"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("adj(A, 0)", "a whole number k from 1"), ("adj(A, x)", "a whole number k"), ("adj(A, 2.5)", "a whole number")],
+)
+def test_adj_needs_a_whole_order(text, message):
+    with pytest.raises(ParseError, match=message):
+        P(text)
 
 
 def test_matrix_functions_of_expressions():

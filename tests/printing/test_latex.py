@@ -76,7 +76,7 @@ MATRIX_CASES = [
     ("x *(i,->ii) 1", {"x": 1}, r"\operatorname{diag}\left(x\right)"),
     ("c *(,ij->ij) A", {"c": 0, "A": 2}, r"c A"),
     ("inv(A) *(ij,jk->ik) B - 2 *(,ij->ij) C", {"A": 2, "B": 2, "C": 2}, r"A^{-1} B - 2 C"),
-    ("adj(X)", {"X": 2}, r"\det\left(X\right) X^{-1}"),
+    ("adj(X)", {"X": 2}, r"\operatorname{adj}\left(X\right)"),
     ("A *(ij,jk->ik) B *(ij,ji->) D", {"A": 2, "B": 2, "D": 2}, r"\operatorname{tr}\left(A B D\right)"),
     ("1 *(,ij->) X", {"X": 2}, r"\mathbf{1}^\top X \mathbf{1}"),
     ("(A - B) *(ij,->ji) 1", {"A": 2, "B": 2}, r"A^\top - B^\top"),
