@@ -683,6 +683,16 @@ class DaskBackend(Backend):
 
         return da.from_array(array)
 
+    def inv(self, x):
+        # dask's inv needs square chunks; an einsum result may have any (an outer
+        # product's came as (2, 1)): one block holds the matrix, as for det
+        import dask.array as da
+
+        block = _square_block(x)
+        if block == x.shape[0]:
+            return da.map_blocks(np.linalg.inv, x.rechunk(x.shape), dtype=x.dtype)
+        return da.linalg.inv(x.rechunk((block, block)))  # equal square blocks, as dask's LU needs
+
     def det(self, x):
         # dask.array.linalg has no det: one block holds the (square) matrix
         import dask.array as da
@@ -707,6 +717,23 @@ class DaskBackend(Backend):
             dtype=x.dtype,
             meta=np.empty((0,) * (2 * k), dtype=x.dtype),
         )
+
+
+def _square_block(x: Any) -> int:
+    """The side of the square blocks a dask matrix is cut into for ``inv``: the whole
+    matrix when it fits dask's chunk size (``array.chunk-size``), else the largest
+    divisor of its size that does (dask's LU needs equal square blocks; one block
+    where that divisor would be tiny)."""
+    import dask
+    from dask.utils import parse_bytes
+
+    n = x.shape[0]
+    limit = parse_bytes(dask.config.get("array.chunk-size"))
+    if n * n * x.dtype.itemsize <= limit:
+        return n
+    side = max(1, math.isqrt(limit // x.dtype.itemsize))
+    best = max(d for d in range(1, side + 1) if n % d == 0)
+    return best if 8 * best >= side else n  # tiny blocks (n prime) would make a huge graph: one block
 
 
 _REGISTRY: dict[str, type[Backend]] = {
