@@ -107,25 +107,28 @@ def pull_det(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
     # undefined at a singular X, where the cofactor is not)
     r = tuple(range(q))
     c, d = q, q + 1
-    rest = _without_reciprocal(pullback, node)
-    if rest is not None:
-        # the pullback divides by det(X) (log(det(X)), 1/det(X)): det(X)^-1 adj(X)' is inv(X)',
-        # defined wherever the pullback is, and the textbook form
-        return N.mul((rest, N.inv(node.children[0])), (r, (d, c)), r + (c, d))
+    if _divides_by(pullback, node):
+        # the pullback is itself undefined at det(X) = 0 (log(det(X)), 1/det(X), log|det(X)|):
+        # det(X) inv(X)' loses nothing there, and the simplifier cancels det(X) / det(X)
+        # into the textbook inv(X)'
+        return N.mul((pullback, node, N.inv(node.children[0])), (r, (), (d, c)), r + (c, d))
     return N.mul((pullback, N.adj(node.children[0])), (r, (d, c)), r + (c, d))
 
 
-def _without_reciprocal(pullback: Expr, node: Expr) -> Expr | None:
-    """``P`` where ``pullback`` is the product ``P * node^-1`` of a scalar factor, else None."""
+def _divides_by(pullback: Expr, node: Expr) -> bool:
+    """Whether ``pullback`` is a product with a scalar factor ``node^e`` or ``abs(node)^e``, ``e < 0``
+    (in a product of scalars too)."""
     if pullback.op != "mul":
-        return None
-    ins, out = pullback.arg
-    for j, (child, spec) in enumerate(zip(pullback.children, ins)):
-        if spec == () and child.op == "pow" and child.children[0] is node and N.is_const(child.children[1], -1):
-            others = pullback.children[:j] + pullback.children[j + 1 :]
-            specs = ins[:j] + ins[j + 1 :]
-            return N.mul(others, specs, out) if others else N.const(1, 0)
-    return None
+        return False
+    for child, spec in zip(pullback.children, pullback.arg[0]):
+        if spec == () and child.op == "mul" and _divides_by(child, node):
+            return True
+        if spec != () or child.op != "pow" or child.children[1].op != "const" or child.children[1].arg[0] >= 0:
+            continue
+        base = child.children[0]
+        if base is node or (base.op == "func" and base.arg == "abs" and base.children[0] is node):
+            return True
+    return False
 
 
 def pull_adj(node: Expr, k: int, pullback: Expr, q: int) -> Expr | None:
