@@ -7,7 +7,7 @@ The lists live with their subject (``rules_products``, ``rules_sums``,
 from __future__ import annotations
 
 from .context import Rule
-from .rules_functions import DET_RULES, FUNC_RULES, INV_RULES, POW_RULES
+from .rules_functions import ADJ_RULES, DET_RULES, FUNC_RULES, INV_RULES, POW_RULES
 from .rules_products import MUL_RULES, mul_distribute_cancelling_sum, mul_divide_sum
 from .rules_slices import EMBED_RULES, SLICE_RULES
 from .rules_sums import ADD_RULES
@@ -22,7 +22,7 @@ RULES: dict[str, list[Rule]] = {
     "pow": POW_RULES,
     "inv": INV_RULES,
     "det": DET_RULES,
-    "adj": [],
+    "adj": ADJ_RULES,
     "slice": SLICE_RULES,
     "embed": EMBED_RULES,
 }

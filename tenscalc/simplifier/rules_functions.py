@@ -122,3 +122,19 @@ def det_rank_one(node: Expr, ctx: Context) -> Expr | None:
 
 
 DET_RULES: list[Rule] = [det_rank_one]
+
+
+def adj_rank_one(node: Expr, ctx: Context) -> Expr | None:
+    # adj(I + c u vᵀ) -> (1 + c vᵀu) I - c u vᵀ: det(A) inv(A) by the determinant lemma and
+    # Sherman-Morrison, a polynomial identity (so true at a singular A too)
+    found = rank_one_update(node.children[0]) if node.arg == 1 else None
+    if found is None:
+        return None
+    u, v, c = found
+    identity = next(t for t in node.children[0].children if t.op == "delta")
+    lemma = N.add([N.const(1, 0), N.mul((u, v), ((0,), (0,)), ())], [1, c])
+    scaled = N.mul((lemma, identity), ((), (0, 1)), (0, 1))
+    return N.add([scaled, N.mul((u, v), ((0,), (1,)), (0, 1))], [1, -c])
+
+
+ADJ_RULES: list[Rule] = [adj_rank_one]

@@ -8,6 +8,7 @@ temporaries substituted back is parsed and evaluated against NumPy.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from tenscalc import cli
 from tenscalc.printing.latex import matrix_text
 from tenscalc.printing.text import to_text
 from tenscalc.simplifier import RULES
-from tenscalc.simplifier.rules_functions import det_rank_one, inv_of_inv, pow_of_pow
+from tenscalc.simplifier.rules_functions import adj_rank_one, det_rank_one, inv_of_inv, pow_of_pow
 from tenscalc.simplifier.rules_products import (
     mul_cancel_inverse,
     mul_distribute_cancelling_sum,
@@ -240,12 +241,31 @@ RULE_CASES = [
     (mul_sign_over_abs, "log(abs(x)) *(i,->) 1", {"x": 1}, "x"),
     (mul_sort_operands, "X *(ij,jk->ik) X *(ik,ki->) X", {"X": 2}, "X"),
     (add_cancel_power, "(x *(i,i->i) x + 0.01)^0.5 *(i,->) 1", {"x": 1}, "x"),
-    (det_rank_one, "det(delta(1) + x *(i,j->ij) x)", {"x": 1}, "x"),
-    (mul_inverse_of_rank_one, "det(delta(1) + x *(i,j->ij) x)", {"x": 1}, "x"),
+    # det's derivative is adj (exact at singular matrices): det itself is met where it is a factor,
+    # inv where the derivative divides by det (log det)
+    (det_rank_one, "det(delta(1) + x *(i,j->ij) x) *(,i->) x", {"x": 1}, "x"),
+    (adj_rank_one, "det(delta(1) + x *(i,j->ij) x)", {"x": 1}, "x"),
     (add_complement_of_reciprocal, BCE, LOGISTIC_ORDERS, "w"),
     (mul_distribute_cancelling_sum, BCE, LOGISTIC_ORDERS, "w"),
     (mul_divide_sum, BCE, LOGISTIC_ORDERS, "w"),
 ]
+
+
+def test_sherman_morrison_gives_the_textbook_log_det_gradient():
+    # d log det(I + x xᵀ) / dx = 2 (I + x xᵀ)⁻¹ x = 2 x / (1 + xᵀx): mul_inverse_of_rank_one writes
+    # the second (since det's derivative is adj, it no longer shrinks a derivative of det(I + x xᵀ)
+    # itself, which adj_rank_one simplifies to 2 x)
+    from tenscalc.oracle import exact_mismatches
+
+    f = tc.parse("log(det(delta(1) + x *(i,j->ij) x))", {"x": 1})
+    grad = tc.gradient(f, "x")
+    assert "inv" not in str(grad) and "inv" in str(
+        tc.simplify(tc.derivative(f, "x", simplify=False), _without(mul_inverse_of_rank_one))
+    )
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(tc.evaluate(grad, x=x), 2 * x / (1 + x @ x), rtol=1e-13)
+    point = {"x": np.array([Fraction(2, 7), Fraction(-3, 7), Fraction(5, 7)], dtype=object)}
+    assert exact_mismatches(f, "x", point, grad) == []
 
 
 @pytest.mark.parametrize("rule, text, orders, wrt", RULE_CASES, ids=[c[0].__name__ for c in RULE_CASES])
