@@ -1286,16 +1286,19 @@ def _bind_term(
         )
     n_ops = len(path) + sum(op.diagonal is not None for op in operands)
 
-    # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself)
+    # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself);
+    # one above 1 goes onto the result, as evaluate applies it: scaling an operand first can
+    # overflow a partial product that the written order keeps finite (-2 X_ai X_aj at X ~ 1e154)
     scale_at = None
     if gram is not None:
         contract = gram_contraction(gram, specs, target, factor)
     elif factor != 1:
         sizes_in = [math.prod(s) for s in op_shapes]
         smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
-        scale_at = smallest if sizes_in[smallest] < core_size and finite else -1
-        flops += min(sizes_in[smallest], core_size)
-        multiplications += min(sizes_in[smallest], core_size)
+        scale_at = smallest if sizes_in[smallest] < core_size and abs(factor) <= 1 else -1
+        scaled = sizes_in[smallest] if scale_at >= 0 else core_size
+        flops += scaled
+        multiplications += scaled
         n_ops += 1
     fetch = [(op.slot, op.baked, op.diagonal) for op in operands]
     plain = all(op.diagonal is None and op.slot is not None for op in operands)

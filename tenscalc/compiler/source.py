@@ -312,7 +312,8 @@ class ProgramSource:
             if factor != 1:
                 sizes_in = [math.prod(s) for s in op_shapes]
                 smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
-                scale_at = smallest if sizes_in[smallest] < core_size else -1
+                # as the compiled program: a factor above 1 scales the result (see program.py)
+                scale_at = smallest if sizes_in[smallest] < core_size and abs(factor) <= 1 else -1
             if scale_at is not None and scale_at >= 0:
                 texts[scale_at] = f"{_atom(texts[scale_at])} * {literal(factor)}"
             eq = ",".join(letters(spec) for spec in specs) + "->" + letters(target)

@@ -94,10 +94,10 @@ def test_evaluate_multiplies_by_a_delta_as_an_identity_array():
         assert np.array_equal(got, [[np.inf, 0.0], [0.0, 2.0]]), who
 
 
-def test_an_entry_is_non_finite_in_one_order_only_where_a_product_overflows():
-    # documented: the Hessian of sum(tanh(X W)) is -2 X_ai X_aj t_ak (1 - t_ak²); tc.compile
-    # may form -2 X_ai X_aj first (it overflows above about 1e154) where evaluate scales
-    # by 1 - t² = 0 first
+def test_a_factor_above_one_scales_the_result_not_an_operand():
+    # the Hessian of sum(tanh(X W)) is -2 X_ai X_aj t_ak (1 - t_ak²); tc.compile scaled the
+    # smallest operand, X, by -2 first: -2 X_ai X_aj overflowed (X ~ 1e154) and times
+    # 1 - t² = 0 gave NaN where evaluate, which applies -2 to the result, is finite
     f = tc.parse("sum(tanh(X *(ij,jk->ik) W))", ORDERS)
     hessian = tc.hessian(f, "W")
     rng = np.random.default_rng(26)
@@ -105,13 +105,11 @@ def test_an_entry_is_non_finite_in_one_order_only_where_a_product_overflows():
     values["X"] = values["X"] * 10.0 ** rng.uniform(150, 170)
     results = _evaluators([hessian], values)
     reference = results.pop("evaluate")[0]
-    x = values["X"]
-    with np.errstate(over="ignore"):  # (i, j): 2 sum_a |X_ai X_aj| beyond float64's range
-        overflows = ~np.isfinite(2 * np.einsum("ai,aj->ij", abs(x), abs(x)))
-    assert overflows.any() and np.isfinite(reference).all()  # the case the rule is about
+    assert np.isfinite(reference).all()
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(2 * abs(values["X"]).max() ** 2)  # scaled first, a square overflows
     for who, (got,) in results.items():
+        if who != "jax":  # XLA picks its own order (the documented second case)
+            assert np.isfinite(got).all(), who
         both = np.isfinite(got) & np.isfinite(reference)
         np.testing.assert_allclose(got[both], reference[both], rtol=1e-9, atol=1e-12, err_msg=who)
-        differ = np.isfinite(got) != np.isfinite(reference)  # H[i, k, j, k'] over W's axes (i, k)
-        for i, _k, j, _l in np.argwhere(differ):
-            assert overflows[i, j], (who, (i, j))
