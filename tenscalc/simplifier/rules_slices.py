@@ -120,5 +120,31 @@ def embed_of_embed(node: Expr, ctx: Context) -> Expr | None:
     return N.embed(child.children[0], merged, node.dims)
 
 
+def _merged_items(outer: tuple, inner: tuple) -> list | None:
+    """The items of ``embed(embed(p)[inner])[outer]`` as one embedding, or None when an axis is cut twice."""
+    if any(a != N.FULL_AXIS and b != N.FULL_AXIS for a, b in zip(outer, inner)):
+        return None
+    return [a if a != N.FULL_AXIS else b for a, b in zip(outer, inner)]
+
+
+def embed_of_embedded_sum(node: Expr, ctx: Context) -> Expr | None:
+    # embed(c1 embed(p)[1:, :] + c2 embed(q)[:-1, :])[:, 1:] -> c1 embed(p)[1:, 1:] + c2 embed(q)[:-1, 1:]
+    # (a sum of shifted blocks placed again: the blocks placed once, so a banded Hessian reads as its bands)
+    if not _plain_embed(node):
+        return None
+    inner, scale = node.children[0], 1
+    if inner.op == "add" and len(inner.children) == 1:
+        inner, scale = inner.children[0], inner.arg[0]
+    if inner.op != "add" or len(inner.children) < 2 or not all(_plain_embed(t) for t in inner.children):
+        return None
+    terms = []
+    for term, c in zip(inner.children, inner.arg):
+        items = _merged_items(node.arg[0], term.arg[0])
+        if items is None:
+            return None
+        terms.append((N.embed(term.children[0], items, node.dims), c * scale))
+    return N.add([t for t, _ in terms], [c for _, c in terms])
+
+
 SLICE_RULES: list[Rule] = [slice_simplify, slice_of_delta]
-EMBED_RULES: list[Rule] = [embed_simplify, embed_of_embed]
+EMBED_RULES: list[Rule] = [embed_simplify, embed_of_embed, embed_of_embedded_sum]
