@@ -63,6 +63,8 @@ class Backend:
     name = "generic"
     #: whether results may be written in place through views (NumPy, PyTorch)
     mutable = False
+    #: whether arrays are lazy graphs of chunks (Dask): the memory limit then applies per chunk
+    lazy = False
 
     def __init__(self) -> None:
         self._functions: dict[str, Callable] = {}
@@ -676,12 +678,69 @@ class CupyBackend(Backend):
 
 
 class DaskBackend(Backend):
+    """Dask arrays, built lazily: identities, diagonals and filled arrays are made by
+    ``da.eye`` / ``da.diag`` / ``da.full`` on the workers, never as NumPy constants shipped
+    in the graph; contractions of arrays that fit one chunk stay one chunk."""
+
     name = "dask"
+    lazy = True
 
     def from_numpy(self, array, like=None):
         import dask.array as da
 
+        array = np.asarray(array)
+        if array.size > _SMALL_CONSTANT:
+            flat = array.reshape(-1)
+            if (flat == flat[0]).all():  # a filled array (ones ...): made where it is used
+                return da.full(array.shape, flat[0], dtype=array.dtype)
         return da.from_array(array)
+
+    def full(self, shape, value, like=None):
+        import dask.array as da
+
+        dtype = like.dtype if like is not None and like.dtype.kind in "fc" else np.float64
+        return da.full(shape, value, dtype=dtype)
+
+    def zeros(self, shape, like):
+        import dask.array as da
+
+        return da.zeros(
+            shape, dtype=np.result_type(like.dtype, np.float64) if like.dtype.kind not in "fc" else like.dtype
+        )
+
+    def eye(self, shape, like=None):
+        import dask.array as da
+
+        n = len(shape) // 2
+        size = math.prod(shape[:n])
+        dtype = like.dtype if like is not None and like.dtype.kind in "fc" else np.float64
+        identity = da.eye(size, dtype=dtype)
+        return identity if n == 1 else identity.reshape(shape)
+
+    def write_diagonal(self, core, out, shape):
+        import dask.array as da
+
+        if len(out) == 2 and out[0] == out[1]:  # diag(v): zero blocks off the diagonal, made lazily
+            side = _square_side(core.dtype.itemsize)  # each diagonal block side x side fits a chunk
+            if max(core.chunks[0], default=0) > side:
+                core = core.rechunk(side)
+            return da.diag(core)
+        return super().write_diagonal(core, out, shape)
+
+    def einsum(self, eq, *arrays):
+        import dask.array as da
+
+        with _one_chunk_when_small(eq, [a.shape for a in arrays]):
+            return da.einsum(eq, *arrays)
+
+    def contraction(self, eq, shapes, path):
+        run = super().contraction(eq, shapes, path)
+
+        def contract(*arrays):
+            with _one_chunk_when_small(eq, shapes):
+                return run(*arrays)
+
+        return contract
 
     def inv(self, x):
         # dask's inv needs square chunks; an einsum result may have any (an outer
@@ -689,6 +748,7 @@ class DaskBackend(Backend):
         import dask.array as da
 
         block = _square_block(x)
+        _check_block((block, block), x, "inv")
         if block == x.shape[0]:
             return da.map_blocks(numpy_inv, x.rechunk(x.shape), dtype=x.dtype)
         return da.linalg.inv(x.rechunk((block, block)))  # equal square blocks, as dask's LU needs
@@ -697,6 +757,7 @@ class DaskBackend(Backend):
         # dask.array.linalg has no det: one block holds the (square) matrix
         import dask.array as da
 
+        _check_block(x.shape, x, "det")
         whole = x.rechunk(x.shape)
         value = da.map_blocks(lambda block: numpy_det(block).reshape(1, 1), whole, chunks=((1,), (1,)), dtype=x.dtype)
         return value[0, 0]
@@ -708,6 +769,7 @@ class DaskBackend(Backend):
         from ..adjugate import adjugate
 
         n = x.shape[0]
+        _check_block((n,) * (2 * k), x, "adj")
         whole = x.rechunk(x.shape)
         return da.map_blocks(
             lambda block: adjugate(block, k),
@@ -719,19 +781,52 @@ class DaskBackend(Backend):
         )
 
 
+#: constants of more entries than this are checked for being one number (then made lazily)
+_SMALL_CONSTANT = 4096
+
+
+def _one_chunk_when_small(eq: str, shapes: Sequence[tuple[int, ...]]) -> Any:
+    """A context in which dask's einsum leaves the chunks alone when every intermediate of
+    ``eq`` fits one chunk: dask keeps an output chunk no larger (in entries) than the
+    largest input chunk, so an outer product of two 3-vectors came out as (2, 1) chunks and
+    the third derivative of a 3x3 det as a graph of 12,575 tasks."""
+    import contextlib
+
+    import dask
+    from dask.utils import parse_bytes
+
+    sizes: dict[str, int] = {}
+    for spec, shape in zip(eq.split("->")[0].split(","), shapes):
+        sizes.update(zip(spec, shape))
+    if math.prod(sizes.values()) * 16 > parse_bytes(dask.config.get("array.chunk-size")):
+        return contextlib.nullcontext()
+    return dask.config.set({"array.chunk-size-tolerance": math.inf})
+
+
+def _check_block(shape: tuple[int, ...], x: Any, what: str) -> None:
+    """The memory limit for one block a dask step computes in one piece."""
+    from ..limits import check_shape
+
+    check_shape(shape, x.dtype.itemsize, what=f"the block dask's {what} computes on")
+
+
+def _square_side(itemsize: int) -> int:
+    """The side of the largest square block that fits dask's chunk size (``array.chunk-size``)."""
+    import dask
+    from dask.utils import parse_bytes
+
+    return max(1, math.isqrt(parse_bytes(dask.config.get("array.chunk-size")) // itemsize))
+
+
 def _square_block(x: Any) -> int:
     """The side of the square blocks a dask matrix is cut into for ``inv``: the whole
     matrix when it fits dask's chunk size (``array.chunk-size``), else the largest
     divisor of its size that does (dask's LU needs equal square blocks; one block
     where that divisor would be tiny)."""
-    import dask
-    from dask.utils import parse_bytes
-
     n = x.shape[0]
-    limit = parse_bytes(dask.config.get("array.chunk-size"))
-    if n * n * x.dtype.itemsize <= limit:
+    side = _square_side(x.dtype.itemsize)
+    if n <= side:
         return n
-    side = max(1, math.isqrt(limit // x.dtype.itemsize))
     best = max(d for d in range(1, side + 1) if n % d == 0)
     return best if 8 * best >= side else n  # tiny blocks (n prime) would make a huge graph: one block
 

@@ -340,8 +340,10 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     densify: dict[int, Callable[[Any], Any]] = {}
     first_use: dict[int, list[_Pair]] = {}
     release: dict[int, list[int]] = {}
-    # the size guard's limit, read once (the checks below raise past it)
-    guard = None if resolver.estimate else memory_limit() // 8
+    # the size guard's limit, read once (the checks below raise past it); a lazy backend
+    # (dask) holds no whole array, only chunks: its own chunking bounds them, and the
+    # steps it computes in one block (inv, det, adj) check that block themselves
+    guard = None if resolver.estimate or backend.lazy else memory_limit() // 8
     for pair in hoisted:
         first_use.setdefault(pair.first, []).append(pair)
         release.setdefault(pair.last, []).append(pair.slot)
