@@ -19,9 +19,9 @@ code ``tc.to_python`` writes, which imports NumPy as ``_np``.
 
 >>> import numpy as np
 >>> A = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]])  # singular
->>> np.round(adjugate(A, 1).T, 12).tolist()  # the cofactor matrix, jax.grad of det
+>>> (np.round(adjugate(A, 1).T, 12) + 0.0).tolist()  # the cofactor matrix, jax.grad of det (+ 0.0: no -0.0)
 [[9.0, -3.7, -3.2], [-4.5, 1.85, 1.6], [0.0, 0.0, 0.0]]
->>> adjugate(A, 4).any()  # the fourth derivative of a 3x3 det
+>>> bool(adjugate(A, 4).any())  # the fourth derivative of a 3x3 det
 False
 """
 
