@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from ..core.nodes import Expr, topological
 from ..core.products import is_power_zero
+from ..simplifier.symmetry import is_symmetric
 from .latex_pieces import (
     ATOM,
     FUNCTION_LATEX,
@@ -116,7 +117,11 @@ def read_node(node: Expr, readings: dict[Expr, Reading | None]) -> Reading | Non
     kids = [readings[c] for c in node.children]
     if node.order > 2 or any(k is None for k in kids):
         return None
-    return MATRIX_RULES[node.op](node, kids, readings)
+    reading = MATRIX_RULES[node.op](node, kids, readings)
+    if reading is not None and node.order == 2 and reading.t != reading.text and is_symmetric(node, frozenset()):
+        # a symmetric matrix (XᵀX, its inverse) is its own transpose: (XᵀX)^{-1}, never (XᵀX)^{-⊤}
+        return Reading(reading.text, reading.prec, 2, reading.text, reading.prec, reading.recip, reading.recip_prec)
+    return reading
 
 
 def _m_var(node, kids, readings):

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from ..core import nodes as N
 from ..core.nodes import Expr
+from ..simplifier.symmetry import is_symmetric
 from . import text as P
 from .latex_pieces import common_factor, divide_coefficient
 from .matrix_forms import squared_norm_base
@@ -92,6 +93,8 @@ def _oriented(entry: _Entry, want: str) -> _Entry:
             return entry[3]
         return _wrap(entry, POWER) + "'", POWER, want, None
     if want == "mt":
+        if kind == "m" and entry[3] is not None:  # a symmetric matrix: its own transpose
+            return entry[3]
         return _wrap(entry, POWER) + "'", POWER, kind, None
     return entry
 
@@ -99,6 +102,8 @@ def _oriented(entry: _Entry, want: str) -> _Entry:
 def _print_node(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry:
     entry = _print_matrix(node, texts, root)
     if entry is not None:
+        if node.order == 2 and entry[2] == "m" and entry[3] is None and is_symmetric(node, frozenset()):
+            return (*entry[:3], entry[:3] + (None,))  # XᵀX, inv(XᵀX): written the same transposed
         return entry
     # the einsum printers read (text, precedence) of children and, for a quotient, of
     # the denominator's base (a grandchild): a view of every printed node, not a copy

@@ -103,26 +103,33 @@ def _read_as_rows(pair: Operand, out: tuple[int, ...], declared: frozenset[str],
     return pair
 
 
+def _free(pair: Operand, out: tuple[int, ...], declared: frozenset[str], depth: int) -> bool:
+    """Whether a symmetric matrix operand may be read either way (both letters kept, or neither)."""
+    child, spec = pair
+    return (
+        len(spec) == 2
+        and spec[0] != spec[1]
+        and (spec[0] in out) == (spec[1] in out)
+        and child.op != "delta"
+        and is_symmetric(child, declared, depth)
+    )
+
+
 def canonical_operands(
     pairs: Sequence[Operand], out: tuple[int, ...], declared: frozenset[str], depth: int = 0
 ) -> tuple[list[Operand], tuple[int, ...]] | None:
     """The operands in a canonical order (by digest; equal operands in the order that
     gives the smallest letters, symmetric matrices read the way that does), or None
     when there are too many spellings to try."""
+    # a symmetric operand with one letter kept is read with that letter first (forced); one
+    # with both or neither kept may be read either way (free): both are tried.  Both depend on
+    # the operand's own letters only, so every spelling of one product tries the same set.
     ordered = [_read_as_rows(p, out, declared, depth) for p in sorted(pairs, key=lambda p: p[0].digest)]
     groups = [list(g) for _, g in itertools.groupby(ordered, key=lambda p: p[0])]
-    turnable = [
-        k
-        for k, (child, spec) in enumerate(ordered)
-        if len(spec) == 2
-        and spec[0] != spec[1]
-        and (spec[0] in out) == (spec[1] in out)
-        and child.op != "delta"
-        and is_symmetric(child, declared, depth)
-    ]
-    if not turnable and len(groups) == len(ordered):
+    free = [_free(p, out, declared, depth) for p in ordered]
+    if not any(free) and len(groups) == len(ordered):
         return ordered, out  # distinct operands, none to turn: the digest order is the only spelling
-    count = 2 ** len(turnable)
+    count = 2 ** sum(free)
     for group in groups:
         for n in range(2, len(group) + 1):
             count *= n
@@ -132,6 +139,7 @@ def canonical_operands(
     best_pairs: list[Operand] = ordered
     for arrangement in itertools.product(*(itertools.permutations(g) for g in groups)):
         arranged = [p for group in arrangement for p in group]
+        turnable = [k for k, p in enumerate(arranged) if _free(p, out, declared, depth)]
         for turns in itertools.product((False, True), repeat=len(turnable)):
             candidate = list(arranged)
             for k, turn in zip(turnable, turns):
