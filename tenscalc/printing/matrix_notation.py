@@ -235,13 +235,15 @@ def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:
             parts.append(scaled if coef > 0 else "-" + scaled)
         else:
             parts.append((" - " if coef < 0 else " + ") + scaled)
-    prec = P.SUM if len(kids) > 1 else (P.FACTOR if node.arg[0] < 0 else P.TERM)
+    # "-x" is a factor, but "-2.7*x" is not: after a product's operator, "*x" would bind to
+    # the product ("A *(ij,jk->ik) -2.7*B" reads as (A *(...) -2.7)*B)
+    prec = P.SUM if len(kids) > 1 else (P.FACTOR if node.arg[0] == -1 else P.TERM)
     text = "".join(parts)
     if factor != 1:  # 0.5*A'*x + 0.5*A*x -> 0.5*(A'*x + A*x)
         magnitude = P.format_exact(abs(factor))
         return (
             f"{'-' if factor < 0 else ''}{magnitude}*({text})",
-            (P.FACTOR if factor < 0 else P.TERM),
+            P.TERM,  # "-2.7*(...)" too: a product's right operand needs it in parentheses
             _default_kind(node.order),
             None,
         )

@@ -78,3 +78,11 @@ def test_tensor_expressions_print_in_matrix_notation(text, orders):
 def test_the_reported_quotient_prints():
     printed = tc.to_matrix_notation(tc.parse("2 / T", {"T": 3}))
     assert printed == "2{T.0, T.1, T.2} / T"
+
+
+def test_a_scaled_operand_of_a_product_keeps_its_parentheses():
+    """``-2.7*(...)`` right of a product's operator must be parenthesised: written bare,
+    ``A *(...) -2.7*(B)`` reads as ``(A *(...) -2.7)*(B)`` (found by the property test above,
+    seed 104525: the second derivative of this expression did not parse back)."""
+    f = tc.parse("-(tanh(np *(i,jk->ijk) (np *(i,j->ij) np))^3 *(ijk,l->jk) (np - np *(i,->i) 0.1))", {"np": 1})
+    _round_trip(tc.nth_derivative(f, "np", 2), f.variables, random_values(f))
