@@ -217,3 +217,17 @@ def test_det_of_a_rank_one_update_differentiates_to_the_textbook_forms():
     x = np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(tc.evaluate(grad, x=x), 2 * x)
     np.testing.assert_allclose(tc.evaluate(hessian, x=x), 2 * np.eye(3))
+
+
+def test_adj_of_a_complex_matrix_on_every_path():
+    # the SVD route conjugates U and Vh for complex input; det(C) inv(C) at an invertible C
+    rng = np.random.default_rng(3)
+    C = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    expected = np.linalg.det(C) * np.linalg.inv(C)
+    expr = tc.parse("adj(A)", {"A": 2})
+    for path, value in every_path(expr, C):
+        if path == "dask":
+            value = value.compute()
+        if hasattr(value, "detach"):
+            value = value.detach().numpy()
+        np.testing.assert_allclose(np.asarray(value), expected, rtol=1e-12, err_msg=path)
