@@ -94,31 +94,13 @@ INV_RULES: list[Rule] = [inv_of_inv]
 def rank_one_update(matrix: Expr) -> tuple[Expr, Expr, int | float] | None:
     """``I + c u vᵀ`` (a sum of the identity and a scaled outer product of two vectors)
     as ``(u, v, c)``; None for any other matrix."""
-    found = updated_matrix(matrix)
-    if found is None or found[0].op != "delta" or found[0].arg != 1:
-        return None
-    return found[1:]
-
-
-def updated_matrix(matrix: Expr) -> tuple[Expr, Expr, Expr, int | float] | None:
-    """``B + c u vᵀ`` (a matrix plus a scaled outer product of two vectors) as ``(B, u, v, c)``."""
     if matrix.op != "add" or len(matrix.children) != 2:
         return None
-    found = None
-    for (outer, c), (base, a) in (
-        tuple(zip(matrix.children, matrix.arg)),
-        tuple(zip(matrix.children, matrix.arg))[::-1],
-    ):
-        parts = _outer_product(outer, c)
-        if parts is not None and a == 1:
-            found = (base, *parts)
-            if base.op == "delta":
-                break
-    return found
-
-
-def _outer_product(outer: Expr, c: int | float) -> tuple[Expr, Expr, int | float] | None:
-    """``c u vᵀ`` as ``(u, v, c)``."""
+    terms = list(zip(matrix.children, matrix.arg))
+    identity = [(t, a) for t, a in terms if t.op == "delta" and t.arg == 1]
+    if len(identity) != 1 or identity[0][1] != 1:
+        return None
+    ((outer, c),) = [(t, a) for t, a in terms if t is not identity[0][0]]
     if outer.op == "add" and len(outer.children) == 1:  # a scaled outer product
         outer, c = outer.children[0], c * outer.arg[0]
     if outer.op != "mul" or len(outer.children) != 2 or any(k.order != 1 for k in outer.children):

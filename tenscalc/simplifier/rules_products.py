@@ -11,7 +11,7 @@ from ..core.checks import count_nodes
 from ..core.exact import exact_product, exact_sum
 from ..core.nodes import Expr
 from .context import Context, Rule, rewrite_locally
-from .rules_functions import POW_RULES, updated_matrix
+from .rules_functions import POW_RULES, rank_one_update
 from .rules_slices import mul_pull_embed
 from .rules_sums import ADD_RULES, const_power, embedded_parts
 from .symmetry import canonical_operands
@@ -329,17 +329,16 @@ def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
 
 def mul_inverse_of_rank_one(node: Expr, ctx: Context) -> Expr | None:
     # inv(I + c u vᵀ) *(ij,j->i) u -> u / (1 + c vᵀu) ; v *(i,ij->j) inv(I + c u vᵀ) -> v / (1 + c vᵀu)
-    # (I + c u vᵀ) u = u (1 + c vᵀu), and vᵀ (I + c u vᵀ) = (1 + c vᵀu) vᵀ: Sherman-Morrison on its vector;
-    # inv(B + c u vᵀ) u -> inv(B) u / (1 + c vᵀ inv(B) u), and vᵀ inv(B + c u vᵀ) likewise, for any B
+    # (I + c u vᵀ) u = u (1 + c vᵀu), and vᵀ (I + c u vᵀ) = (1 + c vᵀu) vᵀ: Sherman-Morrison on its vector
     pairs = _operands(node)
     out = node.arg[1]
     for k, (inverse, spec) in enumerate(pairs):
         if inverse.op != "inv" or spec[0] == spec[1]:
             continue
-        found = updated_matrix(inverse.children[0])
+        found = rank_one_update(inverse.children[0])
         if found is None:
             continue
-        base, u, v, c = found
+        u, v, c = found
         for m, (vector, vspec) in enumerate(pairs):
             if m == k or len(vspec) != 1 or vspec[0] in out:
                 continue
@@ -351,15 +350,9 @@ def mul_inverse_of_rank_one(node: Expr, ctx: Context) -> Expr | None:
                 kept = spec[1]
             else:
                 continue
-            rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
-            if base.op == "delta" and base.arg == 1:
-                inner = N.mul((u, v), ((0,), (0,)), ())
-                rest.append((vector, (kept,)))
-            else:
-                inner = N.mul((v, N.inv(base), u), ((0,), (0, 1), (1,)), ())
-                rest += [(N.inv(base), spec), (vector, (vspec[0],))]
-            scale = N.power(N.add([N.const(1, 0), inner], [1, c]), N.const(-1, 0))
-            return _rebuild(rest + [(scale, ())], out)
+            scale = N.power(N.add([N.const(1, 0), N.mul((u, v), ((0,), (0,)), ())], [1, c]), N.const(-1, 0))
+            rest = [p for n, p in enumerate(pairs) if n not in (k, m)] + [(vector, (kept,)), (scale, ())]
+            return _rebuild(rest, out)
     return None
 
 
