@@ -86,3 +86,16 @@ def test_a_scaled_operand_of_a_product_keeps_its_parentheses():
     seed 104525: the second derivative of this expression did not parse back)."""
     f = tc.parse("-(tanh(np *(i,jk->ijk) (np *(i,j->ij) np))^3 *(ijk,l->jk) (np - np *(i,->i) 0.1))", {"np": 1})
     _round_trip(tc.nth_derivative(f, "np", 2), f.variables, random_values(f))
+
+
+def test_the_command_prints_a_tensor_quotient_in_matrix_notation(capsys):
+    # the reported traceback: tenscalc --notation matrix on a quotient of an order-3 tensor
+    from tenscalc import cli
+
+    status = cli.main(["1 / (1 + exp(-T)) *(ijk,ijk->) W", "--orders", "T=3,W=3", "--wrt", "T", "--notation", "matrix"])
+    out, err = capsys.readouterr()
+    assert status == 0 and "Traceback" not in out + err
+    gradient = out.strip().splitlines()[-1].strip()
+    T, W = np.random.default_rng(1).standard_normal((2, 2, 3, 4))
+    expected = W * np.exp(-T) / (1 + np.exp(-T)) ** 2
+    np.testing.assert_allclose(tc.evaluate(tc.parse(gradient, {"T": 3, "W": 3}), T=T, W=W), expected, rtol=1e-12)
