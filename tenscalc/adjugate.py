@@ -50,13 +50,13 @@ def _adjugate(x, k, xp=_np):
         p = p * xp.where(taken[r], 1.0, s[r])
     if u.dtype != s.dtype:  # complex: the derivative by x[i, j] reads conj(u)[i, b] conj(vh)[b, j]
         u, vh = xp.conj(u), xp.conj(vh)
+    if k == 1:  # t[j, i] = sum_b vh[b, j] p[b] u[i, b]: one product, no n x n^2 intermediate
+        return (vh.T * p) @ u.T
     g = (vh[:, :, None] * u.T[:, None, :]).reshape(n, n * n)  # g[b, (j, i)] = vh[b, j] u[i, b]
     t = p
     for _ in range(k):  # sum the leading b against g: its (j, i) pair goes last
         t = t.reshape(n, -1).T @ g
     t = t.reshape((n,) * (2 * k))
-    if k == 1:
-        return t
     # antisymmetrise the j axes (even positions): sum over p of sign(p) t[j_p(1), i1, ..., j_p(k), ik]
     perms = [((), 1)]
     for m in range(k):
