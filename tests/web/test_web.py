@@ -563,9 +563,8 @@ def test_a_pathological_input_is_stopped_and_the_server_keeps_answering():
         status, reply = post(srv, SLOW)
         assert status == 200 and not reply["ok"] and reply["error"]["kind"] == "Timeout"
         assert "too long" in reply["error"]["message"]
-        wait_until(
-            lambda: not first.is_alive()
-        )  # killed, not left computing (the kill lands at once, its reaping may lag)
+        # killed, not left computing (the kill lands at once, its reaping may lag a moment)
+        wait_until(lambda: not first.is_alive())
         # the killed worker is replaced (its start-up may take longer than the 3 s deadline
         # on a loaded machine: a request waits at most that long for a free worker), and
         # then the next request is answered
