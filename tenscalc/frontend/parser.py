@@ -384,11 +384,7 @@ class Parser:
             self.expect(",", "',' or '}' in the dimensions {...}")
 
     def factor(self) -> Rule:
-        start = self.tok.pos
-        minus = 0
-        while self.at("-"):
-            self.advance()
-            minus += 1
+        start, minus = self.tok.pos, self.minus_signs()
         node = yield self.atom()
         while self.tok.kind in ("^", ".^", "'", "["):
             if self.at("["):
@@ -407,25 +403,21 @@ class Parser:
                 exponent = yield self.signed_atom()  # x^-2, x.^-1 as MATLAB and Python read them
             # the operator is kept: in matrix notation `X^-1` is the inverse, `X.^-1` entrywise
             node = Syn("pow", node.pos, self.prev_end(), (node, exponent), op.kind)
-        if minus % 2:
-            if node.kind == "num":  # -2 is the constant -2, not a negation node
-                return Syn("num", start, node.end, (), -node.value, node.dims)
-            return Syn("neg", start, node.end, (node,))
-        return node
+        return _negated(node, start) if minus % 2 else node
 
     def signed_atom(self) -> Rule:
         """An exponent's ``{"-"} atom``: ``2^-1`` is ``2^(-1)``, as in MATLAB and Python's ``2**-1``."""
-        start = self.tok.pos
-        minus = 0
+        start, minus = self.tok.pos, self.minus_signs()
+        node = yield self.atom()
+        return _negated(node, start) if minus % 2 else node
+
+    def minus_signs(self) -> int:
+        """Read the unary minus signs in front of an operand; how many there were."""
+        count = 0
         while self.at("-"):
             self.advance()
-            minus += 1
-        node = yield self.atom()
-        if minus % 2 == 0:
-            return node
-        if node.kind == "num":
-            return Syn("num", start, node.end, (), -node.value, node.dims)
-        return Syn("neg", start, node.end, (node,))
+            count += 1
+        return count
 
     def sized_constant(self, tok: Token) -> Syn:
         """``ones(x.0)``, ``ones(X.0, X.1)``, ``eye(x.0)``: a ones tensor or the identity with
@@ -587,3 +579,11 @@ def parse_text(text: str) -> ParsedProblem:
     if not isinstance(text, str):
         raise ParseError(f"expected the expression as a string, got {type(text).__name__}")
     return Parser(text).problem()
+
+
+def _negated(node: Syn, start: int) -> Syn:
+    """``-node`` from ``start``: a number is the negative constant (-2 is the constant -2,
+    not a negation node)."""
+    if node.kind == "num":
+        return Syn("num", start, node.end, (), -node.value, node.dims)
+    return Syn("neg", start, node.end, (node,))

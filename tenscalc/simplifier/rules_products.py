@@ -5,6 +5,8 @@ put in a canonical order.  The order of :data:`MUL_RULES` is the order they are 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..core import nodes as N
 from ..core import products as P
 from ..core.checks import count_nodes
@@ -312,18 +314,25 @@ def mul_distribute_power(node: Expr, ctx: Context) -> Expr | None:
     return None
 
 
-def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
-    # sign(a) ⊙ a -> |a|   (then |a| ⊙ |a|^-1 merges to 1: ln|det X|'s Hessian)
-    pairs = _operands(node)
+def _sign_partners(pairs: list) -> Iterator[tuple[int, int, Expr]]:
+    """``(k, m, a)`` for every operand ``k`` that is ``sign(a)`` and every other operand ``m``
+    on the same axes (the partners the sign rules below look for)."""
     for k, (child, spec) in enumerate(pairs):
         if child.op != "func" or child.arg != "sign":
             continue
-        inner = child.children[0]
-        for m, (other, other_spec) in enumerate(pairs):
-            if m != k and other is inner and other_spec == spec:
-                rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
-                rest.append((N.func("abs", inner), spec))
-                return _rebuild(rest, node.arg[1])
+        for m, (_other, other_spec) in enumerate(pairs):
+            if m != k and other_spec == spec:
+                yield k, m, child.children[0]
+
+
+def mul_sign_times_self(node: Expr, ctx: Context) -> Expr | None:
+    # sign(a) ⊙ a -> |a|   (then |a| ⊙ |a|^-1 merges to 1: ln|det X|'s Hessian)
+    pairs = _operands(node)
+    for k, m, inner in _sign_partners(pairs):
+        if pairs[m][0] is inner:
+            rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+            rest.append((N.func("abs", inner), pairs[k][1]))
+            return _rebuild(rest, node.arg[1])
     return None
 
 
@@ -360,20 +369,17 @@ def mul_sign_over_abs(node: Expr, ctx: Context) -> Expr | None:
     # sign(a) ⊙ |a|^n -> a^n for an odd integer n   (sign(x)/abs(x) -> 1/x: d log|x| / dx; both
     # sides agree wherever a != 0, and neither is finite where a = 0 and n < 0)
     pairs = _operands(node)
-    for k, (child, spec) in enumerate(pairs):
-        if child.op != "func" or child.arg != "sign":
+    for k, m, inner in _sign_partners(pairs):
+        other = pairs[m][0]
+        power = const_power(other)
+        if power is None or power[0] is not N.func("abs", inner):
             continue
-        inner = child.children[0]
-        for m, (other, other_spec) in enumerate(pairs):
-            power = const_power(other)
-            if m == k or other_spec != spec or power is None or power[0] is not N.func("abs", inner):
-                continue
-            exponent = power[1]
-            if exponent != int(exponent) or int(exponent) % 2 != 1:
-                continue
-            rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
-            rest.append((N.power(inner, other.children[1]), spec))
-            return _rebuild(rest, node.arg[1])
+        exponent = power[1]
+        if exponent != int(exponent) or int(exponent) % 2 != 1:
+            continue
+        rest = [p for n, p in enumerate(pairs) if n not in (k, m)]
+        rest.append((N.power(inner, other.children[1]), pairs[k][1]))
+        return _rebuild(rest, node.arg[1])
     return None
 
 
