@@ -21,8 +21,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from .calculus.api import derivative
 from .core import nodes as N
 from .core.nodes import Expr
@@ -89,6 +87,6 @@ def numeric_check(
             values = defined_values(chain, seed=seed)
         except RandomDataError as exc:
             return NumericCheck(reason=str(exc))
-    data = {name: np.asarray(value) if isinstance(value, np.ndarray) else value for name, value in values.items()}
+    data = dict(values)
     reports = [check_derivative(expr, variable, order=k, values=data, seed=seed) for k in range(1, count + 1)]
     return NumericCheck(data, reports)

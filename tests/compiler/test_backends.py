@@ -91,16 +91,6 @@ def test_torch_results_are_tensors():
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
 
 
-@pytest.fixture(scope="module")
-def jax_numpy():
-    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
-    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
-
-    return jnp
-
-
 @pytest.mark.parametrize("exprs", GROUPS, ids=IDS)
 def test_jax(exprs, jax_numpy):
     check("jax", exprs, jax_numpy.asarray, np.asarray)

@@ -22,13 +22,9 @@ from tests.compiler.test_backends import GROUPS, IDS, ORDERS
 
 
 @pytest.fixture(scope="module")
-def jnp():
-    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
-    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
-
-    return jnp
+def jnp(jax_numpy):
+    """JAX's NumPy in 64-bit mode (tests/compiler/conftest.py), under the name this file reads."""
+    return jax_numpy
 
 
 @pytest.mark.parametrize("exprs", GROUPS, ids=IDS)

@@ -97,6 +97,17 @@ def wait_ready(browser):
     return browser
 
 
+def download(browser, artifacts, button_id, name):
+    """Click the page's download button ``button_id`` and wait (bounded) for the file ``name``."""
+    target = artifacts / name
+    target.unlink(missing_ok=True)
+    browser.find_element(By.ID, button_id).click()
+    deadline = time.monotonic() + WAIT
+    while not target.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return target
+
+
 def text_of(browser, element_id):
     return browser.execute_script(f"return document.getElementById('{element_id}').textContent")
 
@@ -175,20 +186,10 @@ def test_the_python_code_runs_and_downloads(browser, server, artifacts):
     value, gradient = run_code(source)(W=W, x=x, y=y)
     np.testing.assert_allclose(value, np.tanh(W @ x) @ y)
     np.testing.assert_allclose(gradient, np.outer(y * (1 - np.tanh(W @ x) ** 2), x))
-    target = artifacts / "tenscalc_f.py"
-    target.unlink(missing_ok=True)
-    browser.find_element(By.ID, "download-python").click()
-    deadline = time.monotonic() + WAIT
-    while not target.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    target = download(browser, artifacts, "download-python", "tenscalc_f.py")
     assert target.read_text() == source
     # the self-checking script: the same function, random data and a finite-difference check
-    script = artifacts / "tenscalc_check.py"
-    script.unlink(missing_ok=True)
-    browser.find_element(By.ID, "download-script").click()
-    deadline = time.monotonic() + WAIT
-    while not script.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    script = download(browser, artifacts, "download-script", "tenscalc_check.py")
     text = script.read_text()
     assert text.startswith(source.rstrip("\n")) and 'if __name__ == "__main__":' in text
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
