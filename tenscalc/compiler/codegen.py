@@ -321,7 +321,6 @@ class _Writer:
         for a, b in self.checks:
             body.append(f"if {a} != {b}:")
             body.append(f'    raise _ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
-        body.extend(self.lines)
         texts = []
         for root, value in zip(self.roots, results):
             # _result: the inputs' dtype, and never an input itself (writing into a result
@@ -329,6 +328,7 @@ class _Writer:
             text = value.text if value.scalar and root.order == 0 else self.full(root, value)
             copy = text in names.values()
             texts.append(f"_result({'_np.array(' + text + ')' if copy else text}, _dtype)")
+        body.extend(with_releases(self.lines, keep=set(_TEMP.findall(" ".join(texts)))))
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         head, *reads = signature(self.name, names)
         imports = ["import numpy as _np", "from opt_einsum import contract_expression as _contract_expression"]
@@ -343,6 +343,33 @@ class _Writer:
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
         return "\n".join(lines) + "\n"
+
+
+_TEMP = re.compile(r"\b_t\d+\b")
+
+
+def with_releases(lines: Sequence[str], keep: set[str]) -> list[str]:
+    """``lines`` with each temporary deleted after the statement that reads it last
+    (except those in ``keep``), so the generated function holds only the arrays it
+    still needs, as the compiled program's liveness does.
+
+    >>> with_releases(["_t0 = x * 2", "_t1 = _t0 + 1", "_t2 = _t1 * _t0"], keep={"_t2"})
+    ['_t0 = x * 2', '_t1 = _t0 + 1', '_t2 = _t1 * _t0', 'del _t0, _t1']
+    """
+    last: dict[str, int] = {}
+    for k, line in enumerate(lines):
+        for temp in _TEMP.findall(line):
+            last[temp] = k
+    dead: dict[int, list[str]] = {}
+    for temp, k in last.items():
+        if temp not in keep:
+            dead.setdefault(k, []).append(temp)
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        out.append(line)
+        if k in dead:
+            out.append("del " + ", ".join(sorted(dead[k], key=lambda t: int(t[2:]))))
+    return out
 
 
 Shape = tuple[str | None, ...]

@@ -226,3 +226,19 @@ def test_every_lowered_op_kind_is_a_step_kind_or_a_binder_op():
         seen.update(op.kind for op in compiled._last[1].ops)
     assert seen <= set(BIND_RULES) | {"pair", "band", "twin"}, seen
     assert {"band", "product", "add", "func", "slice"} <= seen  # the corpus reaches the kinds that matter
+
+
+def test_shape_free_module_releases_its_temporaries():
+    """Shape-free ``to_python()`` deletes each temporary after its last read (issue 26):
+    the chained Rosenbrock Hessian at n = 1,000 peaked at 15.9x ``compile`` when every
+    temporary stayed alive to the return, 5.9x with the releases (the rest: dense
+    shifted identities where compile keeps bands)."""
+    exprs = CORPUS["chained Rosenbrock (slices, banded Hessian)"][0]()
+    values = {"x": np.random.default_rng(3).uniform(0.5, 1.5, 1000)}
+    namespace: dict = {}
+    source = tc.to_python(exprs)
+    exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102
+    theirs = _peak_bytes(lambda: namespace["f"](**values))
+    ours = _peak_bytes(lambda: tc.compile(exprs)(values))
+    assert "del _t" in source
+    assert theirs <= 8 * ours + MEMORY_SLACK, f"to_python() {theirs / 2**20:.1f} MiB, compile {ours / 2**20:.1f} MiB"
