@@ -33,6 +33,7 @@ from ..dtypes import promoted_dtype
 from ..errors import EvaluationError
 from ..progress import optionally_verbose, stage
 from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
+from .cholesky import declared_pd
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind, variable_orders
@@ -113,6 +114,7 @@ class CompiledFunction:
         keys: Sequence[str] | None = None,
         jit: bool | None = None,
         auto: bool = False,
+        assumptions: Mapping[str, Any] | None = None,
     ):
         self.exprs = tuple(exprs)
         #: whether bound programs run as one function of the backend's compiler (by
@@ -139,6 +141,9 @@ class CompiledFunction:
         names = list(self.plan.inputs) + sorted(n for n in orders if n not in self.plan.inputs)
         self.inputs = tuple(names)
         self.orders = {name: orders[name] for name in names}
+        self._assumptions = assumptions
+        #: the inputs declared positive definite: their inv and det read one Cholesky factorisation
+        self.pd = declared_pd(assumptions, self.orders)
         self._slot_count = len(self.plan.inputs)
         self._programs: OrderedDict[tuple, Program] = OrderedDict()
         self._lock = threading.Lock()  # one function may be called from many threads
@@ -150,12 +155,13 @@ class CompiledFunction:
     # bound programs are closures, and cheap to bind again
     def __getstate__(self) -> dict[str, Any]:
         state = {"exprs": self.exprs, "single": self._single, "backend": self._backend.name, "keys": self._keys}
-        return {**state, "jit": self._jit_request, "auto": self._auto}
+        return {**state, "jit": self._jit_request, "auto": self._auto, "assumptions": self._assumptions}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         backend = get_backend(state["backend"])
         keys, jit, auto = state.get("keys"), state.get("jit"), state.get("auto", False)
-        CompiledFunction.__init__(self, state["exprs"], state["single"], backend, keys, jit, auto)
+        assumptions = state.get("assumptions")
+        CompiledFunction.__init__(self, state["exprs"], state["single"], backend, keys, jit, auto, assumptions)
 
     @property
     def backend(self) -> str:
@@ -211,7 +217,9 @@ class CompiledFunction:
         """The same expressions compiled for ``library`` (made once, on its first arrays)."""
         twin = self._twins.get(library)
         if twin is None:
-            twin = CompiledFunction(self.exprs, self._single, get_backend(library), self._keys)
+            twin = CompiledFunction(
+                self.exprs, self._single, get_backend(library), self._keys, assumptions=self._assumptions
+            )
             self._twins[library] = twin
         return twin
 
@@ -240,7 +248,7 @@ class CompiledFunction:
         described = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items())
         with optionally_verbose(self.verbose), stage("bind", lambda: f"shapes {described}") as logged:
             # every step a number (NumPy): one straight-line float function, the program its fallback
-            program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend))
+            program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend, self.pd))
             logged.done(f"a {self._backend.name} program")
         if self.jit and (self._jit_request or len(program.ops) <= JIT_MAX_OPS):
             program.whole = self._backend.whole_program(program.run_steps)
@@ -300,7 +308,7 @@ class CompiledFunction:
                     f"{len(shape)} axes ({shape})"
                 )
         # an estimate allocates nothing (constants are stand-ins) and is not cached for calls
-        return bind(self.plan, ShapeResolver(self._graphs, resolved, estimate=True), self._backend).cost
+        return bind(self.plan, ShapeResolver(self._graphs, resolved, estimate=True), self._backend, self.pd).cost
 
     def __repr__(self) -> str:
         roots = len(self.exprs)
@@ -329,6 +337,7 @@ def compile(  # noqa: A001
     *,
     jit: bool | None = None,
     verbose: bool = False,
+    assumptions: Mapping[str, Any] | None = None,
 ) -> CompiledFunction:
     """Compile one expression, a list or a dict of them into a reusable callable.
 
@@ -360,6 +369,20 @@ def compile(  # noqa: A001
         Show the symbolic work (the plan here, and binding it to each new set of
         shapes at a call) on standard error, with sizes and times (see
         ``tenscalc.progress``).
+    assumptions : mapping, optional
+        What the data is known to be, per variable, in the words of a problem's
+        ``declare`` block and of ``tc.check_convexity``: ``{"K": "pd"}`` or a
+        problem's ``.assumptions`` as it is (variables the expressions do not read
+        are skipped).  The compiler uses ``pd`` (positive definite): every
+        ``inv(K)``, ``det(K)`` and ``log(det(K))`` then reads one Cholesky
+        factorisation of ``K`` per call (about half the work of an LU inverse; the
+        log of the determinant summed from the factor, finite where ``det(K)``
+        overflows), on the NumPy backend (the others, and complex values, take
+        the generic path).  The declaration is checked on every call: a value of
+        ``K`` that is not symmetric (beyond rounding) or not positive definite
+        raises an ``EvaluationError`` naming ``K``.  ``symmetric`` is for the
+        derivative (``tc.derivative(..., symmetric=["K"])``, which a problem's
+        ``derivative()`` passes itself).  See :mod:`tenscalc.compiler.cholesky`.
 
     Returns
     -------
@@ -374,6 +397,11 @@ def compile(  # noqa: A001
     >>> f = tc.parse("A *(ij,j->i) x", {"A": 2, "x": 1})
     >>> tc.compile(f)(A=np.eye(2), x=[1.0, 2.0])
     array([1., 2.])
+    >>> p = tc.parse_problem("declare K 2 pd y 1 expression y *(i,ij->j) inv(K) *(j,j->) y derivative wrt K")
+    >>> run = tc.compile(p.derivative(), assumptions=p.assumptions)  # inv(K) by Cholesky
+    >>> grad = run(K=np.array([[2.0, 0.0], [0.0, 4.0]]), y=np.array([1.0, 1.0]))
+    >>> np.round(grad, 12).tolist()  # -inv(K) y yᵀ inv(K)
+    [[-0.25, -0.125], [-0.125, -0.0625]]
     """
     single = isinstance(exprs, Expr)
     keys = None
@@ -386,7 +414,9 @@ def compile(  # noqa: A001
     else:
         roots = require_exprs(exprs, "compile")
     with optionally_verbose(verbose):
-        run = CompiledFunction(roots, single, get_backend(backend or "numpy"), keys, jit, auto=backend is None)
+        run = CompiledFunction(
+            roots, single, get_backend(backend or "numpy"), keys, jit, auto=backend is None, assumptions=assumptions
+        )
     run.verbose = verbose
     return run
 

@@ -28,6 +28,7 @@ from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
+from .cholesky import bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
 from .kernels import gram_contraction, gram_pattern
@@ -319,8 +320,10 @@ def _collector_paused(fn: Callable[..., Program]) -> Callable[..., Program]:
 
 
 @_collector_paused
-def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
-    """Bind ``plan`` to the shapes known to ``resolver``."""
+def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[str] = frozenset()) -> Program:
+    """Bind ``plan`` to the shapes known to ``resolver``; the ``inv`` and ``det`` of the
+    inputs named in ``pd`` (declared positive definite) read one Cholesky factorisation
+    each (:mod:`.cholesky`)."""
     plan, folded = fold_squares(plan)
     dense = [step_shape(step, resolver) for step in plan.steps]
     structured = _structured_slots(plan)
@@ -333,6 +336,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     for slot in twins:  # a dense copy of a banded slot for the readers that need one
         twins[slot] = n_slots
         n_slots += 1
+    factors = plan_factors(plan, _pd_slots(plan, pd, backend), n_slots)
+    n_slots += len(factors.slots)
     # per slot: the array it holds (a diagonal core for structured slots)
     shapes: list[tuple[int, ...]] = [()] * n_slots
     ops: list[Op] = []
@@ -347,6 +352,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
     for pair in hoisted:
         first_use.setdefault(pair.first, []).append(pair)
         release.setdefault(pair.last, []).append(pair.slot)
+    for index, slots in factors.last.items():
+        release.setdefault(index, []).extend(slots)
 
     def account(
         kind: str, fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
@@ -370,6 +377,10 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
             else:
                 fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
             account("pair", fn, pair.slot, (), cost, pair.shape, [s for s, _ in pair.term.operands])
+        for matrix in factors.first.get(step.index, ()):  # before its first reader
+            shapes[factors.slots[matrix]] = shapes[matrix]
+            fn, cost = bind_factor(_input_name(plan, matrix), matrix, shapes[matrix][0])
+            account("cholesky", fn, factors.slots[matrix], (), cost, shapes[matrix], [matrix])
         dead = plan.release[step.index] + tuple(release.get(step.index, ()))
         dead += tuple(twins[slot] for slot in dead if slot in twins)
         if step.index in banded:  # bands only: a dense twin or the output is written once
@@ -413,6 +424,12 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         elif step.index in transposed:
             shapes[step.index] = shape
             fn, cost = _bind_transposed(_terms_of(step)[0], shape, shapes, resolver, backend)
+        elif step.index in factors.readers:  # inv, det or log det from the factorisation
+            shapes[step.index] = shape
+            matrix, what = factors.readers[step.index]
+            fn, cost = bind_reader(what, factors.slots[matrix], shapes[matrix][0])
+            account(step.kind, fn, step.index, dead, cost, shape, [factors.slots[matrix]])
+            continue
         else:
             shapes[step.index] = shape
             fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
@@ -426,6 +443,18 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend) -> Program:
         program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
         program.fuse_later = partial(fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify)
     return program
+
+
+def _pd_slots(plan: Plan, pd: frozenset[str], backend: Backend) -> frozenset[int]:
+    """The input slots of the matrices declared positive definite, where the backend
+    factorises them by Cholesky (NumPy; the others take the generic path)."""
+    if backend.name != "numpy":
+        return frozenset()
+    return frozenset(plan.inputs[name] for name in pd if name in plan.inputs)
+
+
+def _input_name(plan: Plan, slot: int) -> str:
+    return next(name for name, input_slot in plan.inputs.items() if input_slot == slot)
 
 
 # ------------------------------------------------------------------ squares

@@ -1,0 +1,315 @@
+"""Declared structure in the compiler: one Cholesky factorisation per positive-definite matrix.
+
+``tc.compile(exprs, assumptions={"K": "pd"})`` (the words of a problem's ``declare K 2
+pd``: see :func:`declared_pd`) tells the compiler that the values of ``K`` are
+symmetric positive definite.  Every ``inv(K)``, ``det(K)`` and ``log(det(K))`` of the
+program then reads one Cholesky factorisation ``K = L Lᵀ``, computed once per call
+and shared by all of them, instead of an LU factorisation each:
+
+* ``inv(K)`` from the factor (LAPACK ``potrf`` then ``potri`` through SciPy: about half
+  the work of an LU inverse), its two triangles made equal;
+* ``det(K) = prod(diag L)²`` and ``log(det(K)) = 2 sum(log(diag L))``, which stays
+  finite where ``det(K)`` overflows (a 1,000 x 1,000 kernel matrix's often does).
+
+The declaration is checked on every call, never trusted: a value that is not
+symmetric beyond rounding (``|K - Kᵀ| > 16 n eps max|K|``) or not positive definite
+(the factorisation fails: indefinite, singular, not finite) raises an
+``EvaluationError`` naming the variable, where a factorisation that reads one
+triangle would return the inverse of another matrix.
+
+Where it applies: the NumPy backend, real floating dtypes (float16 and longdouble
+through the dtype LAPACK has, as :mod:`tenscalc.linalg`).  Without SciPy,
+``numpy.linalg.cholesky`` factorises and checks, ``det`` reads its factor and ``inv``
+is NumPy's LU inverse.  PyTorch, JAX, CuPy and Dask, and complex values (a complex
+positive-definite matrix is Hermitian, not symmetric), take the generic path: the
+same numbers through LU, and no check of the declaration.
+
+>>> import numpy as np, tenscalc as tc
+>>> f = tc.parse("y *(i,ij->j) inv(K) *(j,j->) y + log(det(K))", {"y": 1, "K": 2})
+>>> run = tc.compile([f, tc.gradient(f, "K")], assumptions={"K": "pd"})
+>>> [op.kind for op in run._bind({"y": (3,), "K": (3, 3)}).ops if op.kind in ("cholesky", "inv", "det")]
+['cholesky', 'inv', 'det']
+>>> value, grad = run(y=np.ones(3), K=2 * np.eye(3))
+>>> round(float(value), 12), np.round(grad[0], 12).tolist()  # 3/2 + log 8; inv(K)ᵀ - inv(K) y yᵀ inv(K)ᵀ
+(3.57944154168, [0.25, -0.25, -0.25])
+>>> run(y=np.ones(3), K=-np.eye(3))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+tenscalc.errors.EvaluationError: 'K' is declared positive definite (pd) but its value is not: ...
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.vocabulary import ASSUMPTION_WORDS
+from ..errors import EvaluationError
+from ..linalg import lapack_dtype, numpy_inv
+from .cost import OpCost
+from .plan import Plan, Step, step_reads
+
+__all__ = ["Factors", "bind_factor", "bind_reader", "declared_pd", "plan_factors"]
+
+#: the declaration words that ask for a Cholesky factorisation
+PD_WORDS = ("pd",)
+#: the words about matrices only (as :mod:`tenscalc.convexity.assumptions` reads them)
+MATRIX_WORDS = ("symmetric", "psd", "pd", "diagonal")
+#: blocks of this many rows are mirrored at a time when the inverse's triangles are made
+#: equal: each block is a cache-sized copy, no n x n temporary
+MIRROR_BLOCK = 128
+
+
+def _words(name: str, given: Any) -> list[str]:
+    """The words of one variable's assumptions (intervals such as ``(0, 1)`` skipped)."""
+    items = [given] if isinstance(given, str) else list(given) if isinstance(given, (tuple, list)) else [given]
+    if len(items) == 2 and all(v is None or isinstance(v, (int, float)) for v in items):
+        return []  # one interval (lo, hi)
+    words = []
+    for item in items:
+        if isinstance(item, (tuple, list)):
+            continue  # an interval among words
+        if not isinstance(item, str) or item.strip().lower() not in ASSUMPTION_WORDS:
+            raise EvaluationError(
+                f"unknown assumption {item!r} about '{name}'; use one of {', '.join(ASSUMPTION_WORDS)} "
+                f"or an interval (lo, hi)"
+            )
+        words.append(item.strip().lower())
+    return words
+
+
+def declared_pd(assumptions: Mapping[str, Any] | None, orders: Mapping[str, int]) -> frozenset[str]:
+    """The variables among ``orders`` that ``assumptions`` declares positive definite.
+
+    ``assumptions`` is read as :func:`tenscalc.check_convexity` reads it (a word or a
+    tuple of words and intervals per variable; a problem's ``.assumptions`` as it is).
+    Variables the compiled expressions do not read are skipped, so a problem's
+    declarations can be passed whole.
+
+    >>> sorted(declared_pd({"K": "pd", "x": ("positive",), "z": "pd"}, {"K": 2, "x": 1}))
+    ['K']
+    >>> declared_pd({"x": "pd"}, {"x": 1})
+    Traceback (most recent call last):
+    ...
+    tenscalc.errors.EvaluationError: 'pd' is an assumption about matrices, but 'x' has order 1
+    """
+    if assumptions is None:
+        return frozenset()
+    if not isinstance(assumptions, Mapping):
+        raise EvaluationError(f"assumptions must map variable names to words such as 'pd', not {assumptions!r}")
+    found = set()
+    for name, given in assumptions.items():
+        words = _words(name, given)
+        if name not in orders:
+            continue
+        for word in words:
+            if word in MATRIX_WORDS and orders[name] != 2:
+                order = orders[name]
+                raise EvaluationError(f"'{word}' is an assumption about matrices, but '{name}' has order {order}")
+        if any(word in PD_WORDS for word in words):
+            found.add(name)
+    return frozenset(found)
+
+
+# ------------------------------------------------------------------ which steps read a factor
+
+
+@dataclass
+class Factors:
+    """The factorisations of one bound program.
+
+    ``slots``: matrix slot -> the slot holding its factor (numbered by :func:`plan_factors`'s
+    caller); ``first``: step index -> the matrix slots to factorise before that step;
+    ``readers``: step index -> (matrix slot, what the step computes: ``inv``, ``det`` or
+    ``logdet``); ``last``: step index -> the factor slots dead after that step.
+    """
+
+    slots: dict[int, int] = field(default_factory=dict)
+    first: dict[int, list[int]] = field(default_factory=dict)
+    readers: dict[int, tuple[int, str]] = field(default_factory=dict)
+    last: dict[int, list[int]] = field(default_factory=dict)
+
+
+def plan_factors(plan: Plan, pd_slots: frozenset[int], next_slot: int) -> Factors:
+    """Which steps of ``plan`` read the factor of a matrix in ``pd_slots``: its ``inv``
+    and ``det`` steps, and the ``log`` of such a ``det`` (the log of the determinant is
+    summed from the factor's diagonal, finite where the determinant overflows)."""
+    factors = Factors()
+    det_of: dict[int, int] = {}
+    order: dict[int, list[int]] = {}
+    for step in plan.steps:
+        what = _reader_kind(step, pd_slots, det_of)
+        if what is None:
+            continue
+        matrix = det_of[step.args[0]] if what == "logdet" else step.args[0]
+        if what == "det":
+            det_of[step.index] = matrix
+        factors.readers[step.index] = (matrix, what)
+        order.setdefault(matrix, []).append(step.index)
+    for det, (matrix, what) in list(factors.readers.items()):
+        if what == "det" and det not in plan.outputs and _read_by_logs_only(plan, det, factors):
+            factors.readers[det] = (matrix, "unused")  # its log reads the factor: no product of n numbers
+    for matrix, steps in order.items():
+        factors.slots[matrix] = next_slot
+        factors.first.setdefault(steps[0], []).append(matrix)
+        factors.last.setdefault(steps[-1], []).append(next_slot)
+        next_slot += 1
+    return factors
+
+
+def _read_by_logs_only(plan: Plan, det: int, factors: Factors) -> bool:
+    """Whether every step reading slot ``det`` is a log computed from the factor."""
+    return all(
+        det not in step_reads(step) or factors.readers.get(step.index, (0, ""))[1] == "logdet" for step in plan.steps
+    )
+
+
+def _reader_kind(step: Step, pd_slots: frozenset[int], det_of: Mapping[int, int]) -> str | None:
+    if step.kind in ("inv", "det") and step.args[0] in pd_slots:
+        return step.kind
+    if step.kind == "func" and step.data == "log" and step.args and step.args[0] in det_of:
+        return "logdet"
+    return None
+
+
+# ------------------------------------------------------------------ the factorisation (NumPy)
+
+
+@dataclass(frozen=True)
+class _Factor:
+    """A factorisation: ``lower`` holds ``L`` in its lower triangle (the upper one is not
+    read), in ``work_dtype``; ``dtype`` is the matrix's own dtype (results are cast back);
+    ``matrix`` is the matrix, read by NumPy's inverse where SciPy is missing and by the
+    generic path (``lower`` None: a complex matrix)."""
+
+    lower: np.ndarray | None
+    matrix: np.ndarray
+    dtype: np.dtype
+    lapack: Any = None
+
+
+def _scipy_lapack() -> Any:
+    """``scipy.linalg.lapack``, or None when SciPy is not installed (it is optional)."""
+    try:
+        from scipy.linalg import lapack
+    except ImportError:
+        return None
+    return lapack
+
+
+def _not_pd(name: str, detail: str) -> EvaluationError:
+    return EvaluationError(
+        f"'{name}' is declared positive definite (pd) but its value is not: {detail}; check the data, "
+        f"or compile without assumptions={{'{name}': 'pd'}} (inv and det then factorise it by LU)"
+    )
+
+
+def _check_symmetric(name: str, x: np.ndarray) -> None:
+    """Raise unless ``x`` equals its transpose up to rounding (16 n eps max|x|)."""
+    if np.array_equal(x, x.T):
+        return
+    gap = np.abs(x - x.T)
+    worst, scale = gap.max(), np.abs(x).max()
+    if not math.isfinite(worst):
+        raise _not_pd(name, "it has an entry that is not finite")
+    if worst <= 16 * x.shape[0] * np.finfo(x.dtype).eps * scale:
+        return
+    i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+    raise _not_pd(name, f"it is not symmetric ({name}[{i}, {j}] = {x[i, j]!r}, {name}[{j}, {i}] = {x[j, i]!r})")
+
+
+def numpy_factor(name: str, x: Any, lapack: Any) -> _Factor:
+    """The Cholesky factor of ``x`` (the value of ``name``), or a clear error where ``x``
+    is not symmetric positive definite.  ``lapack``: SciPy's, or None (NumPy's own)."""
+    x = np.asarray(x)
+    if x.dtype.kind != "f":  # complex: Hermitian, not symmetric; the generic path
+        return _Factor(None, x, x.dtype)
+    wider = lapack_dtype(x.dtype.name)
+    work = x.astype(wider) if wider is not None else x
+    _check_symmetric(name, work)
+    if work.shape[0] == 0:
+        return _Factor(work, work, x.dtype, lapack)
+    if lapack is None:
+        try:
+            lower = np.linalg.cholesky(work)
+        except np.linalg.LinAlgError:
+            raise _not_pd(name, "numpy.linalg.cholesky fails on it") from None
+        if not np.isfinite(lower.diagonal()).all():
+            raise _not_pd(name, "it has an entry that is not finite")
+        return _Factor(lower, work, x.dtype, None)
+    (potrf,) = lapack.get_lapack_funcs(("potrf",), (work,))
+    # the transpose: a C-ordered matrix is then Fortran-ordered, read without a transposing copy
+    factor, info = potrf(work.T, lower=1, clean=0)
+    if info > 0:
+        detail = f"its Cholesky factorisation breaks down at row {info - 1} (a leading minor is not positive)"
+        raise _not_pd(name, detail)
+    if not np.isfinite(factor.diagonal()).all():
+        raise _not_pd(name, "it has an entry that is not finite")
+    return _Factor(factor, work, x.dtype, lapack)
+
+
+def _mirror_lower(a: np.ndarray) -> np.ndarray:
+    """``a`` (Fortran-ordered, its lower triangle valid) made symmetric in place, returned
+    C-ordered: the lower triangle of ``a`` is the upper one of ``a.T``."""
+    t = a.T  # C-ordered, upper triangle valid
+    n = t.shape[0]
+    for i in range(0, n, MIRROR_BLOCK):
+        j = min(i + MIRROR_BLOCK, n)
+        t[j:, i:j] = t[i:j, j:].T
+        block = t[i:j, i:j]
+        block[...] = np.triu(block) + np.triu(block, 1).T
+    return t
+
+
+def factor_inv(factor: _Factor) -> np.ndarray:
+    """``inv`` of the factorised matrix, symmetric, in its own dtype."""
+    if factor.lower is None or factor.lapack is None or factor.matrix.shape[0] == 0:
+        result = numpy_inv(factor.matrix)
+    else:
+        (potri,) = factor.lapack.get_lapack_funcs(("potri",), (factor.lower,))
+        inverse, info = potri(factor.lower, lower=1, overwrite_c=0)
+        if info != 0:  # not after a successful potrf; never a silent number
+            raise EvaluationError(f"inv: LAPACK potri failed (info {info}) after a successful factorisation")
+        result = _mirror_lower(inverse)
+    return result if result.dtype == factor.dtype else result.astype(factor.dtype)
+
+
+def factor_det(factor: _Factor, log: bool) -> np.ndarray:
+    """``det`` (or ``log(det)``) of the factorised matrix, a 0-d array in its own dtype."""
+    if factor.lower is None:
+        from ..linalg import numpy_det
+
+        det = numpy_det(factor.matrix)
+        return np.log(det) if log else det
+    diagonal = factor.lower.diagonal()
+    value = 2 * np.sum(np.log(diagonal)) if log else np.prod(diagonal) ** 2
+    return np.asarray(value, dtype=factor.dtype)
+
+
+# ------------------------------------------------------------------ binding
+
+
+def bind_factor(name: str, matrix: int, n: int) -> tuple[Any, OpCost]:
+    """The op factorising the matrix in slot ``matrix`` (``n`` x ``n``, the value of ``name``):
+    ``potrf``'s n³/3 flops (n³/6 multiplications)."""
+    lapack = _scipy_lapack()  # looked up once per binding
+
+    def run(env: list) -> _Factor:
+        return numpy_factor(name, env[matrix], lapack)
+
+    return run, OpCost(n**3 / 3, 1, n * n, multiplications=n**3 / 6)
+
+
+def bind_reader(what: str, factor: int, n: int) -> tuple[Any, OpCost]:
+    """The op computing ``inv``, ``det`` or ``logdet`` from the factor in slot ``factor``:
+    ``potri``'s 2n³/3 flops for ``inv``, the diagonal's n for the others."""
+    if what == "unused":  # a det read only by logs computed from the factor
+        return (lambda env: None), OpCost(0, 0, 0)
+    if what == "inv":
+        return (lambda env: factor_inv(env[factor])), OpCost(2 * n**3 / 3, 1, n * n, multiplications=n**3 / 3)
+    log = what == "logdet"
+    return (lambda env: factor_det(env[factor], log)), OpCost(n, 1, 1, multiplications=n)
