@@ -251,3 +251,37 @@ def test_the_gradient_of_det_needs_no_cubic_memory():
     assert peak < 12 * X.nbytes, peak
     expected = np.linalg.det(X) * np.linalg.inv(X).T
     np.testing.assert_allclose(result, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+
+
+class _SVDOnly:
+    """A NumPy namespace :func:`_adjugate` does not recognise as NumPy: the SVD route always."""
+
+    linalg = np.linalg
+    where = staticmethod(np.where)
+    asarray = staticmethod(np.asarray)
+    conj = staticmethod(np.conj)
+    transpose = staticmethod(np.transpose)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 40])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_well_conditioned_adjugate_takes_det_times_inverse_and_agrees_with_the_svd(n, complex_, monkeypatch):
+    from tenscalc.adjugate import _adjugate, adjugate
+
+    rng = np.random.default_rng(n)
+    A = np.eye(n) + rng.standard_normal((n, n)) / (4 * np.sqrt(n))
+    if complex_:
+        A = A + 1j * rng.standard_normal((n, n)) / (4 * np.sqrt(n))
+    reference = _adjugate(A, 1, _SVDOnly())
+    with monkeypatch.context() as patch:  # the fast route: no SVD at all
+        patch.setattr(np.linalg, "svd", lambda *a, **k: pytest.fail("well conditioned: det(A) inv(A), no SVD"))
+        fast = adjugate(A)
+    assert np.abs(fast - reference).max() <= 1e-12 * np.abs(reference).max()
+
+
+def test_ill_conditioned_adjugate_keeps_the_svd():
+    from tenscalc.adjugate import adjugate
+
+    A = np.array([[1.0, 2.0, 0.5], [2.0, 4.0 + 1e-9, 1.0], [0.3, -1.0, 2.0]])  # condition number ~1e10
+    expected = det_derivative(A, 1).T  # the cofactor matrix transposed, by the permutation expansion
+    assert np.allclose(adjugate(A), expected, rtol=0, atol=1e-12)
