@@ -26,7 +26,6 @@ nor JAX's or PyTorch's buffers.  Say how loaded the machine was when quoting num
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import pathlib
@@ -47,9 +46,6 @@ ONE_THREAD = {
     "MKL_NUM_THREADS": "1",
     "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
 }
-# keywords by which tc.compile may be told a matrix is positive definite (issue 27's
-# declared structure); the first one its signature accepts is used for the *_pd problems
-PD_COMPILE_OPTIONS = ("assume", "assumptions", "structure", "declared")
 
 
 def _flatten(result) -> np.ndarray:
@@ -74,19 +70,6 @@ def peak_mib(fn) -> float:
         tracemalloc.stop()
 
 
-def compile_options(tc, problem) -> dict:
-    """Keyword arguments for ``tc.compile``: for a problem declaring K pd, the compile
-    option saying so, where this tenscalc has one (else the declaration in the source
-    is all tenscalc is told)."""
-    if not problem.name.endswith("_pd"):
-        return {}
-    accepted = inspect.signature(tc.compile).parameters
-    for name in PD_COMPILE_OPTIONS:
-        if name in accepted:
-            return {name: {"K": "pd"}}
-    return {}
-
-
 def run_problem(tc, problem, repeats: int, jax=None, torch=None) -> dict:
     """Everything measured for one problem (this process is already on one thread)."""
     from benchmarks.jit_backends import interleaved
@@ -96,7 +79,7 @@ def run_problem(tc, problem, repeats: int, jax=None, torch=None) -> dict:
     start = time.perf_counter()
     exprs = problem.build(tc)
     built = time.perf_counter()
-    options = compile_options(tc, problem)
+    options = problem.compile_options(tc)
     compiled = tc.compile(exprs, **options)
     row["compile_options"] = sorted(options)
     row["symbolic_s"] = {"derivative": built - start, "compile": time.perf_counter() - built}

@@ -20,6 +20,7 @@ of ``jax.hessian``/``jax.grad``) and PyTorch (``torch.func``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -60,6 +61,15 @@ class Problem:
         if len(self.wrt) == 2 and self.wrt[0] == self.wrt[1]:
             return [tc.hessian(f, self.wrt[0])]
         return [tc.gradient(f, w) for w in self.wrt]
+
+    def compile_options(self, tc) -> dict:
+        """Keyword arguments of ``tc.compile``: the source's declared assumptions (``K`` pd)
+        where this tenscalc's ``tc.compile`` takes ``assumptions=``, else none (the
+        declaration in the source is then all tenscalc is told)."""
+        if "assumptions" not in inspect.signature(tc.compile).parameters:
+            return {}
+        assumptions = tc.parse_problem(self.source, self.orders).assumptions
+        return {"assumptions": assumptions} if assumptions else {}
 
 
 def _rng(seed: int) -> np.random.Generator:

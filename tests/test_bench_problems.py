@@ -125,7 +125,7 @@ def structured():
 def _structured(structured, name):
     problem = structured[name]
     data = problem.data(**STRUCTURED_SMALL[name])
-    compiled = tc.compile(problem.build(tc))
+    compiled = tc.compile(problem.build(tc), **problem.compile_options(tc))  # as the benchmark does
     return problem, data, compiled(**{k: data[k] for k in compiled.inputs})
 
 
