@@ -32,8 +32,9 @@ from ..core.nodes import Expr
 from ..dtypes import promoted_dtype
 from ..errors import EvaluationError
 from ..progress import optionally_verbose, stage
+from ..simplifier import simplify_many
 from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
-from .cholesky import declared_pd
+from .cholesky import check_symmetric, declared, factored
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind, variable_orders
@@ -129,21 +130,31 @@ class CompiledFunction:
         self._backend = backend
         #: show each binding to new shapes (tc.compile(..., verbose=True))
         self.verbose = False
+        self._assumptions = assumptions
+        structure = declared(assumptions, {name: o for expr in self.exprs for name, o in expr.variables.items()})
+        #: the matrices declared symmetric (``symmetric``, ``psd``, ``pd``, ``diagonal``): the
+        #: plan is made from the roots simplified with their transposes written as themselves
+        self.symmetric = structure.symmetric
+        roots = self.exprs
+        if self.symmetric:
+            roots = tuple(simplify_many(list(roots), symmetric=sorted(self.symmetric)))
         described = f"{len(self.exprs)} expression{'s' if len(self.exprs) > 1 else ''}"
         with stage("compile", lambda: f"{described}, {count_nodes(self.exprs)} nodes") as logged:
             with paused_gc():  # linear time on huge DAGs (see paused_gc)
-                self.plan: Plan = build_plan(self.exprs)
+                self.plan: Plan = build_plan(roots)
                 # one axis graph for all roots: they share nodes (see axis_graph)
-                self._graphs = [axis_graph(self.exprs[0] if len(self.exprs) == 1 else self.exprs)]
+                self._graphs = [axis_graph(roots[0] if len(roots) == 1 else roots)]
             logged.done(lambda: f"a plan of {len(self.plan.steps)} steps")
         orders = variable_orders(self._graphs)
         # inputs the plan reads first (their slots), then shape-only ones
         names = list(self.plan.inputs) + sorted(n for n in orders if n not in self.plan.inputs)
         self.inputs = tuple(names)
         self.orders = {name: orders[name] for name in names}
-        self._assumptions = assumptions
         #: the inputs declared positive definite: their inv and det read one Cholesky factorisation
-        self.pd = declared_pd(assumptions, self.orders)
+        self.pd = structure.pd & set(names)
+        # the symmetric inputs checked on each call (NumPy), but those the factorisation checks
+        checked = self.symmetric - factored(self.plan, self.pd) if backend.name == "numpy" else set()
+        self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
         self._slot_count = len(self.plan.inputs)
         self._programs: OrderedDict[tuple, Program] = OrderedDict()
         self._lock = threading.Lock()  # one function may be called from many threads
@@ -189,6 +200,8 @@ class CompiledFunction:
             if self._auto:
                 return self._twin(exc.library)(values)
             arrays = [numeric(name, values[name]) for name in inputs]  # backend="numpy" was asked for
+        for i, name, pd in self._checks:  # the declared structure, on the data (never a silent wrong number)
+            check_symmetric(name, arrays[i], pd)
         key = tuple(map(_shape_of, arrays))
         last = self._last  # one read of an immutable pair: safe without the lock
         if last is not None and last[0] == key:
@@ -378,11 +391,13 @@ def compile(  # noqa: A001
         factorisation of ``K`` per call (about half the work of an LU inverse; the
         log of the determinant summed from the factor, finite where ``det(K)``
         overflows), on the NumPy backend (the others, and complex values, take
-        the generic path).  The declaration is checked on every call: a value of
-        ``K`` that is not symmetric (beyond rounding) or not positive definite
-        raises an ``EvaluationError`` naming ``K``.  ``symmetric`` is for the
-        derivative (``tc.derivative(..., symmetric=["K"])``, which a problem's
-        ``derivative()`` passes itself).  See :mod:`tenscalc.compiler.cholesky`.
+        the generic path).  A matrix declared ``symmetric``, ``psd``, ``pd`` or
+        ``diagonal`` is its own transpose: the expressions are simplified as
+        ``tc.derivative(..., symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).
+        The declarations are checked on every call (NumPy): a value that is not
+        symmetric (beyond rounding) or, where factorised, not positive definite
+        raises an ``EvaluationError`` naming the variable.  See
+        :mod:`tenscalc.compiler.cholesky`.
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """Declared structure in the compiler: one Cholesky factorisation per positive-definite matrix.
 
 ``tc.compile(exprs, assumptions={"K": "pd"})`` (the words of a problem's ``declare K 2
-pd``: see :func:`declared_pd`) tells the compiler that the values of ``K`` are
+pd``: see :func:`declared`) tells the compiler that the values of ``K`` are
 symmetric positive definite.  Every ``inv(K)``, ``det(K)`` and ``log(det(K))`` of the
 program then reads one Cholesky factorisation ``K = L Lᵀ``, computed once per call
 and shared by all of them, instead of an LU factorisation each:
@@ -53,7 +53,16 @@ from ..linalg import lapack_dtype, numpy_inv
 from .cost import OpCost
 from .plan import Plan, Step, step_reads
 
-__all__ = ["Factors", "bind_factor", "bind_reader", "declared_pd", "plan_factors"]
+__all__ = [
+    "Declared",
+    "Factors",
+    "bind_factor",
+    "bind_reader",
+    "check_symmetric",
+    "declared",
+    "factored",
+    "plan_factors",
+]
 
 #: the declaration words that ask for a Cholesky factorisation
 PD_WORDS = ("pd",)
@@ -82,26 +91,38 @@ def _words(name: str, given: Any) -> list[str]:
     return words
 
 
-def declared_pd(assumptions: Mapping[str, Any] | None, orders: Mapping[str, int]) -> frozenset[str]:
-    """The variables among ``orders`` that ``assumptions`` declares positive definite.
+@dataclass(frozen=True)
+class Declared:
+    """What the compiler uses of the assumptions: the matrices declared positive definite
+    (factorised by Cholesky) and those declared symmetric (``symmetric``, ``psd``, ``pd``
+    or ``diagonal``: the simplifier writes their transposes as themselves)."""
+
+    pd: frozenset[str] = frozenset()
+    symmetric: frozenset[str] = frozenset()
+
+
+def declared(assumptions: Mapping[str, Any] | None, orders: Mapping[str, int]) -> Declared:
+    """The matrices among ``orders`` that ``assumptions`` declares positive definite, and
+    those it declares symmetric.
 
     ``assumptions`` is read as :func:`tenscalc.check_convexity` reads it (a word or a
     tuple of words and intervals per variable; a problem's ``.assumptions`` as it is).
     Variables the compiled expressions do not read are skipped, so a problem's
     declarations can be passed whole.
 
-    >>> sorted(declared_pd({"K": "pd", "x": ("positive",), "z": "pd"}, {"K": 2, "x": 1}))
-    ['K']
-    >>> declared_pd({"x": "pd"}, {"x": 1})
+    >>> d = declared({"K": "pd", "S": "symmetric", "x": ("positive",), "z": "pd"}, {"K": 2, "S": 2, "x": 1})
+    >>> sorted(d.pd), sorted(d.symmetric)
+    (['K'], ['K', 'S'])
+    >>> declared({"x": "pd"}, {"x": 1})
     Traceback (most recent call last):
     ...
     tenscalc.errors.EvaluationError: 'pd' is an assumption about matrices, but 'x' has order 1
     """
     if assumptions is None:
-        return frozenset()
+        return Declared()
     if not isinstance(assumptions, Mapping):
         raise EvaluationError(f"assumptions must map variable names to words such as 'pd', not {assumptions!r}")
-    found = set()
+    pd, symmetric = set(), set()
     for name, given in assumptions.items():
         words = _words(name, given)
         if name not in orders:
@@ -111,8 +132,10 @@ def declared_pd(assumptions: Mapping[str, Any] | None, orders: Mapping[str, int]
                 order = orders[name]
                 raise EvaluationError(f"'{word}' is an assumption about matrices, but '{name}' has order {order}")
         if any(word in PD_WORDS for word in words):
-            found.add(name)
-    return frozenset(found)
+            pd.add(name)
+        if any(word in MATRIX_WORDS for word in words):
+            symmetric.add(name)
+    return Declared(frozenset(pd), frozenset(symmetric))
 
 
 # ------------------------------------------------------------------ which steps read a factor
@@ -159,6 +182,14 @@ def plan_factors(plan: Plan, pd_slots: frozenset[int], next_slot: int) -> Factor
         factors.last.setdefault(steps[-1], []).append(next_slot)
         next_slot += 1
     return factors
+
+
+def factored(plan: Plan, pd: frozenset[str]) -> frozenset[str]:
+    """The matrices among ``pd`` whose ``inv`` or ``det`` the plan computes: the factorisation
+    checks their declaration (the others are checked as symmetric by the call)."""
+    slots = frozenset(plan.inputs[name] for name in pd if name in plan.inputs)
+    read = plan_factors(plan, slots, 0).slots
+    return frozenset(name for name in pd if plan.inputs.get(name) in read)
 
 
 def _read_by_logs_only(plan: Plan, det: int, factors: Factors) -> bool:
@@ -208,18 +239,33 @@ def _not_pd(name: str, detail: str) -> EvaluationError:
     )
 
 
-def _check_symmetric(name: str, x: np.ndarray) -> None:
-    """Raise unless ``x`` equals its transpose up to rounding (16 n eps max|x|)."""
-    if np.array_equal(x, x.T):
+def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
+    """Raise an ``EvaluationError`` unless the NumPy array ``x`` (the value of ``name``,
+    declared symmetric, or positive definite where ``pd``) equals its transpose up to
+    rounding (16 n eps max|x|).
+
+    >>> check_symmetric("S", np.array([[1.0, 2.0], [2.0, 1.0]]))
+    >>> check_symmetric("S", np.array([[1.0, 2.0], [3.0, 1.0]]))
+    Traceback (most recent call last):
+    ...
+    tenscalc.errors.EvaluationError: 'S' is declared symmetric but its value is not: S[0, 1] = 2.0, S[1, 0] = 3.0
+    """
+    if not isinstance(x, np.ndarray) or x.ndim != 2 or np.array_equal(x, x.T):
         return
+    declared_as = "positive definite (pd)" if pd else "symmetric"
+    if x.shape[0] != x.shape[1]:
+        raise EvaluationError(f"'{name}' is declared {declared_as} but its value is not square (shape {x.shape})")
     gap = np.abs(x - x.T)
     worst, scale = gap.max(), np.abs(x).max()
     if not math.isfinite(worst):
-        raise _not_pd(name, "it has an entry that is not finite")
-    if worst <= 16 * x.shape[0] * np.finfo(x.dtype).eps * scale:
-        return
+        raise EvaluationError(f"'{name}' is declared {declared_as} but its value has an entry that is not finite")
+    if x.dtype.kind in "fc" and worst <= 16 * x.shape[0] * np.finfo(x.dtype).eps * scale:
+        return  # symmetric up to rounding (a product A B Aᵀ)
     i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
-    raise _not_pd(name, f"it is not symmetric ({name}[{i}, {j}] = {x[i, j]!r}, {name}[{j}, {i}] = {x[j, i]!r})")
+    raise EvaluationError(
+        f"'{name}' is declared {declared_as} but its value is not: {name}[{i}, {j}] = {x[i, j].item()!r}, "
+        f"{name}[{j}, {i}] = {x[j, i].item()!r}"
+    )
 
 
 def numpy_factor(name: str, x: Any, lapack: Any) -> _Factor:
@@ -230,7 +276,7 @@ def numpy_factor(name: str, x: Any, lapack: Any) -> _Factor:
         return _Factor(None, x, x.dtype)
     wider = lapack_dtype(x.dtype.name)
     work = x.astype(wider) if wider is not None else x
-    _check_symmetric(name, work)
+    check_symmetric(name, work, pd=True)  # potrf reads one triangle only
     if work.shape[0] == 0:
         return _Factor(work, work, x.dtype, lapack)
     if lapack is None:

@@ -184,12 +184,21 @@ def test_an_empty_matrix():
 
 
 def test_only_a_declared_matrix_itself_is_factorised():
-    # inv(Kᵀ) and inv(K + A) are not the inverse of a declared matrix: the generic path
-    roots = [tc.parse("inv(K *(ij,->ji) 1)", {"K": 2}), tc.parse("inv(K + A)", {"K": 2, "A": 2})]
+    # inv(K + A) is not the inverse of a declared matrix: the generic path
+    roots = [tc.parse("inv(K + A)", {"K": 2, "A": 2}), tc.parse("det(A)", {"A": 2})]
     run = tc.compile(roots, assumptions=PD)
     values = {"K": _pd(3), "A": np.eye(3)}
     assert "cholesky" not in _kinds(run, values)
     _same(run(**values), tc.compile(roots)(**values), rtol=0)
+
+
+def test_a_transposed_declared_matrix_is_the_matrix():
+    # Kᵀ = K for a declared pd (so symmetric) K: inv(Kᵀ) is inv(K), factorised
+    roots = [tc.parse("inv(K *(ij,->ji) 1)", {"K": 2})]
+    run = tc.compile(roots, assumptions=PD)
+    values = {"K": _pd(3)}
+    assert _kinds(run, values).count("cholesky") == 1
+    _same(run(**values), tc.compile(roots)(**values))
 
 
 def test_the_assumptions_are_checked():
@@ -220,3 +229,49 @@ def test_torch_takes_the_generic_path():
     got = run(K=torch.as_tensor(values["K"]), y=torch.as_tensor(values["y"]))
     want = tc.compile(roots)(K=values["K"], y=values["y"])
     _same([g.numpy() for g in got], want)
+
+
+# ------------------------------------------------------------------ declared symmetric matrices
+
+QUADRATIC = "(x *(i,ij->j) A *(j,j->) x) * (z *(k,k->) z)"  # z: a distinct length
+
+
+def test_a_symmetric_declaration_simplifies_as_the_derivative_does():
+    f = tc.parse(QUADRATIC, {"x": 1, "A": 2, "z": 1})
+    gradient = tc.gradient(f, "x")  # (A + Aᵀ) x (z·z): nothing declared when differentiating
+    declared = tc.compile(gradient, assumptions={"A": "symmetric"})
+    at_symmetric = tc.compile(tc.derivative(f, "x", symmetric=["A"]))  # 2 A x (z·z)
+    assert len(declared.plan.steps) == len(at_symmetric.plan.steps) < len(tc.compile(gradient).plan.steps)
+    rng = np.random.default_rng(5)
+    a, x, z = rng.standard_normal((3, 3)), rng.standard_normal(3), rng.standard_normal(4)
+    a = a + a.T
+    np.testing.assert_allclose(declared(A=a, x=x, z=z), 2 * (a @ x) * (z @ z), rtol=1e-13)
+    np.testing.assert_allclose(declared(A=a, x=x, z=z), at_symmetric(A=a, x=x, z=z), rtol=1e-13)
+
+
+def test_a_plus_its_transpose_is_twice_a():
+    f = tc.parse("A + A *(ij,->ji) 1", {"A": 2})
+    run = tc.compile(f, assumptions={"A": "symmetric"})
+    assert [step.kind for step in run.plan.steps] == ["input", "product"]  # 2A: one scaling
+    a = _pd(3)
+    np.testing.assert_array_equal(run(A=a), 2 * a)
+
+
+@pytest.mark.parametrize("word", ["symmetric", "psd", "pd", "diagonal"])
+def test_data_that_is_not_symmetric_is_refused(word):
+    f = tc.parse(QUADRATIC, {"x": 1, "A": 2, "z": 1})
+    run = tc.compile(tc.gradient(f, "x"), assumptions={"A": word})
+    a = np.array([[1.0, 2.0], [0.0, 1.0]])
+    with pytest.raises(tc.EvaluationError, match=r"'A' is declared .* but its value is not: A\[0, 1\] = 2.0"):
+        run(A=a, x=np.ones(2), z=np.ones(3))
+    with pytest.raises(tc.EvaluationError, match="'A' is declared .* but its value is not square"):
+        run(A=np.ones((2, 3)), x=np.ones(2), z=np.ones(3))
+
+
+def test_symmetric_up_to_rounding_is_accepted():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 5)), _pd(5)
+    s = a @ b @ a.T
+    assert not np.array_equal(s, s.T)
+    run = tc.compile(tc.parse("A + A *(ij,->ji) 1", {"A": 2}), assumptions={"A": "symmetric"})
+    np.testing.assert_array_equal(run(A=s), 2 * s)
