@@ -30,6 +30,7 @@ from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
+from .factoring import factor_shared, scale_broadcasts
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
 from .kernels import gram_contraction, gram_pattern
 from .lowered import Op, program_cost
@@ -325,7 +326,9 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
     inputs named in ``pd`` (declared positive definite) read one Cholesky factorisation
     each (:mod:`.cholesky`)."""
     plan, folded = fold_squares(plan)
+    plan = scale_broadcasts(plan, folded)
     dense = [step_shape(step, resolver) for step in plan.steps]
+    plan, dense, folded = factor_shared(plan, dense, folded, choose_path, resolver.contractions)
     structured = _structured_slots(plan)
     banded, twins, early = _banded_slots(plan, dense, structured, resolver, backend)
     hoisted, rewritten = _shared_pairs(plan, dense, {**structured, **dict.fromkeys(banded, ())})

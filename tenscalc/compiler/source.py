@@ -446,9 +446,10 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
 def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str) -> str:
     """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``."""
     from ..core.axes import axis_graph
+    from .factoring import scale_broadcasts
     from .plan import build_plan
 
-    plan = build_plan(list(roots))
+    plan = scale_broadcasts(build_plan(list(roots)))  # as binding does: 20 (u ⊗ 1) scales u
     graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]  # one graph: shared nodes once
     orders = variable_orders(graphs)
     params = sorted(orders)
