@@ -656,6 +656,11 @@ class JaxBackend(Backend):
     def embed(self, part, key, shape, like=None):
         return self.zeros(shape, part).at[key].set(part)  # JAX arrays are immutable
 
+    def contraction(self, eq, shapes, path):
+        from .canonical_dots import jax_contraction  # pairs as the dots XLA's fast kernels take
+
+        return jax_contraction(eq, shapes, path)
+
     def load(self) -> None:
         super().load()
 
