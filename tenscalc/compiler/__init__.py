@@ -397,7 +397,7 @@ def compile(  # noqa: A001
         The declarations are checked on every call (NumPy): a value that is not
         symmetric (beyond rounding) or, where factorised, not positive definite
         raises an ``EvaluationError`` naming the variable.  See
-        :mod:`tenscalc.compiler.cholesky`.
+        ``tenscalc.compiler.cholesky``.
 
     Returns
     -------
