@@ -89,7 +89,10 @@ def _pair(a: Any, sa: str, b: Any, sb: str, result: str, sizes: dict[str, int]) 
     product = jnp.matmul(left.reshape(n_batch, n_a, n_summed), right.reshape(n_batch, n_summed, n_b))
     got = batch + free_a + free_b
     product = product.reshape(tuple(sizes[x] for x in got))
-    return product if got == result else jnp.transpose(product, tuple(got.index(x) for x in result))
+    if got == result:
+        return product
+    # the dot's own layout kept: a transpose folded into it would make it non-canonical again
+    return jnp.transpose(lax.optimization_barrier(product), tuple(got.index(x) for x in result))
 
 
 def _moved(spec: str, target: str, x: Any) -> int:
