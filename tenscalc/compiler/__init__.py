@@ -34,7 +34,7 @@ from ..errors import EvaluationError
 from ..progress import optionally_verbose, stage
 from ..simplifier import simplify_many
 from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
-from .cholesky import check_symmetric, declared, factored
+from .cholesky import FACTORISING, check_symmetric, declared, factored
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind, variable_orders
@@ -153,7 +153,7 @@ class CompiledFunction:
         #: the inputs declared positive definite: their inv and det read one Cholesky factorisation
         self.pd = structure.pd & set(names)
         # the symmetric inputs checked on each call (NumPy), but those the factorisation checks
-        checked = self.symmetric - factored(self.plan, self.pd) if backend.name == "numpy" else set()
+        checked = self.symmetric - factored(self.plan, self.pd) if backend.name in FACTORISING else set()
         self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
         self._slot_count = len(self.plan.inputs)
         self._programs: OrderedDict[tuple, Program] = OrderedDict()
@@ -390,13 +390,14 @@ def compile(  # noqa: A001
         ``inv(K)``, ``det(K)`` and ``log(det(K))`` then reads one Cholesky
         factorisation of ``K`` per call (about half the work of an LU inverse; the
         log of the determinant summed from the factor, finite where ``det(K)``
-        overflows), on the NumPy backend (the others, and complex values, take
-        the generic path).  A matrix declared ``symmetric``, ``psd``, ``pd`` or
-        ``diagonal`` is its own transpose: the expressions are simplified as
-        ``tc.derivative(..., symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).
-        The declarations are checked on every call (NumPy): a value that is not
-        symmetric (beyond rounding) or, where factorised, not positive definite
-        raises an ``EvaluationError`` naming the variable.  See
+        overflows), on the NumPy and PyTorch backends (JAX, CuPy and Dask, and
+        complex values, take the generic path: LU, the declaration trusted).  A
+        matrix declared ``symmetric``, ``psd``, ``pd`` or ``diagonal`` is its own
+        transpose: the expressions are simplified as ``tc.derivative(...,
+        symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).  The declarations are
+        checked on every call (NumPy, PyTorch): a value that is not symmetric
+        (beyond rounding) or, where factorised, not positive definite raises an
+        ``EvaluationError`` naming the variable.  See
         ``tenscalc.compiler.cholesky``.
 
     Returns

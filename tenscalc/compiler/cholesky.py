@@ -18,11 +18,13 @@ symmetric beyond rounding (``|K - Kᵀ| > 16 n eps max|K|``) or not positive def
 triangle would return the inverse of another matrix.
 
 Where it applies: the NumPy backend, real floating dtypes (float16 and longdouble
-through the dtype LAPACK has, as :mod:`tenscalc.linalg`).  Without SciPy,
-``numpy.linalg.cholesky`` factorises and checks, ``det`` reads its factor and ``inv``
-is NumPy's LU inverse.  PyTorch, JAX, CuPy and Dask, and complex values (a complex
-positive-definite matrix is Hermitian, not symmetric), take the generic path: the
-same numbers through LU, and no check of the declaration.
+through the dtype LAPACK has, as :mod:`tenscalc.linalg`), LAPACK's ``potrf`` and
+``potri`` through SciPy (without SciPy, ``numpy.linalg.cholesky`` factorises and
+checks, ``det`` reads its factor and ``inv`` is NumPy's LU inverse); PyTorch
+(``torch.linalg.cholesky_ex``, ``torch.cholesky_inverse``).  JAX, CuPy and Dask, and
+complex values (a complex positive-definite matrix is Hermitian, not symmetric),
+take the generic path: the same numbers through LU, the declaration trusted (a jitted
+JAX function cannot raise on its data; ``jnp.linalg.cholesky`` would return NaN).
 
 >>> import numpy as np, tenscalc as tc
 >>> f = tc.parse("y *(i,ij->j) inv(K) *(j,j->) y + log(det(K))", {"y": 1, "K": 2})
@@ -50,6 +52,7 @@ import numpy as np
 from ..core.vocabulary import ASSUMPTION_WORDS
 from ..errors import EvaluationError
 from ..linalg import lapack_dtype, numpy_inv
+from .backends import Backend
 from .cost import OpCost
 from .plan import Plan, Step, step_reads
 
@@ -66,6 +69,8 @@ __all__ = [
 
 #: the declaration words that ask for a Cholesky factorisation
 PD_WORDS = ("pd",)
+#: the backends that factorise (the others compute inv and det by LU, the declaration trusted)
+FACTORISING = ("numpy", "torch")
 #: the words about matrices only (as :mod:`tenscalc.convexity.assumptions` reads them)
 MATRIX_WORDS = ("symmetric", "psd", "pd", "diagonal")
 #: blocks of this many rows are mirrored at a time when the inverse's triangles are made
@@ -169,13 +174,15 @@ def plan_factors(plan: Plan, pd_slots: frozenset[int], next_slot: int) -> Factor
         if what is None:
             continue
         matrix = det_of[step.args[0]] if what == "logdet" else step.args[0]
+        if what == "inv" and (matrix, "inv") in factors.readers.values():
+            continue  # a second inverse (nodes are interned: not in a plan of tc.compile): LU, as potri overwrites
         if what == "det":
             det_of[step.index] = matrix
         factors.readers[step.index] = (matrix, what)
         order.setdefault(matrix, []).append(step.index)
-    for det, (matrix, what) in list(factors.readers.items()):
-        if what == "det" and det not in plan.outputs and _read_by_logs_only(plan, det, factors):
-            factors.readers[det] = (matrix, "unused")  # its log reads the factor: no product of n numbers
+    for index, (matrix, what) in list(factors.readers.items()):
+        if what == "det" and index not in plan.outputs and _read_by_logs_only(plan, index, factors):
+            factors.readers[index] = (matrix, "unused")  # its log reads the factor: no product of n numbers
     for matrix, steps in order.items():
         factors.slots[matrix] = next_slot
         factors.first.setdefault(steps[0], []).append(matrix)
@@ -207,20 +214,24 @@ def _reader_kind(step: Step, pd_slots: frozenset[int], det_of: Mapping[int, int]
     return None
 
 
-# ------------------------------------------------------------------ the factorisation (NumPy)
+# ------------------------------------------------------------------ the factorisation
 
 
 @dataclass(frozen=True)
 class _Factor:
-    """A factorisation: ``lower`` holds ``L`` in its lower triangle (the upper one is not
-    read), in ``work_dtype``; ``dtype`` is the matrix's own dtype (results are cast back);
-    ``matrix`` is the matrix, read by NumPy's inverse where SciPy is missing and by the
-    generic path (``lower`` None: a complex matrix)."""
+    """A factorisation of ``matrix`` (converted to a dtype LAPACK has).
 
-    lower: np.ndarray | None
-    matrix: np.ndarray
-    dtype: np.dtype
-    lapack: Any = None
+    ``kind``: ``scipy`` (``lower`` from LAPACK ``potrf``: ``L`` in its lower triangle, the
+    upper one not read), ``numpy`` (``numpy.linalg.cholesky``; the inverse is NumPy's LU
+    one), ``torch`` (``torch.linalg.cholesky_ex``) or ``generic`` (a complex matrix: the
+    backend's LU ``inv`` and ``det`` of ``matrix``); ``diagonal``: ``L``'s, kept apart as
+    ``potri`` overwrites ``lower``; ``dtype``: the matrix's own (results are cast back)."""
+
+    kind: str
+    matrix: Any
+    dtype: Any
+    lower: Any = None
+    diagonal: Any = None
 
 
 def _scipy_lapack() -> Any:
@@ -240,9 +251,9 @@ def _not_pd(name: str, detail: str) -> EvaluationError:
 
 
 def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
-    """Raise an ``EvaluationError`` unless the NumPy array ``x`` (the value of ``name``,
-    declared symmetric, or positive definite where ``pd``) equals its transpose up to
-    rounding (16 n eps max|x|).
+    """Raise an ``EvaluationError`` unless ``x`` (the value of ``name``, a NumPy array or a
+    PyTorch tensor, declared symmetric, or positive definite where ``pd``) equals its
+    transpose up to rounding (16 n eps max|x|).
 
     >>> check_symmetric("S", np.array([[1.0, 2.0], [2.0, 1.0]]))
     >>> check_symmetric("S", np.array([[1.0, 2.0], [3.0, 1.0]]))
@@ -250,7 +261,11 @@ def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
     ...
     tenscalc.errors.EvaluationError: 'S' is declared symmetric but its value is not: S[0, 1] = 2.0, S[1, 0] = 3.0
     """
-    if not isinstance(x, np.ndarray) or x.ndim != 2 or np.array_equal(x, x.T):
+    if not isinstance(x, np.ndarray):  # a tensor: exactly symmetric is decided on its device
+        if getattr(x, "ndim", 0) != 2 or (x.shape[0] == x.shape[1] and bool((x == x.mT).all())):
+            return
+        x = x.detach().cpu().numpy()
+    if x.ndim != 2 or np.array_equal(x, x.T):
         return
     declared_as = "positive definite (pd)" if pd else "symmetric"
     if x.shape[0] != x.shape[1]:
@@ -268,34 +283,50 @@ def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
     )
 
 
+def _finite_diagonal(name: str, diagonal: Any) -> Any:
+    if not bool((diagonal == diagonal).all()) or not bool((abs(diagonal) < math.inf).all()):
+        raise _not_pd(name, "it has an entry that is not finite")
+    return diagonal
+
+
 def numpy_factor(name: str, x: Any, lapack: Any) -> _Factor:
-    """The Cholesky factor of ``x`` (the value of ``name``), or a clear error where ``x``
-    is not symmetric positive definite.  ``lapack``: SciPy's, or None (NumPy's own)."""
+    """The Cholesky factor of the NumPy array ``x`` (the value of ``name``), or a clear
+    error where ``x`` is not symmetric positive definite.  ``lapack``: SciPy's, or None."""
     x = np.asarray(x)
     if x.dtype.kind != "f":  # complex: Hermitian, not symmetric; the generic path
-        return _Factor(None, x, x.dtype)
+        return _Factor("generic", x, x.dtype)
     wider = lapack_dtype(x.dtype.name)
     work = x.astype(wider) if wider is not None else x
     check_symmetric(name, work, pd=True)  # potrf reads one triangle only
-    if work.shape[0] == 0:
-        return _Factor(work, work, x.dtype, lapack)
-    if lapack is None:
+    if work.shape[0] == 0 or lapack is None:
         try:
             lower = np.linalg.cholesky(work)
         except np.linalg.LinAlgError:
             raise _not_pd(name, "numpy.linalg.cholesky fails on it") from None
-        if not np.isfinite(lower.diagonal()).all():
-            raise _not_pd(name, "it has an entry that is not finite")
-        return _Factor(lower, work, x.dtype, None)
+        return _Factor("numpy", work, x.dtype, lower, _finite_diagonal(name, lower.diagonal()))
     (potrf,) = lapack.get_lapack_funcs(("potrf",), (work,))
     # the transpose: a C-ordered matrix is then Fortran-ordered, read without a transposing copy
     factor, info = potrf(work.T, lower=1, clean=0)
     if info > 0:
         detail = f"its Cholesky factorisation breaks down at row {info - 1} (a leading minor is not positive)"
         raise _not_pd(name, detail)
-    if not np.isfinite(factor.diagonal()).all():
-        raise _not_pd(name, "it has an entry that is not finite")
-    return _Factor(factor, work, x.dtype, lapack)
+    return _Factor("scipy", work, x.dtype, factor, _finite_diagonal(name, factor.diagonal().copy()))
+
+
+def torch_factor(name: str, x: Any) -> _Factor:
+    """The Cholesky factor of the tensor ``x`` (``torch.linalg.cholesky_ex``), or a clear error."""
+    import torch
+
+    if not x.is_floating_point():  # complex: Hermitian, not symmetric; the generic path
+        return _Factor("generic", x, x.dtype)
+    wider = lapack_dtype(str(x.dtype).replace("torch.", ""))
+    work = x.to(getattr(torch, wider)) if wider is not None else x
+    check_symmetric(name, work, pd=True)
+    lower, info = torch.linalg.cholesky_ex(work)
+    if int(info) > 0:
+        detail = f"its Cholesky factorisation breaks down at row {int(info) - 1} (a leading minor is not positive)"
+        raise _not_pd(name, detail)
+    return _Factor("torch", work, x.dtype, lower, _finite_diagonal(name, lower.diagonal()))
 
 
 def _mirror_lower(a: np.ndarray) -> np.ndarray:
@@ -311,27 +342,37 @@ def _mirror_lower(a: np.ndarray) -> np.ndarray:
     return t
 
 
-def factor_inv(factor: _Factor) -> np.ndarray:
-    """``inv`` of the factorised matrix, symmetric, in its own dtype."""
-    if factor.lower is None or factor.lapack is None or factor.matrix.shape[0] == 0:
+def factor_inv(factor: _Factor, backend: Backend, lapack: Any) -> Any:
+    """``inv`` of the factorised matrix, symmetric, in its own dtype (SciPy: computed in
+    the factor's own array, which the matrix's one ``inv`` step is the last to need)."""
+    if factor.kind == "generic":
+        return backend.inv(factor.matrix)
+    if factor.kind == "torch":
+        import torch
+
+        result = torch.cholesky_inverse(factor.lower)
+        return result if result.dtype == factor.dtype else result.to(factor.dtype)
+    if factor.kind == "numpy":  # no SciPy: NumPy has no inverse from a Cholesky factor
         result = numpy_inv(factor.matrix)
     else:
-        (potri,) = factor.lapack.get_lapack_funcs(("potri",), (factor.lower,))
-        inverse, info = potri(factor.lower, lower=1, overwrite_c=0)
+        (potri,) = lapack.get_lapack_funcs(("potri",), (factor.lower,))
+        # overwrites the factor (no copy): det and log det read the diagonal kept apart
+        inverse, info = potri(factor.lower, lower=1, overwrite_c=1)
         if info != 0:  # not after a successful potrf; never a silent number
             raise EvaluationError(f"inv: LAPACK potri failed (info {info}) after a successful factorisation")
         result = _mirror_lower(inverse)
     return result if result.dtype == factor.dtype else result.astype(factor.dtype)
 
 
-def factor_det(factor: _Factor, log: bool) -> np.ndarray:
+def factor_det(factor: _Factor, log: bool, backend: Backend) -> Any:
     """``det`` (or ``log(det)``) of the factorised matrix, a 0-d array in its own dtype."""
-    if factor.lower is None:
-        from ..linalg import numpy_det
-
-        det = numpy_det(factor.matrix)
-        return np.log(det) if log else det
-    diagonal = factor.lower.diagonal()
+    if factor.kind == "generic":
+        det = backend.det(factor.matrix)
+        return backend.func("log")(det) if log else det
+    diagonal = factor.diagonal
+    if factor.kind == "torch":
+        value = 2 * diagonal.log().sum() if log else diagonal.prod() ** 2
+        return value.to(factor.dtype)
     value = 2 * np.sum(np.log(diagonal)) if log else np.prod(diagonal) ** 2
     return np.asarray(value, dtype=factor.dtype)
 
@@ -339,23 +380,28 @@ def factor_det(factor: _Factor, log: bool) -> np.ndarray:
 # ------------------------------------------------------------------ binding
 
 
-def bind_factor(name: str, matrix: int, n: int) -> tuple[Any, OpCost]:
+def bind_factor(name: str, matrix: int, n: int, backend: Backend) -> tuple[Any, OpCost]:
     """The op factorising the matrix in slot ``matrix`` (``n`` x ``n``, the value of ``name``):
     ``potrf``'s n³/3 flops (n³/6 multiplications)."""
+    cost = OpCost(n**3 / 3, 1, n * n, multiplications=n**3 / 6)
+    if backend.name == "torch":
+        return (lambda env: torch_factor(name, env[matrix])), cost
     lapack = _scipy_lapack()  # looked up once per binding
 
     def run(env: list) -> _Factor:
         return numpy_factor(name, env[matrix], lapack)
 
-    return run, OpCost(n**3 / 3, 1, n * n, multiplications=n**3 / 6)
+    return run, cost
 
 
-def bind_reader(what: str, factor: int, n: int) -> tuple[Any, OpCost]:
+def bind_reader(what: str, factor: int, n: int, backend: Backend) -> tuple[Any, OpCost]:
     """The op computing ``inv``, ``det`` or ``logdet`` from the factor in slot ``factor``:
     ``potri``'s 2n³/3 flops for ``inv``, the diagonal's n for the others."""
     if what == "unused":  # a det read only by logs computed from the factor
         return (lambda env: None), OpCost(0, 0, 0)
     if what == "inv":
-        return (lambda env: factor_inv(env[factor])), OpCost(2 * n**3 / 3, 1, n * n, multiplications=n**3 / 3)
+        lapack = _scipy_lapack()
+        inv = lambda env: factor_inv(env[factor], backend, lapack)  # noqa: E731
+        return inv, OpCost(2 * n**3 / 3, 1, n * n, multiplications=n**3 / 3)
     log = what == "logdet"
-    return (lambda env: factor_det(env[factor], log)), OpCost(n, 1, 1, multiplications=n)
+    return (lambda env: factor_det(env[factor], log, backend)), OpCost(n, 1, 1, multiplications=n)

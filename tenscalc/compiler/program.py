@@ -28,7 +28,7 @@ from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
-from .cholesky import bind_factor, bind_reader, plan_factors
+from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
@@ -382,7 +382,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
             account("pair", fn, pair.slot, (), cost, pair.shape, [s for s, _ in pair.term.operands])
         for matrix in factors.first.get(step.index, ()):  # before its first reader
             shapes[factors.slots[matrix]] = shapes[matrix]
-            fn, cost = bind_factor(_input_name(plan, matrix), matrix, shapes[matrix][0])
+            fn, cost = bind_factor(_input_name(plan, matrix), matrix, shapes[matrix][0], backend)
             account("cholesky", fn, factors.slots[matrix], (), cost, shapes[matrix], [matrix])
         dead = plan.release[step.index] + tuple(release.get(step.index, ()))
         dead += tuple(twins[slot] for slot in dead if slot in twins)
@@ -430,7 +430,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
         elif step.index in factors.readers:  # inv, det or log det from the factorisation
             shapes[step.index] = shape
             matrix, what = factors.readers[step.index]
-            fn, cost = bind_reader(what, factors.slots[matrix], shapes[matrix][0])
+            fn, cost = bind_reader(what, factors.slots[matrix], shapes[matrix][0], backend)
             account(step.kind, fn, step.index, dead, cost, shape, [factors.slots[matrix]])
             continue
         else:
@@ -450,8 +450,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
 
 def _pd_slots(plan: Plan, pd: frozenset[str], backend: Backend) -> frozenset[int]:
     """The input slots of the matrices declared positive definite, where the backend
-    factorises them by Cholesky (NumPy; the others take the generic path)."""
-    if backend.name != "numpy":
+    factorises them by Cholesky (NumPy, PyTorch; the others take the generic path)."""
+    if backend.name not in FACTORISING:
         return frozenset()
     return frozenset(plan.inputs[name] for name in pd if name in plan.inputs)
 

@@ -221,14 +221,44 @@ def test_pickling_keeps_the_assumptions():
         run(K=-np.eye(2))
 
 
-def test_torch_takes_the_generic_path():
+def test_torch_factorises_too():
     torch = pytest.importorskip("torch")
-    roots = _roots(GP, ("K",))
+    roots = _roots(GP, ("K", "K"))
     values = _values(3)
     run = tc.compile(roots, backend="torch", assumptions=PD)
+    assert _kinds(run, values).count("cholesky") == 1
     got = run(K=torch.as_tensor(values["K"]), y=torch.as_tensor(values["y"]))
     want = tc.compile(roots)(K=values["K"], y=values["y"])
     _same([g.numpy() for g in got], want)
+    for case in ("indefinite", "not symmetric", "not finite"):
+        with pytest.raises(tc.EvaluationError, match="'K' is declared positive definite"):
+            run(K=torch.as_tensor(BAD[case]), y=torch.ones(3, dtype=torch.float64))
+    auto = tc.compile(roots, assumptions=PD)  # no backend named: torch in, torch out, factorised
+    _same([g.numpy() for g in auto(K=torch.as_tensor(values["K"]), y=torch.as_tensor(values["y"]))], want)
+    with pytest.raises(tc.EvaluationError, match="'K' is declared positive definite"):
+        auto(K=torch.as_tensor(BAD["indefinite"]), y=torch.ones(3, dtype=torch.float64))
+
+
+def test_jax_takes_the_generic_path(jax_numpy):
+    jnp = jax_numpy
+    roots = _roots(GP, ("K",))
+    values = _values(3)
+    run = tc.compile(roots, backend="jax", assumptions=PD, jit=False)
+    assert "cholesky" not in _kinds(run, values)
+    got = run(K=jnp.asarray(values["K"]), y=jnp.asarray(values["y"]))
+    want = tc.compile(roots)(K=values["K"], y=values["y"])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+
+
+def test_a_second_inverse_of_one_matrix_is_not_read_from_the_overwritten_factor():
+    from tenscalc.compiler.cholesky import plan_factors
+    from tenscalc.compiler.plan import Plan, Step
+
+    k = tc.var("K", 2)  # tc.compile never plans inv(K) twice (nodes are interned): a plan made by hand
+    steps = [Step(0, "input", k, (), "K"), Step(1, "inv", tc.inv(k), (0,)), Step(2, "inv", tc.inv(k), (0,))]
+    factors = plan_factors(Plan(steps, (1, 2), {"K": 0}), frozenset({0}), 3)
+    assert factors.readers == {1: (0, "inv")}
 
 
 # ------------------------------------------------------------------ declared symmetric matrices
@@ -275,3 +305,13 @@ def test_symmetric_up_to_rounding_is_accepted():
     assert not np.array_equal(s, s.T)
     run = tc.compile(tc.parse("A + A *(ij,->ji) 1", {"A": 2}), assumptions={"A": "symmetric"})
     np.testing.assert_array_equal(run(A=s), 2 * s)
+
+
+@pytest.mark.parametrize("layout", ["strided", "fortran", "offset"])
+def test_any_memory_layout(layout):
+    k = _pd(8)
+    k = {"strided": k[::2, ::2], "fortran": np.asfortranarray(k[:4, :4]), "offset": k[1:5, 1:5]}[layout]
+    roots = [tc.parse("inv(K)", {"K": 2}), tc.parse("log(det(K))", {"K": 2})]
+    run, generic = tc.compile(roots, assumptions=PD), tc.compile(roots)
+    _same(run(K=k), generic(K=k))
+    _same(run(K=k), generic(K=k))
