@@ -733,13 +733,17 @@ class DaskBackend(Backend):
         return super().write_diagonal(core, out, shape)
 
     def einsum(self, eq, *arrays):
-        import dask.array as da
+        from .dask_einsum import einsum
 
         with _one_chunk_when_small(eq, [a.shape for a in arrays]):
-            return da.einsum(eq, *arrays)
+            return einsum(eq, *arrays)
 
     def contraction(self, eq, shapes, path):
-        run = super().contraction(eq, shapes, path)
+        # each pair through dask_einsum: partial sums added, not concatenated as by
+        # dask's tensordot and einsum (the Gram Hessian's peak memory, issue 30)
+        from .dask_einsum import contraction
+
+        run = contraction(eq, shapes, path)
 
         def contract(*arrays):
             with _one_chunk_when_small(eq, shapes):

@@ -147,3 +147,68 @@ def _block_shapes(array):
     import itertools
 
     return itertools.product(*array.chunks)
+
+
+@pytest.mark.parametrize(
+    "eq, shapes, chunks",
+    [
+        ("ij,ik->jk", [(5, 3), (5, 4)], [(2, 3), (3, 2)]),  # a Gram form, rows in blocks
+        ("ijk,jkl->il", [(2, 3, 4), (3, 4, 5)], [(1, 2, 3), (2, 3, 2)]),  # two contracted axes, both cut
+        ("ii->i", [(4, 4)], [(2, 2)]),
+        ("ii->", [(5, 5)], [(2, 2)]),
+        ("i,i->", [(5,), (5,)], [(2,), (3,)]),  # blocks that do not line up
+        ("i,j->ij", [(5,), (4,)], [(2,), (3,)]),
+        ("ij->ji", [(2, 3)], [(1, 2)]),
+        ("iij,jk->ik", [(3, 3, 4), (4, 5)], [(2, 2, 3), (3, 2)]),
+        (",ij->ij", [(), (3, 4)], [(), (2, 3)]),
+        ("ij,ij->", [(3, 4), (3, 4)], [(2, 3), (1, 4)]),
+    ],
+)
+def test_the_adding_einsum_matches_numpy(eq, shapes, chunks):
+    from tenscalc.compiler.dask_einsum import einsum
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(shape) for shape in shapes]
+    result = einsum(eq, *(da.from_array(a, chunks=c) for a, c in zip(arrays, chunks)))
+    expected = np.einsum(eq, *arrays)
+    assert result.shape == expected.shape
+    np.testing.assert_allclose(result.compute(), expected, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.filterwarnings("ignore:Increasing number of chunks")  # the outer product's blocks: meant
+def test_the_adding_einsum_cuts_blocks_as_dask_does():
+    # an outer product of chunked vectors stays in blocks no larger than the inputs' (times the tolerance)
+    from tenscalc.compiler.dask_einsum import einsum
+
+    x, y = da.ones(500, chunks=20), da.ones(400, chunks=30)
+    assert einsum("i,j->ij", x, y).chunks == da.einsum("i,j->ij", x, y).chunks
+    X = da.ones((2000, 300), chunks=(100, 300))  # a d x d block would be 3x an input block
+    assert einsum("ij,ik->jk", X, X).chunks == da.einsum("ij,ik->jk", X, X).chunks == ((150, 150),) * 2
+
+
+def _sequential_peak(array) -> int:
+    """The peak of the bytes tracemalloc traces (NumPy's buffers included) while dask's
+    synchronous scheduler computes ``array`` one task at a time: what the graph holds at
+    once, with no timing in it."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        array.compute(scheduler="sync")
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_gram_hessian_holds_no_more_than_hand_written_dask():
+    # issue 30: dask's tensordot (tenscalc's route before) concatenated the partial d x d
+    # sums before adding them and copied each once more: 10 d x d blocks at the peak where
+    # 2 * (X.T @ X) holds 7; benchmarks/dask_gram.py measures the workers of a cluster
+    d, rows, blocks = 240, 240, 8
+    X = da.from_array(np.random.default_rng(4).random((rows * blocks, d)), chunks=(rows, d)).persist(scheduler="sync")
+    compiled = tc.compile(tc.hessian(tc.parse("norm2(X*w - y)^2"), "w"), backend="dask")
+    ours, theirs = compiled(X=X, w=np.zeros(d), y=np.zeros(rows * blocks)), 2 * (X.T @ X)
+    np.testing.assert_allclose(ours.compute(), theirs.compute(), rtol=1e-12)  # also the warm-up
+    assert len(ours.__dask_graph__()) <= len(theirs.__dask_graph__())
+    assert _sequential_peak(ours) <= _sequential_peak(theirs) + d * d * 8 / 2

@@ -1,0 +1,267 @@
+"""tenscalc's dask Gram Hessian against hand-written dask, in worker CPU and peak worker memory (issue 30).
+
+    python benchmarks/dask_gram.py [--n 30000] [--d 1500] [--rows 1500] [--repeats 5] [--out FILE]
+
+The Hessian of ``norm2(X*w - y)^2`` by ``w`` is ``2 XᵀX``; tenscalc compiles it with
+``backend="dask"`` and is compared with what a dask user writes by hand, ``2 * (X.T @ X)``
+(the reference of the ratios), the textbook ``2 * X.T @ X`` (which scales X before the
+product) and ``2 * da.tensordot(X, X, axes=(0, 0))`` (what tenscalc built before its
+contractions went through ``tenscalc.compiler.dask_einsum``).  X is n x d in blocks of
+``rows`` x d.  Two settings, each repetition computing every contender once in an order
+rotated from one repetition to the next:
+
+* sequential: dask's synchronous scheduler in this process (one task at a time, in
+  dask.order's order, one BLAS thread): CPU seconds (``time.process_time``), and the peak
+  of the bytes ``tracemalloc`` traces during one computation (NumPy reports its array
+  buffers to tracemalloc; with one task at a time nothing but the graph decides it, so it
+  is the same on every run);
+* distributed: a two-worker ``dask.distributed.LocalCluster`` (one thread each; the nanny
+  pins BLAS to one thread) with X persisted on it before anything is measured.  For each
+  worker: CPU seconds, the process's user + system time over the computation (``psutil``;
+  the worker's scheduling work included), and the peak resident size above the size just
+  before the computation, sampled every millisecond by a thread in the worker; with
+  ``--tracemalloc`` also repetitions with tracemalloc running in the workers (peak traced
+  bytes).  Which worker runs which task, and when, moves these peaks from run to run by
+  whole d x d partial sums: take medians of many repetitions.
+
+The result stays where it is computed (released, not fetched).  Also printed: the task
+count and the layers of each graph.  Medians; the ratios are to ``2 * (X.T @ X)``.  Say
+how loaded the machine was when quoting the numbers (the load averages are printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+
+# one BLAS thread, as the nanny gives the workers, for the runs in this process too
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402
+
+# ------------------------------------------------------------ in the workers
+
+
+def _start_sampling(dask_worker=None) -> int:
+    """Start a thread sampling this process's resident size; returns the size now."""
+    import psutil
+
+    process = psutil.Process()
+    state = {"peak": process.memory_info().rss, "run": True}
+
+    def sample() -> None:
+        while state["run"]:
+            state["peak"] = max(state["peak"], process.memory_info().rss)
+            time.sleep(0.001)
+
+    state["thread"] = threading.Thread(target=sample, daemon=True)
+    state["thread"].start()
+    state["base"] = state["peak"]
+    state["cpu"] = sum(process.cpu_times()[:2])
+    dask_worker._tenscalc_sampling = state
+    return state["base"]
+
+
+def _stop_sampling(dask_worker=None) -> dict:
+    import psutil
+
+    state = dask_worker._tenscalc_sampling
+    cpu = sum(psutil.Process().cpu_times()[:2]) - state["cpu"]
+    state["run"] = False
+    state["thread"].join()
+    return {"cpu": cpu, "peak": state["peak"] - state["base"]}
+
+
+def _tracemalloc(start: bool) -> int:
+    import tracemalloc
+
+    if start:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        return 0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+# ------------------------------------------------------------ on the client
+
+
+def contenders(d: int) -> dict[str, Callable]:
+    import dask.array as da
+
+    import tenscalc as tc
+
+    hessian = tc.hessian(tc.parse("norm2(X*w - y)^2"), "w")
+    compiled = tc.compile(hessian, backend="dask")
+    w = np.zeros(d)
+    return {
+        "tenscalc": lambda X, y: compiled(X=X, w=w, y=y),
+        "2*(X.T@X)": lambda X, y: 2 * (X.T @ X),
+        "2*X.T@X": lambda X, y: 2 * X.T @ X,
+        # what tenscalc built before: dask's tensordot, whose partial sums are concatenated
+        "2*tensordot": lambda X, y: 2 * da.tensordot(X, X, axes=(0, 0)),
+    }
+
+
+def measure(client, build: Callable, X, y, traced: bool) -> dict:
+    from distributed import wait
+
+    H = build(X, y)
+    client.run(_tracemalloc, True) if traced else None
+    client.run(_start_sampling)
+    future = client.compute(H)
+    wait(future)
+    stats = client.run(_stop_sampling)
+    peaks = client.run(_tracemalloc, False) if traced else {}
+    future.release()
+    del future
+    out = {
+        "cpu_s": sum(s["cpu"] for s in stats.values()),
+        "peak_rss_mb": max(s["peak"] for s in stats.values()) / 2**20,
+    }
+    if traced:
+        out["peak_traced_mb"] = max(peaks.values()) / 2**20
+    return out
+
+
+def graph_summary(H) -> dict:
+    layers = {name.rsplit("-", 1)[0]: len(layer) for name, layer in H.dask.layers.items()}
+    return {"tasks": len(H.__dask_graph__()), "layers": layers}
+
+
+def sequential(builds: dict[str, Callable], X, y, traced: bool) -> dict[str, float]:
+    """One computation of each graph by dask's synchronous scheduler in this process (one
+    task at a time, in dask.order's order): CPU seconds, or with ``traced`` the peak of the
+    bytes tracemalloc traces above those held before (deterministic: no timing decides it)."""
+    import tracemalloc
+
+    out = {}
+    for name, build in builds.items():
+        H = build(X, y)
+        if traced:
+            tracemalloc.start()
+            base = tracemalloc.get_traced_memory()[0]
+            result = H.compute(scheduler="sync")
+            out[name] = (tracemalloc.get_traced_memory()[1] - base) / 2**20
+            tracemalloc.stop()
+        else:
+            start = time.process_time()
+            result = H.compute(scheduler="sync")
+            out[name] = time.process_time() - start
+        del result
+    return out
+
+
+def rotated(names: list[str], repeat: int) -> list[str]:
+    shift = repeat % len(names)
+    return names[shift:] + names[:shift]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=24000)
+    parser.add_argument("--d", type=int, default=1200)
+    parser.add_argument("--rows", type=int, default=1200, help="rows of X per block")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--tracemalloc", action="store_true", help="also repetitions with tracemalloc in the workers")
+    parser.add_argument("--no-sequential", action="store_true", help="leave out the synchronous-scheduler runs")
+    parser.add_argument("--out", help="write the results as JSON")
+    args = parser.parse_args()
+
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+
+    builds = contenders(args.d)
+    names = list(builds)
+    report: dict = {"n": args.n, "d": args.d, "rows": args.rows, "repeats": args.repeats}
+    report["load_average_before"] = os.getloadavg()
+
+    if not args.no_sequential:
+        X = da.random.default_rng(0).random((args.n, args.d), chunks=(args.rows, args.d)).persist(scheduler="sync")
+        y = da.random.default_rng(1).random(args.n, chunks=args.rows).persist(scheduler="sync")
+        report["graphs"] = {name: graph_summary(builds[name](X, y)) for name in names}
+        corners = {name: builds[name](X, y)[:3, :3].compute(scheduler="sync") for name in names}
+        report["max_abs_difference"] = max(float(np.abs(c - corners[names[1]]).max()) for c in corners.values())
+        sequential(builds, X, y, traced=False)  # warm-up
+        report["sequential_peak_mb"] = sequential(builds, X, y, traced=True)
+        cpu: dict[str, list[float]] = {name: [] for name in names}
+        for repeat in range(args.repeats):
+            order = {name: builds[name] for name in rotated(names, repeat)}
+            for name, seconds in sequential(order, X, y, traced=False).items():
+                cpu[name].append(seconds)
+        report["sequential_cpu_s"] = cpu
+        del X, y
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        X = da.random.default_rng(0).random((args.n, args.d), chunks=(args.rows, args.d)).persist()
+        y = da.random.default_rng(1).random(args.n, chunks=args.rows).persist()
+        wait([X, y])
+        for name in names:  # warm-up: imports and BLAS buffers in the workers
+            measure(client, builds[name], X, y, traced=False)
+        runs: dict[str, list[dict]] = {name: [] for name in names}
+        for traced in [False, True] if args.tracemalloc else [False]:
+            for repeat in range(args.repeats):
+                for name in rotated(names, repeat):
+                    runs[name].append(measure(client, builds[name], X, y, traced) | {"traced": traced})
+        report["distributed"] = runs
+    report["load_average_after"] = os.getloadavg()
+    report["medians"] = medians(report, names)
+    print_report(report, names, args)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=1)
+
+
+COLUMNS = (
+    ("seq CPU s", "sequential_cpu_s"),
+    ("seq peak MB", "sequential_peak_mb"),
+    ("dist CPU s", "cpu_s"),
+    ("dist RSS MB", "peak_rss_mb"),
+    ("dist traced MB", "peak_traced_mb"),
+)
+
+
+def medians(report: dict, names: list[str]) -> dict[str, dict[str, float | None]]:
+    table: dict[str, dict[str, float | None]] = {}
+    for name in names:
+        row: dict[str, float | None] = {}
+        if "sequential_cpu_s" in report:
+            row["sequential_cpu_s"] = statistics.median(report["sequential_cpu_s"][name])
+            row["sequential_peak_mb"] = report["sequential_peak_mb"][name]
+        for key in ("cpu_s", "peak_rss_mb", "peak_traced_mb"):
+            values = [r[key] for r in report["distributed"][name] if key in r]
+            row[key] = statistics.median(values) if values else None
+        table[name] = row
+    return table
+
+
+def print_report(report: dict, names: list[str], args: argparse.Namespace) -> None:
+    print(f"X {args.n} x {args.d} in blocks of {args.rows} rows, {args.repeats} repetitions")
+    print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
+    if "graphs" in report:
+        print(f"largest difference of a corner entry from 2*(X.T@X): {report['max_abs_difference']:.2e}")
+        for name in names:
+            graph = report["graphs"][name]
+            print(f"{name:>12}: {graph['tasks']} tasks, layers {graph['layers']}")
+    print("medians (seq: synchronous scheduler in one process; dist: the two workers' CPU summed, peak of either)")
+    print(f"{'':>12}  " + " ".join(f"{title:>14}" for title, _ in COLUMNS) + "   ratios to 2*(X.T@X)")
+    reference = report["medians"][names[1]]
+    for name in names:
+        row = report["medians"][name]
+        cells = [f"{row[key]:>14.2f}" if row.get(key) is not None else f"{'-':>14}" for _, key in COLUMNS]
+        ratios = [f"{row[key] / reference[key]:.2f}" for _, key in COLUMNS if row.get(key) is not None]
+        print(f"{name:>12}: {' '.join(cells)}   {' / '.join(ratios)}")
+
+
+if __name__ == "__main__":
+    main()

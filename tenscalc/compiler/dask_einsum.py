@@ -1,0 +1,153 @@
+"""Contractions of dask arrays whose partial sums are added, never concatenated.
+
+``dask.array.einsum`` and ``dask.array.tensordot`` contract each pair of blocks and then
+sum the partial results with ``Array.sum``, whose tree reduction first concatenates the
+partials of a group into one array (a copy of all of them) and copies each partial once
+more in its first stage.  For a Gram matrix ``XᵀX`` of a tall X in row blocks every partial
+is a whole d x d result, so these copies set the peak memory: run one task at a time,
+tenscalc's dask Gram Hessian needed 1.33x the memory of hand-written ``2 * (X.T @ X)``
+(``benchmarks/dask_gram.py``).  ``dask.array.matmul`` avoids both by adding the partials
+(dask issue 6874); ``einsum`` here does the same for any contraction, and ``contraction``
+runs an opt_einsum path pair by pair through it.  Blocks are cut as ``dask.array.einsum``
+cuts them.  Dask is imported only when these run (the DaskBackend calls them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import opt_einsum
+
+
+def einsum(eq: str, *arrays: Any) -> Any:
+    """``eq`` (explicit ``->`` form, letters a-z A-Z) of dask arrays: each tuple of blocks
+    contracted in place (``opt_einsum.contract``), the contracted axes kept as axes of
+    length 1 and reduced by adding the blocks (no concatenation)."""
+    import dask.array as da
+
+    inputs, output = eq.split("->")
+    specs = inputs.split(",")
+    contracted = "".join(dict.fromkeys(letter for spec in specs for letter in spec if letter not in output))
+    operands = _limit_output_chunks(specs, output, [da.asarray(a) for a in arrays])
+    dtype = np.result_type(*(a.dtype for a in operands))
+    blocks = da.blockwise(
+        _contract_blocks,
+        output + contracted,
+        *(item for pair in zip(operands, specs) for item in pair),
+        adjust_chunks=dict.fromkeys(contracted, 1),
+        dtype=dtype,
+        subscripts=eq,
+        kept=len(contracted),
+        meta=np.empty((0,) * (len(output) + len(contracted)), dtype=dtype),
+    )
+    axes = tuple(range(len(output), len(output) + len(contracted)))
+    if not axes:
+        return blocks
+    if all(blocks.numblocks[axis] == 1 for axis in axes):  # one block along each: nothing to add
+        return blocks[(Ellipsis,) + (0,) * len(axes)]
+    return da.reduction(
+        blocks,
+        _keep,
+        _add_blocks,
+        combine=_add_blocks,
+        axis=axes,
+        keepdims=False,
+        dtype=dtype,
+        concatenate=False,
+        meta=np.empty((0,) * len(output), dtype=dtype),
+    )
+
+
+def contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> Callable[..., Any]:
+    """A callable contracting dask arrays of these shapes along ``path`` (opt_einsum's
+    form), each step through :func:`einsum`."""
+    _, info = opt_einsum.contract_path(eq, *shapes, optimize=path, shapes=True)
+    valid = opt_einsum.parser.convert_to_valid_einsum_chars  # np.einsum knows only a-z A-Z
+    steps = [(positions, valid(step)) for positions, _, step, *_ in info.contraction_list]
+
+    def contract(*arrays: Any) -> Any:
+        operands = list(arrays)
+        for positions, step in steps:  # positions in decreasing order, as opt_einsum pops them
+            picked = [operands.pop(position) for position in positions]
+            operands.append(einsum(step, *picked))
+        return operands[0]
+
+    return contract
+
+
+def _contract_blocks(*blocks: Any, subscripts: str, kept: int) -> Any:
+    """One tuple of blocks contracted, with ``kept`` axes of length 1 appended (the
+    contracted axes, reduced across blocks afterwards)."""
+    result = opt_einsum.contract(subscripts, *blocks)
+    return result.reshape(result.shape + (1,) * kept)
+
+
+def _keep(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
+    """A reduction's first stage: the block itself (it already holds its partial sum)."""
+    return block
+
+
+def _add_blocks(blocks: Any, axis: tuple[int, ...] = (), keepdims: bool = True) -> Any:
+    """The sum of a (nested) list of partial sums, added into one new array."""
+    flat = list(_flatten(blocks))
+    total = flat[0] + flat[1] if len(flat) > 1 else flat[0].copy()
+    for block in flat[2:]:
+        total += block  # into the sum made above: the inputs are never written to
+    return total if keepdims else total.reshape([n for i, n in enumerate(total.shape) if i not in axis])
+
+
+def _flatten(blocks: Any) -> Any:
+    if isinstance(blocks, (list, tuple)):
+        for item in blocks:
+            yield from _flatten(item)
+    else:
+        yield blocks
+
+
+def _limit_output_chunks(specs: Sequence[str], output: str, arrays: list[Any]) -> list[Any]:
+    """The operands rechunked along output axes where their blocks' contraction would be
+    more than ``array.chunk-size-tolerance`` times the largest input block, each such axis
+    cut by an equal share of the excess (as ``dask.array.einsum`` does, so that an outer
+    product of chunked vectors stays in blocks)."""
+    import dask
+
+    if len(arrays) < 2 or not output:
+        return arrays
+    tolerance = dask.config.get("array.chunk-size-tolerance")
+    largest_input = max(math.prod(max(c, default=1) for c in a.chunks) for a in arrays)
+    sizes: dict[str, int] = {}
+    for a, spec in zip(arrays, specs):
+        for letter, chunks in zip(spec, a.chunks):
+            if letter in output:
+                sizes[letter] = max(sizes.get(letter, 1), max(chunks, default=1))
+    factor = math.prod(sizes.values()) / (largest_input * tolerance)
+    if factor <= 1:
+        return arrays
+    limit = {letter: size / factor ** (1 / len(output)) for letter, size in sizes.items()}
+    return [
+        a.rechunk(
+            {
+                axis: _cut(a.chunks[axis], limit[letter], tolerance)
+                for axis, letter in enumerate(spec)
+                if letter in limit
+            }
+        )
+        for a, spec in zip(arrays, specs)
+    ]
+
+
+def _cut(chunks: tuple[int, ...], limit: float, tolerance: float) -> tuple[int, ...]:
+    """``chunks`` with each one over ``tolerance * limit`` cut into near-equal pieces of at most ``limit``.
+
+    >>> _cut((10, 3), 4.0, 1.25)
+    (4, 3, 3, 3)
+    """
+    out: list[int] = []
+    for size in chunks:
+        pieces = min(size, math.ceil(size / limit)) if size > tolerance * limit else 1
+        whole, extra = divmod(size, pieces)
+        out.extend(whole + (k < extra) for k in range(pieces))
+    return tuple(out)
