@@ -1,15 +1,15 @@
-"""Matrix forms: which nodes read as matrix algebra, and as what.
+"""Matrix forms: every node in LaTeX matrix notation, where it has one.
 
 Matrix notation exists when every node has order at most 2 and every product
-reads as a chain of matrix products: each index then joins two operands (a row
-and a column), vectors close a chain, a vector on an index shared by two more
-operands becomes ``\\operatorname{diag}`` (so ``X *(ki,k->ik) s *(ik,kj->ij) X``
-reads as ``X^\\top \\operatorname{diag}(s) X``), equal-index vectors and matrices
-multiply entrywise (``\\odot``), a closed chain is a trace, a repeated output
-index a diagonal matrix.  Transposes are tracked through sums, functions and
-chains (``A + A^\\top``), inverses and determinants of matrices are recognised,
-and elementwise functions and powers of vectors and matrices act entry by entry
-(``x^{\\circ 2}`` is the Hadamard power).
+has a matrix reading: :func:`.matrix_reading.read_product` finds it (chains,
+transposes, ``\\operatorname{diag}`` of a vector, so that ``X *(ki,k->ik) s *(ik,kj->ij) X``
+reads as ``X^\\top \\operatorname{diag}(s) X``, entrywise products ``\\odot``,
+traces, sums ``\\mathbf{1}^\\top v``, norms) and :func:`latex_term` spells it; the
+matrix-notation text printer spells the same reading.  The other node kinds are
+read here: transposes are tracked through sums and functions (``A + A^\\top``),
+inverses and determinants of matrices are recognised, and elementwise functions
+and powers of vectors and matrices act entry by entry (``x^{\\circ 2}`` is the
+Hadamard power).
 
 ``matrix_readings`` gives every node its ``Reading`` (or None where there is
 none), by ``MATRIX_RULES`` keyed by node kind; the readings are spelled with the
@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.nodes import Expr, topological
-from ..core.products import is_power_zero
 from ..simplifier.symmetry import is_symmetric
 from .latex_pieces import (
     ATOM,
@@ -40,6 +39,26 @@ from .latex_pieces import (
     power,
     wrap,
 )
+from .matrix_reading import (
+    Chain,
+    Coefficient,
+    Diag,
+    DiagOf,
+    Hadamard,
+    Leaf,
+    MatrixReading,
+    Norm,
+    Number,
+    Ones,
+    SquaredNorm,
+    Sum,
+    Term,
+    Trace,
+    Transposed,
+    WithScalars,
+    read_norm,
+    read_product,
+)
 from .text import Templates
 
 
@@ -53,10 +72,6 @@ class Reading:
     kind: int
     t: str | None = None
     t_prec: int = ATOM
-    # for an entrywise power with a negative exponent: the text of its reciprocal,
-    # so that an entrywise product writes ``a \oslash b`` instead of ``a \odot b^{\circ -1}``
-    recip: str | None = None
-    recip_prec: int = ATOM
 
 
 def transpose(r: Reading) -> Reading:
@@ -66,9 +81,6 @@ def transpose(r: Reading) -> Reading:
     if r.t is not None:
         return Reading(r.t, r.t_prec, r.kind, r.text, r.prec)
     return Reading(f"{wrap(r.text, r.prec, ATOM)}^\\top", POW, r.kind, r.text, r.prec)
-
-
-ONES = Reading("\\mathbf{1}", ATOM, 1)
 
 
 class Readings(dict):
@@ -95,8 +107,7 @@ class Readings(dict):
             text = add(reading.text)[0]
             # a symmetric reading keeps t == text (one mark), as parents compare them
             t = text if reading.t == reading.text else (None if reading.t is None else add(reading.t)[0])
-            recip = None if reading.recip is None else add(reading.recip)[0]
-            reading = replace(reading, text=text, t=t, recip=recip)
+            reading = replace(reading, text=text, t=t)
         super().__setitem__(node, reading)
 
     def expand(self, text: str) -> str:
@@ -114,13 +125,13 @@ def matrix_readings(root: Expr) -> Readings:
 
 def read_node(node: Expr, readings: dict[Expr, Reading | None]) -> Reading | None:
     """The reading of ``node`` from its children's in ``readings`` (None: no matrix notation)."""
-    kids = [readings[c] for c in node.children]
-    if node.order > 2 or any(k is None for k in kids):
+    kids = [k for k in (readings[c] for c in node.children) if k is not None]
+    if node.order > 2 or len(kids) < len(node.children):
         return None
     reading = MATRIX_RULES[node.op](node, kids, readings)
     if reading is not None and node.order == 2 and reading.t != reading.text and is_symmetric(node, frozenset()):
         # a symmetric matrix (XᵀX, its inverse) is its own transpose: (XᵀX)^{-1}, never (XᵀX)^{-⊤}
-        return Reading(reading.text, reading.prec, 2, reading.text, reading.prec, reading.recip, reading.recip_prec)
+        return Reading(reading.text, reading.prec, 2, reading.text, reading.prec)
     return reading
 
 
@@ -167,60 +178,10 @@ def _m_func(node, kids, readings):
     return Reading(f"{name}\\left({x.text}\\right)", ATOM, node.order, t)
 
 
-def squared_norm_base(node: Expr) -> Expr | None:
-    """``v`` when ``node`` is the sum of the squares of ``v``'s entries, written as
-    ``v *(i,i->) v`` (``vᵀv``) or ``v^2 *(i,->) 1`` (``sum(v.^2)``); None otherwise."""
-    if node.op != "mul" or node.arg[1] or node.order:
-        return None
-    ins = node.arg[0]
-    pairs = [(c, s) for c, s in zip(node.children, ins) if not (c.op == "const" and c.arg[0] == 1)]
-    specs = {s for _, s in pairs}
-    if len(specs) != 1 or len(set(ins[0])) != len(ins[0]):
-        return None
-    if any(c.op == "const" and set(s) - set(pairs[0][1]) for c, s in zip(node.children, ins)):
-        return None  # a ones operand with a letter of its own would count entries twice
-    if len(pairs) == 2 and pairs[0][0] is pairs[1][0]:
-        return pairs[0][0]
-    if len(pairs) == 1 and pairs[0][0].op == "pow" and pairs[0][0].children[1].op == "const":
-        if pairs[0][0].children[1].arg[0] == 2:
-            return pairs[0][0].children[0]
-    return None
-
-
-def _squared_norm(node: Expr, readings) -> Reading | None:
-    """``xᵀx`` for a vector variable, ``‖v‖²`` for any other vector, ``‖X‖_F²`` for a matrix."""
-    base = squared_norm_base(node)
-    if base is None or base.order not in (1, 2) or readings.get(base) is None:
-        return None
-    reading = readings[base]
-    if base.op == "var" and base.order == 1:
-        return Reading(f"{reading.text}^\\top {reading.text}", PROD, 0)
-    frobenius = "_F" if base.order == 2 else ""
-    return Reading(f"\\left\\|{reading.text}\\right\\|{frobenius}^{{2}}", POW, 0)
-
-
-def _norm(node: Expr, readings) -> Reading | None:
-    """``‖v‖`` for the square root of a sum of squares (``norm2(v)``), ``‖v‖^{-1}`` for its
-    power -1/2, ``‖v‖^{3}`` for 3/2: an odd multiple of 1/2 (an even one is a power of vᵀv)."""
-    if node.op != "pow" or node.children[1].op != "const":
-        return None
-    twice = 2 * node.children[1].arg[0]
-    if twice != int(twice) or int(twice) % 2 != 1:
-        return None
-    base = squared_norm_base(node.children[0])
-    if base is None or base.order not in (1, 2) or readings.get(base) is None:
-        return None
-    frobenius = "_F" if base.order == 2 else ""
-    text = f"\\left\\|{readings[base].text}\\right\\|{frobenius}"
-    if twice == 1:
-        return Reading(text, ATOM, 0)
-    return Reading(f"{text}^{{{int(twice)}}}", POW, 0)
-
-
 def _m_pow(node, kids, readings):
-    norm = _norm(node, readings)
+    norm = read_norm(node)
     if norm is not None:
-        return norm
+        return _rendered(norm, 0, readings)
     base, exponent = kids
     e = node.children[1].arg[0] if node.children[1].op == "const" else None
     hadamard = node.order > 0
@@ -228,13 +189,7 @@ def _m_pow(node, kids, readings):
     t = None
     if node.order == 2:
         t = power((transpose(base).text, transpose(base).prec), (exponent.text, exponent.prec), e, True)[0]
-    recip, recip_prec = None, ATOM
-    if hadamard and isinstance(e, (int, float)) and e < 0:
-        # b^{∘-2} is the reciprocal of b^{∘2}
-        recip, recip_prec = (base.text, base.prec)
-        if e != -1:
-            recip, recip_prec = power((base.text, base.prec), (format_number(-e), ATOM), -e, True)
-    return Reading(text, prec, node.order, t, POW, recip, recip_prec)
+    return Reading(text, prec, node.order, t, POW)
 
 
 def _m_inv(node, kids, readings):
@@ -253,239 +208,147 @@ def _m_adj(node, kids, readings):
     return Reading(f"\\operatorname{{adj}}\\left({kids[0].text}\\right)", ATOM, 2)
 
 
-@dataclass
-class _Operand:
-    reading: Reading
-    letters: list
-
-
 def _m_mul(node, kids, readings):
-    squared = _squared_norm(node, readings)
-    if squared is not None:
-        return squared
-    ins, out = node.arg
-    coef: int | float = 1
-    scalars: list[Reading] = []
-    operands: list[_Operand] = []
-    others = set()
-    for child, spec in zip(node.children, ins):
-        if child.op != "const" and not is_power_zero(child):
-            others.update(spec)
-    for child, spec, reading in zip(node.children, ins, kids):
-        if child.op == "add" and len(child.children) == 1:  # pull a scale out
-            coef *= child.arg[0]
-            child = child.children[0]
-            reading = readings[child]
-        if child.op == "const" or is_power_zero(child):
-            coef *= child.arg[0] if child.op == "const" else 1
-            if not set(spec) <= others:
-                operands.extend(_Operand(ONES, [letter]) for letter in dict.fromkeys(spec))
-            continue
-        if child.op == "delta" and child.arg == 0:
-            continue
-        if child.order == 0:
-            scalars.append(reading)
-            continue
-        operands.append(_Operand(reading, list(spec)))
-    if coef == 0:
-        return Reading("0", ATOM, node.order)
-    result = _chain_reading(operands, list(out), scalars)
-    if result is None or coef == 1:
-        return result
-    prefix = coefficient_prefix(coef)
-    text = prefix + wrap(result.text, result.prec, PROD)
-    t = None if result.t is None else prefix + wrap(result.t, result.t_prec, PROD)
-    prec = NEG if coef < 0 else PROD
-    return Reading(text, prec, node.order, t, prec)
+    reading = read_product(node)
+    return None if reading is None else _rendered(reading, node.order, readings)
 
 
-def _chain_reading(operands: list[_Operand], out: list, scalars: list[Reading]):
-    """Read an einsum of order-1/2 operands as products of matrices.
-
-    Returns the reading or None.
-    """
-    fresh = [max([x for op in operands for x in op.letters] + out + [-1]) + 1]
-
-    def new_letter():
-        fresh[0] += 1
-        return fresh[0]
-
-    # repeated letters inside one operand: a trace or the diagonal of a matrix
-    kept: list[_Operand] = []
-    for op in operands:
-        if len(op.letters) == 2 and op.letters[0] == op.letters[1]:
-            letter = op.letters[0]
-            elsewhere = letter in out or any(letter in o.letters for o in operands if o is not op)
-            if elsewhere:
-                kept.append(
-                    _Operand(Reading(f"\\operatorname{{diag}}\\left({op.reading.text}\\right)", ATOM, 1), [letter])
-                )
-            else:
-                scalars.append(Reading(f"\\operatorname{{tr}}\\left({op.reading.text}\\right)", ATOM, 0))
-        else:
-            kept.append(op)
-    operands = kept
-    # a repeated output letter writes a diagonal matrix
-    if len(out) == 2 and out[0] == out[1]:
-        inner = _chain_reading(operands, [out[0]], scalars)
-        if inner is None:
-            return None
-        text = f"\\operatorname{{diag}}\\left({inner.text}\\right)"
-        return Reading(text, ATOM, 2, text, ATOM)
-
-    def occurrences(letter) -> int:
-        return out.count(letter) + sum(op.letters.count(letter) for op in operands)
-
-    # entrywise products: vectors (or matrices) on the same letters with a third use
-    merged = True
-    while merged:
-        merged = False
-        groups: dict[tuple, list[int]] = {}
-        for k, op in enumerate(operands):
-            groups.setdefault(tuple(sorted(op.letters)), []).append(k)
-        for key, members in groups.items():
-            if len(members) < 2 or not all(occurrences(x) >= 3 for x in key):
-                continue
-            first = operands[members[0]]
-            parts, divisors = [], []
-            for k in members:
-                r = operands[k].reading
-                if operands[k].letters != first.letters:
-                    r = transpose(r)
-                if r.recip is not None:
-                    divisors.append(wrap(r.recip, r.recip_prec, POW))
-                else:
-                    parts.append(wrap(r.text, r.prec, POW))
-            if not parts:  # nothing to divide: keep the powers
-                parts, divisors = [wrap(operands[k].reading.text, operands[k].reading.prec, POW) for k in members], []
-            # a ⊙ b^{∘-1} -> a ⊘ b
-            text = " \\odot ".join(parts) + "".join(f" \\oslash {d}" for d in divisors)
-            reading = Reading(text, HADAMARD, len(first.letters))
-            operands = [op for k, op in enumerate(operands) if k not in members[1:]]
-            operands[members[0]] = _Operand(reading, list(first.letters))
-            merged = True
-            break
-    # a vector on a letter used twice more: entrywise with the result, or diag(v)
-    for op in list(operands):
-        if len(op.letters) != 1:
-            continue
-        letter = op.letters[0]
-        count = occurrences(letter)
-        if count < 3:
-            continue
-        if count > 3:
-            return None
-        if out == [letter]:
-            rest = _chain_reading([o for o in operands if o is not op], out, [])
-            if rest is None:
-                return None
-            v = wrap(op.reading.text, op.reading.prec, POW)
-            text = f"{v} \\odot {wrap(rest.text, rest.prec, POW)}"
-            return _with_scalars(scalars, Reading(text, HADAMARD, 1))
-        other = new_letter()
-        diag = Reading(f"\\operatorname{{diag}}\\left({op.reading.text}\\right)", ATOM, 2, None)
-        diag = Reading(diag.text, ATOM, 2, diag.text, ATOM)  # diagonal matrices are symmetric
-        op.reading, op.letters = diag, [letter, other]
-        # move one other use of the letter to the new one
-        for o in operands:
-            if o is not op and letter in o.letters:
-                o.letters[o.letters.index(letter)] = other
-                break
-        else:
-            out[out.index(letter)] = other
-    if any(occurrences(x) > 2 for op in operands for x in op.letters):
+def _rendered(reading: MatrixReading, kind: int, readings) -> Reading | None:
+    """The LaTeX of a matrix reading (with its transpose's for a vector or matrix)."""
+    main = latex_term(reading.term, readings)
+    if main is None:
         return None
-    # summed letters used once: a sum, i.e. a product with a ones vector
-    for op in list(operands):
-        for letter in op.letters:
-            if occurrences(letter) == 1 and letter not in out:
-                operands.append(_Operand(ONES, [letter]))
-    # walk the chains
-    where: dict[object, list[tuple[int, int]]] = {}
-    for k, op in enumerate(operands):
-        for position, letter in enumerate(op.letters):
-            where.setdefault(letter, []).append((k, position))
-    visited: set[int] = set()
-
-    def walk(letter, came_from: int | None) -> tuple[list[Reading], bool]:
-        """Follow the chain from an index; returns the oriented factors and whether
-        it ended in a vector (else at an output index)."""
-        items: list[Reading] = []
-        while True:
-            nxt = [(k, p) for k, p in where.get(letter, []) if k != came_from and k not in visited]
-            if not nxt:
-                return items, False
-            k, position = nxt[0]
-            visited.add(k)
-            op = operands[k]
-            if len(op.letters) == 1:
-                items.append(op.reading)
-                return items, True
-            items.append(op.reading if position == 0 else transpose(op.reading))
-            letter, came_from = op.letters[1 - position], k
-
-    pieces: list[Reading] = []
-    transposed: list[Reading] = []
-    if out:
-        left, left_vector = walk(out[0], None)
-        if len(out) == 2 and left_vector:  # an outer product: (M u) (N w)^T
-            right, right_vector = walk(out[1], None)
-            if not right_vector:
-                return None
-            pieces = left + [transpose(r) for r in reversed(right)]
-            transposed = right + [transpose(r) for r in reversed(left)]
-        elif len(out) == 2 or left_vector:
-            pieces = left
-            transposed = [transpose(r) for r in reversed(left)]
-        else:
-            return None
-    # whatever is left is scalar: u^T M ... v paths and traces of cycles
-    extra: list[Reading] = []
-    # sums read best as 1^T v: start the paths at ones vectors
-    starts = sorted(range(len(operands)), key=lambda k: operands[k].reading is not ONES)
-    for k in starts:
-        op = operands[k]
-        if k in visited or len(op.letters) != 1:
-            continue
-        visited.add(k)
-        rest, ended = walk(op.letters[0], k)
-        if not ended:
-            return None
-        extra.append(_render([transpose(op.reading)] + rest, 0))
-    for k, op in enumerate(operands):
-        if k in visited:
-            continue
-        visited.add(k)
-        rest, _ = walk(op.letters[1], k)
-        inner = _render([op.reading] + rest, 0).text
-        extra.append(Reading(f"\\operatorname{{tr}}\\left({inner}\\right)", ATOM, 0))
-    all_scalars = scalars + extra
-    if not pieces:
-        if not all_scalars:
-            return Reading("1", ATOM, 0)
-        text, prec = juxtapose([(s.text, s.prec) for s in all_scalars])
-        return Reading(text, prec, 0)
-    main = _render(pieces, len(out))
-    if transposed:
-        t = _render(transposed, len(out))
-        main = Reading(main.text, main.prec, main.kind, t.text, t.prec)
-    return _with_scalars(all_scalars, main)
+    if kind == 0:
+        return Reading(main[0], main[1], 0)
+    t = latex_term(reading.transpose, readings)
+    assert t is not None  # the same leaves as the term's
+    return Reading(main[0], main[1], kind, t[0], t[1])
 
 
-def _with_scalars(scalars: list[Reading], main: Reading) -> Reading:
+def latex_term(term: Term, readings) -> tuple[str, int] | None:
+    """``(LaTeX, precedence)`` of a term of a matrix reading; None where an operand has no
+    matrix notation."""
+    return _LATEX_TERMS[type(term)](term, readings)
+
+
+def _parts(terms, readings) -> list[tuple[str, int]] | None:
+    parts = [latex_term(t, readings) for t in terms]
+    return None if any(p is None for p in parts) else parts  # type: ignore[return-value]
+
+
+def _l_leaf(term: Leaf, readings):
+    reading = readings.get(term.node)
+    if reading is None:
+        return None
+    if term.transposed:
+        reading = transpose(reading)
+    return reading.text, reading.prec
+
+
+def _l_ones(term: Ones, readings):
+    return ("\\mathbf{1}^\\top", POW) if term.transposed else ("\\mathbf{1}", ATOM)
+
+
+def _l_transposed(term: Transposed, readings):
+    inner = latex_term(term.inner, readings)
+    return None if inner is None else (f"{wrap(*inner, ATOM)}^\\top", POW)
+
+
+def _l_chain(term: Chain, readings):
+    parts = _parts(term.factors, readings)
+    return None if parts is None else (" ".join(wrap(t, p, PROD) for t, p in parts), PROD)
+
+
+def _operator(name: str):
+    def render(term, readings):
+        inner = latex_term(term.inner, readings)
+        return None if inner is None else (f"\\operatorname{{{name}}}\\left({inner[0]}\\right)", ATOM)
+
+    return render
+
+
+def _l_sum(term: Sum, readings):
+    inner = latex_term(term.inner, readings)
+    return None if inner is None else (f"\\mathbf{{1}}^\\top {wrap(*inner, PROD)}", PROD)
+
+
+def _l_hadamard(term: Hadamard, readings):
+    parts = _parts(term.parts, readings)
+    bases = [readings.get(base) for base, _ in term.divisors]
+    if parts is None or any(b is None for b in bases):
+        return None
+    divisors = []
+    for base, (_, e) in zip(bases, term.divisors):
+        recip = (base.text, base.prec)
+        if e != 1:  # b^{∘-2} is the reciprocal of b^{∘2}
+            recip = power(recip, (format_number(e), ATOM), e, True)
+        divisors.append(f" \\oslash {wrap(*recip, POW)}")
+    return " \\odot ".join(wrap(t, p, POW) for t, p in parts) + "".join(divisors), HADAMARD
+
+
+def _l_with_scalars(term: WithScalars, readings):
     """Scalar factors in front of a vector or matrix: ``c\\, x^\\top y\\, A``."""
-    if not scalars:
-        return main
-    front = " ".join(wrap(s.text, s.prec, PROD) for s in scalars)
-    t = None if main.t is None else f"{front} {wrap(main.t, main.t_prec, PROD)}"
-    return Reading(f"{front} {wrap(main.text, main.prec, PROD)}", PROD, main.kind, t, PROD)
+    scalars = _parts(term.scalars, readings)
+    if scalars is None:
+        return None
+    if term.main is None:
+        return juxtapose(scalars)
+    main = latex_term(term.main, readings)
+    if main is None:
+        return None
+    front = " ".join(wrap(t, p, PROD) for t, p in scalars)
+    return f"{front} {wrap(*main, PROD)}", PROD
 
 
-def _render(items: list[Reading], kind: int) -> Reading:
-    """Juxtaposed factors of a matrix product."""
-    if len(items) == 1:
-        return Reading(items[0].text, items[0].prec, kind, items[0].t, items[0].t_prec)
-    return Reading(" ".join(wrap(r.text, r.prec, PROD) for r in items), PROD, kind)
+def _l_coefficient(term: Coefficient, readings):
+    inner = latex_term(term.inner, readings)
+    if inner is None:
+        return None
+    return coefficient_prefix(term.coef) + wrap(*inner, PROD), NEG if term.coef < 0 else PROD
+
+
+def _l_number(term: Number, readings):
+    return str(term.value), ATOM
+
+
+def _l_squared_norm(term: SquaredNorm, readings):
+    """``xᵀx`` for a vector variable, ``‖v‖²`` for any other vector, ``‖X‖_F²`` for a matrix."""
+    base = readings.get(term.base)
+    if base is None:
+        return None
+    if term.base.op == "var" and term.base.order == 1:
+        return f"{base.text}^\\top {base.text}", PROD
+    frobenius = "_F" if term.base.order == 2 else ""
+    return f"\\left\\|{base.text}\\right\\|{frobenius}^{{2}}", POW
+
+
+def _l_norm(term: Norm, readings):
+    """``‖v‖``, ``‖v‖^{-1}``, ``‖v‖^{3}``."""
+    base = readings.get(term.base)
+    if base is None:
+        return None
+    frobenius = "_F" if term.base.order == 2 else ""
+    text = f"\\left\\|{base.text}\\right\\|{frobenius}"
+    return (text, ATOM) if term.power == 1 else (f"{text}^{{{term.power}}}", POW)
+
+
+#: term kind -> its LaTeX (None where an operand has no matrix notation)
+_LATEX_TERMS: dict[type, Callable[..., tuple[str, int] | None]] = {
+    Leaf: _l_leaf,
+    Ones: _l_ones,
+    Transposed: _l_transposed,
+    Chain: _l_chain,
+    Diag: _operator("diag"),
+    DiagOf: _operator("diag"),
+    Trace: _operator("tr"),
+    Sum: _l_sum,
+    Hadamard: _l_hadamard,
+    WithScalars: _l_with_scalars,
+    Coefficient: _l_coefficient,
+    Number: _l_number,
+    SquaredNorm: _l_squared_norm,
+    Norm: _l_norm,
+}
 
 
 def _m_none(node, kids, readings):

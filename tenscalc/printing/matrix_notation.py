@@ -20,8 +20,28 @@ from ..core.nodes import Expr
 from ..simplifier.symmetry import is_symmetric
 from . import text as P
 from .latex_pieces import common_factor, divide_coefficient
-from .matrix_forms import squared_norm_base
-from .text import FACTOR, MAX_TEXT, POWER, TERM, Templates, chain_order, text_length, to_text
+from .matrix_reading import (
+    Chain,
+    Coefficient,
+    Diag,
+    DiagOf,
+    Hadamard,
+    Leaf,
+    MatrixReading,
+    Norm,
+    Number,
+    Ones,
+    SquaredNorm,
+    Sum,
+    Term,
+    Trace,
+    Transposed,
+    WithScalars,
+    chain,
+    read_norm,
+    read_product,
+)
+from .text import FACTOR, MAX_TEXT, POWER, TERM, Templates, text_length, to_text
 
 # An entry of the printer: (text, precedence, kind, alternative).  ``kind`` says
 # what the text is: "s" scalar, "c" column vector, "r" row vector (the same
@@ -102,7 +122,8 @@ def _oriented(entry: _Entry, want: str) -> _Entry:
 def _print_node(node: Expr, texts: dict[Expr, _Entry], root: Expr) -> _Entry:
     entry = _print_matrix(node, texts, root)
     if entry is not None:
-        if node.order == 2 and entry[2] == "m" and entry[3] is None and is_symmetric(node, frozenset()):
+        same = entry[3] is not None and entry[3][0] == entry[0]
+        if node.order == 2 and entry[2] == "m" and not same and is_symmetric(node, frozenset()):
             return (*entry[:3], entry[:3] + (None,))  # XᵀX, inv(XᵀX): written the same transposed
         return entry
     # the einsum printers read (text, precedence) of children and, for a quotient, of
@@ -139,28 +160,32 @@ def _m_delta(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entr
 
 
 def _m_add(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
-    return _print_sum(node, kids)
+    entry = _print_sum(node, kids)
+    if node.order != 2:
+        return entry
+    # the transpose of a sum of matrices is the sum of their transposes (A' + A), as in LaTeX
+    return (*entry[:3], _print_sum(node, [_oriented(k, "mt") for k in kids]))
 
 
 def _m_func(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
-    return f"{node.arg}({kids[0][0]})", P.ATOM, kids[0][2], None
+    t = None
+    if node.order == 2:  # entry by entry: f(X)' is f(X')
+        t = (f"{node.arg}({_oriented(kids[0], 'mt')[0]})", P.ATOM, "m", None)
+    return f"{node.arg}({kids[0][0]})", P.ATOM, kids[0][2], t
 
 
-def _vector_norm_base(node: Expr) -> Expr | None:
-    """``v`` when ``node`` is ``vᵀv`` or ``sum(v.^2)`` of a vector ``v``."""
-    base = squared_norm_base(node)
-    return base if base is not None and base.order == 1 else None
-
-
-def _m_pow(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
-    inner = _vector_norm_base(node.children[0])
-    if inner is not None and node.children[1].op == "const" and node.children[1].arg[0] == 0.5:
-        return f"norm2({texts[inner][0]})", P.ATOM, "s", None  # (vᵀv)^0.5
+def _m_pow(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry | None:
+    norm = read_norm(node)
+    if norm is not None:  # (vᵀv)^0.5 is norm2(v)
+        return _rendered(norm, 0, texts)
     base, exponent = kids
     exp_text = exponent[0] if exponent[1] >= P.ATOM else f"({exponent[0]})"
     # `X^2` of a matrix is the matrix power in matrix notation: its entrywise power is `X.^2`
     op = ".^" if node.children[0].order == 2 else "^"
-    return f"{_wrap(base, P.ATOM)}{op}{exp_text}", P.POWER, base[2], None
+    t = None
+    if node.order == 2 and node.children[1].order == 0:  # entry by entry: (X.^2)' is X'.^2
+        t = (f"{_wrap(_oriented(base, 'mt'), P.ATOM)}{op}{exp_text}", P.POWER, "m", None)
+    return f"{_wrap(base, P.ATOM)}{op}{exp_text}", P.POWER, base[2], t
 
 
 def _m_matrix_function(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry:
@@ -183,16 +208,146 @@ def _m_slice(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entr
 
 
 def _m_mul(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> _Entry | None:
-    vector = _vector_norm_base(node)
-    if vector is not None:  # x'*x for a variable, norm2(A*x - y)^2 for anything else
-        text = _oriented(texts[vector], "c")[0]
-        if vector.op == "var":
-            return f"{text}'*{text}", P.TERM, "s", None
-        return f"norm2({text})^2", P.POWER, "s", None
-    ins, out = node.arg
-    if len(node.children) == 1:
-        return _print_unary(ins[0], tuple(out), kids[0])
-    return _print_chain(ins, tuple(out), kids)
+    """A product as the matrix reading of :mod:`.matrix_reading` writes it (the LaTeX
+    printer writes the same reading), else None: the einsum language."""
+    reading = read_product(node)
+    return None if reading is None else _rendered(reading, node.order, texts)
+
+
+def _rendered(reading: MatrixReading, order: int, texts: Mapping[Expr, _Entry]) -> _Entry | None:
+    """The text of a matrix reading, with its transpose's as the alternative."""
+    if isinstance(reading.term, Number) and order:
+        return None  # a zero vector or matrix: the einsum language states its lengths
+    text, prec = text_term(reading.term, texts)
+    kind = _default_kind(order)
+    if order not in (1, 2):
+        return text, prec, kind, None
+    t_text, t_prec = text_term(reading.transpose, texts)
+    return text, prec, kind, (t_text, t_prec, "r" if kind == "c" else "m", None)
+
+
+def text_term(term: Term, texts: Mapping[Expr, _Entry]) -> tuple[str, int]:
+    """``(text, precedence)`` of a term of a matrix reading in matrix notation.
+
+    >>> import tenscalc as tc
+    >>> from tenscalc.printing.matrix_reading import read_product
+    >>> f = tc.parse("A *(ij,j->) v", {"A": 2, "v": 1})
+    >>> text_term(read_product(f).term, {c: (c.arg[0], P.ATOM, "m" if c.order == 2 else "c", None) for c in f.children})
+    ('sum(A*v)', 4)
+    """
+    return _TEXT_TERMS[type(term)](term, texts)
+
+
+def _t_leaf(term: Leaf, texts):
+    entry = texts[term.node]
+    if term.node.order == 1:
+        entry = _oriented(entry, "r" if term.transposed else "c")
+    elif term.transposed:
+        entry = _oriented(entry, "mt")
+    return entry[0], entry[1]
+
+
+def _t_ones(term: Ones, texts):
+    # sized by a variable's axis as the parser reads it; vector(1) takes its length from the product
+    text = f"ones({term.dim})" if N.is_known(term.dim) else "vector(1)"
+    return (text + "'", P.POWER) if term.transposed else (text, P.ATOM)
+
+
+def _t_transposed(term: Transposed, texts):
+    return _wrap(text_term(term.inner, texts), P.POWER) + "'", P.POWER
+
+
+def _joined(parts: list[tuple[str, int]], operator: str) -> tuple[str, int]:
+    """``a*b*c``: left to right, so a right operand that is itself a product keeps its parentheses."""
+    text = _wrap(parts[0], TERM) + "".join(operator + _wrap(p, FACTOR) for p in parts[1:])
+    return text, TERM
+
+
+def _t_chain(term: Chain, texts):
+    return _joined([text_term(f, texts) for f in term.factors], "*")
+
+
+def _function(name: str):
+    def render(term, texts):
+        return f"{name}({text_term(term.inner, texts)[0]})", P.ATOM
+
+    return render
+
+
+def _t_sum(term: Sum, texts):
+    inner = term.inner
+    if isinstance(inner, Chain) and isinstance(inner.factors[-1], Ones) and not inner.factors[-1].transposed:
+        inner = chain(list(inner.factors[:-1]))  # 1ᵀ M 1: the sum of M's entries
+    return f"sum({text_term(inner, texts)[0]})", P.ATOM
+
+
+def _t_hadamard(term: Hadamard, texts):
+    text, prec = _joined([text_term(p, texts) for p in term.parts], " .* ")
+    for base, e in term.divisors:
+        entry = _oriented(texts[base], "c") if base.order == 1 else texts[base]
+        if e != 1:  # b.^(-2) is the reciprocal of b.^2
+            entry = (f"{_wrap(entry, P.ATOM)}{'.^' if base.order == 2 else '^'}{P.format_exact(e)}", P.POWER)
+        text += " ./ " + _wrap(entry, FACTOR)
+    return text, prec
+
+
+def _t_with_scalars(term: WithScalars, texts):
+    parts = [text_term(s, texts) for s in term.scalars]
+    if term.main is not None:
+        parts.append(text_term(term.main, texts))
+    return parts[0] if len(parts) == 1 else _joined(parts, "*")
+
+
+def _t_coefficient(term: Coefficient, texts):
+    inner = text_term(term.inner, texts)
+    if term.coef == -1:
+        return "-" + _wrap(inner, P.POWER), P.FACTOR
+    sign = "-" if term.coef < 0 else ""
+    # "-2.7*(...)" is a TERM: after a product's operator it needs its parentheses
+    return f"{sign}{P.format_exact(abs(term.coef))}*{_wrap(inner, FACTOR)}", TERM
+
+
+def _t_number(term: Number, texts):
+    return str(term.value), P.ATOM
+
+
+def _norm_text(base: Expr, texts) -> str:
+    entry = _oriented(texts[base], "c") if base.order == 1 else texts[base]
+    return f"norm2({entry[0]})"
+
+
+def _t_squared_norm(term: SquaredNorm, texts):
+    """``x'*x`` for a vector variable, ``norm2(v)^2`` for any other vector or a matrix."""
+    if term.base.op == "var" and term.base.order == 1:
+        text = _oriented(texts[term.base], "c")[0]
+        return f"{text}'*{text}", TERM
+    return _norm_text(term.base, texts) + "^2", P.POWER
+
+
+def _t_norm(term: Norm, texts):
+    text = _norm_text(term.base, texts)
+    if term.power == 1:
+        return text, P.ATOM
+    return text + (f"^{term.power}" if term.power > 0 else f"^({term.power})"), P.POWER
+
+
+#: term kind -> its text in matrix notation
+_TEXT_TERMS: dict[type, Callable[..., tuple[str, int]]] = {
+    Leaf: _t_leaf,
+    Ones: _t_ones,
+    Transposed: _t_transposed,
+    Chain: _t_chain,
+    Diag: _function("diag"),
+    DiagOf: _function("diag"),
+    Trace: _function("tr"),
+    Sum: _t_sum,
+    Hadamard: _t_hadamard,
+    WithScalars: _t_with_scalars,
+    Coefficient: _t_coefficient,
+    Number: _t_number,
+    SquaredNorm: _t_squared_norm,
+    Norm: _t_norm,
+}
 
 
 def _m_none(node: Expr, kids: list[_Entry], root: Expr, texts: dict[Expr, _Entry]) -> None:
@@ -248,123 +403,3 @@ def _print_sum(node: Expr, kids: list[_Entry]) -> _Entry:
             None,
         )
     return text, prec, _default_kind(node.order), None
-
-
-def _print_unary(spec: tuple, out: tuple, child: _Entry) -> _Entry | None:
-    spec = tuple(spec)
-    order, n_out = len(spec), len(out)
-    if order > 2 or n_out > 2:
-        return None
-    if len(set(spec)) == order and spec == out:
-        return child  # the identity
-    if order == 2 and len(set(spec)) == 2 and out == spec[::-1]:
-        return _oriented(child, "mt")
-    if n_out == 0 and len(set(spec)) == order:
-        return f"sum({child[0]})", P.ATOM, "s", None
-    if order == 2 and spec[0] == spec[1]:
-        if n_out == 0:
-            return f"tr({child[0]})", P.ATOM, "s", None
-        if n_out == 1:
-            return f"diag({child[0]})", P.ATOM, "c", None
-    if order == 1 and n_out == 2 and out[0] == out[1] == spec[0]:
-        return f"diag({_oriented(child, 'c')[0]})", P.ATOM, "m", None
-    return None
-
-
-def _print_chain(ins: tuple, out: tuple, kids: list[_Entry]) -> _Entry | None:
-    """A product of two or more operands as a chain of matrix products, trying
-    every order of up to five operands and keeping the cheapest printable one."""
-    import itertools
-
-    n = len(kids)
-    orders = itertools.permutations(range(n)) if n <= 5 else [chain_order(ins, out)]
-    best: tuple[int, _Entry] | None = None
-    for perm in orders:
-        specs = [tuple(ins[k]) for k in perm]
-        entry, spec, total = kids[perm[0]], specs[0], 0
-        for k, result in enumerate(N.chain_specs(specs, out), start=1):
-            step = _print_binary(entry, spec, kids[perm[k]], specs[k], tuple(result))
-            if step is None:
-                break
-            cost, entry = step
-            total += cost
-            spec = tuple(result)
-        else:
-            total += sum(1 for a, b in zip(perm, range(n)) if a != b)  # keep the written order
-            if best is None or total < best[0]:
-                best = (total, entry)
-    return None if best is None else best[1]
-
-
-def _product(left: _Entry, right: _Entry, operator: str = "*") -> str:
-    space = " " if operator != "*" else ""
-    return f"{_wrap(left, TERM)}{space}{operator}{space}{_wrap(right, FACTOR)}"
-
-
-def _as_in(entry: _Entry, spec: tuple, out: tuple) -> _Entry:
-    """An operand whose letters are the output's, transposed if they come reversed."""
-    if len(spec) == 2 and spec != out:
-        return _oriented(entry, "mt")
-    if len(spec) == 1:
-        return _oriented(entry, "c")
-    return entry
-
-
-def _orientations(spec: tuple) -> list[tuple[tuple, str, int]]:
-    """(row letter, column letter), how to write the operand, and a cost (a
-    transposed matrix costs 2) for each way an operand can enter a matrix product."""
-    if len(spec) == 1:
-        return [((spec[0], None), "c", 0), ((None, spec[0]), "r", 0)]
-    return [((spec[0], spec[1]), "m", 0), ((spec[1], spec[0]), "mt", 2)]
-
-
-def _print_binary(ea: _Entry, sa: tuple, eb: _Entry, sb: tuple, out: tuple) -> tuple[int, _Entry] | None:
-    """``a *(sa,sb->out) b`` in matrix notation with its cost, or None."""
-    if len(set(sa)) < len(sa) or len(set(sb)) < len(sb) or len(set(out)) < len(out):
-        return None
-    if not sa or not sb:  # scaling: the scalar first
-        (s, t), st = ((ea, eb), sb) if not sa else ((eb, ea), sa)
-        if st == out or (len(st) == 2 and st == out[::-1]):
-            oriented = _as_in(t, st, out) if len(st) <= 2 else t
-            alt = None
-            if oriented[2] in "cr" and oriented[3] is not None:
-                alt = (_product(s, oriented[3]), P.TERM, oriented[3][2], None)
-            return 0, (_product(s, oriented), P.TERM, oriented[2], alt)
-        return None
-    if max(len(sa), len(sb), len(out)) > 2:
-        return None
-    if set(sa) == set(sb) == set(out) and len(sa) == len(sb) == len(out):  # entry by entry
-        text = _product(_as_in(ea, sa, out), _as_in(eb, sb, out), ".*")
-        return 0, (text, P.TERM, _default_kind(len(out)), None)
-    if not out and len(sa) == len(sb) == 2 and set(sa) == set(sb):
-        inner = _product(ea, _as_in(eb, sb, sa), ".*")
-        return 0, (f"sum({inner})", P.ATOM, "s", None)
-    found: dict[str, tuple[int, _Entry]] = {}
-    pairs = (((ea, sa), (eb, sb)), ((eb, sb), (ea, sa)))
-    for swap, ((le, ls), (re_, rs)) in enumerate(pairs):
-        for (lr, lc), lwant, lcost in _orientations(ls):
-            for (rr, rc), rwant, rcost in _orientations(rs):
-                if lc != rr or (lc is not None and (lc in out or lc in (lr, rc))):
-                    continue
-                if tuple(x for x in (lr, rc) if x is not None) != out:
-                    continue
-                kind = {(False, False): "s", (True, False): "c", (False, True): "r"}.get(
-                    (lr is not None, rc is not None), "m"
-                )
-                left, right = _oriented(le, lwant), _oriented(re_, rwant)
-                cost = (
-                    lcost
-                    + rcost
-                    + swap
-                    + (left[0].endswith("'") and lwant in "cr")
-                    + (right[0].endswith("'") and rwant in "cr")
-                )
-                if kind not in found or cost < found[kind][0]:
-                    found[kind] = (cost, (_product(left, right), P.TERM, kind, None))
-    if not found:
-        return None
-    if "c" in found and "r" in found:  # the same vector both ways: keep both
-        (cc, col), (rc_, row) = found["c"], found["r"]
-        main, other = (col, row) if cc <= rc_ else (row, col)
-        return min(cc, rc_), main[:3] + (other,)
-    return min(found.values(), key=lambda item: item[0])

@@ -328,7 +328,8 @@ READER_FORMS = [
         None,
         "0.5*(A'*x + A*x)",
     ),
-    ("sum(X.^2)", "X", r"\left\|X\right\|_F^{2}", "2 X", "sum(X.^2)", "2*X"),
+    # the text reads the Frobenius norm the LaTeX reads (one recogniser: printing/matrix_reading.py)
+    ("sum(X.^2)", "X", r"\left\|X\right\|_F^{2}", "2 X", "norm2(X)^2", "2*X"),
     ("norm2(x)", "x", r"\left\|x\right\|", r"\left\|x\right\|^{-1} x", "norm2(x)", None),
 ]
 
