@@ -23,7 +23,7 @@ from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .backends import letters
 from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, dtype_line, python_names, signature
-from .kernels import GramPattern, gram_pattern, is_identity_permutation
+from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, gram_pattern, is_identity_permutation
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
 from .program import ShapeResolver, choose_path, step_shape, variable_orders
@@ -347,6 +347,7 @@ class ProgramSource:
             sizes.update(zip(spec, shape))
         current = list(specs)
         values = list(texts)
+        rank = _layout_rank(specs, target)
         for number, positions in enumerate(path):
             positions = tuple(sorted(positions, reverse=True))
             picked = [current.pop(p) for p in positions]
@@ -356,7 +357,14 @@ class ProgramSource:
                 drop = "".join(c for c in picked[0] if c not in keep)
                 text, labels = _reduce(picked_values[0], picked[0], drop)
             else:
-                text, labels = _pair(picked[0], picked[1], keep, sizes, picked_values[0], picked_values[1])
+                # the pair in the order the compiled program multiplies it (kernels: the
+                # result laid out as it is read next, a sum's T - M included)
+                needed = {c for c in picked[0] + picked[1] if c in keep}
+                _, _, swapped = _oriented_pair(picked[0], picked[1], needed, sizes, _reference(current, needed, rank))
+                first, second = (1, 0) if swapped else (0, 1)
+                text, labels = _pair(
+                    picked[first], picked[second], keep, sizes, picked_values[first], picked_values[second]
+                )
             if number < len(path) - 1:  # an intermediate of the path: its own statement
                 name = self._fresh()
                 self.lines.append(f"{name} = {text}")

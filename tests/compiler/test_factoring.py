@@ -8,6 +8,8 @@ differences of the function, with distinct axis lengths.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -231,3 +233,23 @@ def test_the_cp_model_is_laid_out_like_the_tensor_it_is_subtracted_from():
     for value, name in zip(compiled(data), "ABC"):
         numeric = _central(lambda x, name=name: float(tc.evaluate(f, {**data, name: x})), data[name])
         np.testing.assert_allclose(value, numeric, rtol=1e-6, atol=1e-6)
+
+
+def test_the_generated_module_lays_the_cp_model_out_like_the_tensor_too():
+    # to_python(shapes=) orients each pair as the compiled program does: the model's
+    # statement makes a (3, 4, 5) array in memory order, not a transposed view of one
+    f = tc.parse(CP, {"T": 3, "A": 2, "B": 2, "C": 2})
+    gradients = [tc.gradient(f, name) for name in "ABC"]
+    shapes = {"T": (3, 4, 5), "A": (3, 2), "B": (4, 2), "C": (5, 2)}
+    source = tc.to_python(gradients, shapes=shapes)
+    lines = [line.strip() for line in source.splitlines()]
+    (difference,) = [line for line in lines if re.fullmatch(r"_s\d+ = T - _s\d+", line)]
+    model = difference.split(" - ")[1]
+    (statement,) = [line for line in lines if line.startswith(f"{model} = ")]
+    assert statement.endswith(".reshape((3, 4, 5))"), statement
+    namespace: dict = {}
+    exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102 - the module under test
+    rng = np.random.default_rng(10)
+    data = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+    for value, gradient in zip(namespace["f"](**data), gradients):
+        np.testing.assert_allclose(value, tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)
