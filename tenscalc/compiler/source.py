@@ -113,9 +113,19 @@ def array_literal(value: np.ndarray) -> str:
 class ProgramSource:
     """Writes the statements of one plan bound to one set of shapes."""
 
-    def __init__(self, plan: Plan, resolver: ShapeResolver):
+    def __init__(
+        self,
+        plan: Plan,
+        resolver: ShapeResolver,
+        dense: Sequence[tuple[int, ...]] = (),
+        skip: frozenset[int] = frozenset(),
+    ):
         self.plan = plan
         self.resolver = resolver
+        # the shape of each slot where a rewrite (factoring.factor_shared) changed it, and
+        # the slots it no longer computes
+        self.dense = list(dense)
+        self.skip: frozenset[int] = skip
         self.lines: list[str] = []
         self.constants: list[str] = []  # module-level lines
         self.helpers: set[str] = set()
@@ -139,8 +149,10 @@ class ProgramSource:
     def write(self, input_names: Mapping[int, str]) -> list[str]:
         outputs = set(self.plan.outputs)
         for step in self.plan.steps:
-            shape = step_shape(step, self.resolver)
+            shape = self.dense[step.index] if self.dense else step_shape(step, self.resolver)
             self.shapes.append(shape)
+            if step.index in self.skip:
+                continue
             if step.kind == "input":
                 self.names[step.index] = input_names[step.index]
                 continue
@@ -454,7 +466,7 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
 def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str) -> str:
     """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``."""
     from ..core.axes import axis_graph
-    from .factoring import scale_broadcasts
+    from .factoring import factor_shared, scale_broadcasts
     from .plan import build_plan
 
     plan = scale_broadcasts(build_plan(list(roots)))  # as binding does: 20 (u ⊗ 1) scales u
@@ -473,7 +485,9 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
         resolver = ShapeResolver(graphs, fixed)
     except Exception as exc:  # the shapes disagree with each other: say so now, not in the code
         raise TensCalcError(f"to_python: the shapes do not fit the expressions: {exc}") from None
-    writer = ProgramSource(plan, resolver)
+    dense = [step_shape(step, resolver) for step in plan.steps]
+    plan, dense, skip = factor_shared(plan, dense, frozenset(), choose_path)  # as binding does: X (P + Q)
+    writer = ProgramSource(plan, resolver, dense, skip)
     body = writer.write({slot: names[var_name] for var_name, slot in plan.inputs.items()})
     # _result: the inputs' dtype (see .generated), an array the caller may write to
     results = [f"_result({writer.names[slot]}, _dtype)" for slot in plan.outputs]

@@ -76,6 +76,17 @@ def test_the_factored_gradient_agrees_with_the_interpreter_and_differences(n, m)
     np.testing.assert_allclose(compiled(data), numeric, rtol=1e-6, atol=1e-7)
 
 
+def test_the_generated_module_factors_too():
+    gradient = tc.gradient(tc.parse(AOPT, {"X": 2, "A": 2}), "X")
+    source = tc.to_python(gradient, shapes={"X": (5, 3), "A": (3, 3)})
+    products_with_x = [line for line in source.splitlines() if re.search(r"\bX\b.* @ |@ .*\bX\b", line)]
+    assert len(products_with_x) == 1, products_with_x
+    namespace: dict = {}
+    exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102 - the module under test
+    data = _aopt_data(5, 3)
+    np.testing.assert_allclose(namespace["f"](**data), tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)
+
+
 # X u vᵀ + X w zᵀ: two matrix-vector products and two outer products, or X (u vᵀ + w zᵀ),
 # a GEMM; the second is cheaper only when v and z have one entry
 RANK_TWO = "(X *(ij,j->i) u) *(i,k->ik) v + (X *(ij,j->i) w) *(i,k->ik) z"
