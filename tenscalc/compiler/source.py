@@ -173,9 +173,6 @@ class ProgramSource:
         return self.names[slot]
 
     # ------------------------------------------------------------------ steps
-    def _ones(self, step: Step, shape, is_output: bool) -> str:
-        return f"_np.ones({shape!r})"
-
     def _constant_step(self, step: Step, shape, is_output: bool) -> str:
         text = self._constant(self.resolver.constant(step.node, shape))
         return f"_np.array({text})" if is_output else text  # never hand out the module's own array
@@ -449,7 +446,6 @@ def _pair(a: str, b: str, keep: set[str], sizes: dict[str, int], xa: str, xb: st
 
 #: step kind -> the method writing the step's value as Python source
 SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], str]] = {
-    "ones": ProgramSource._ones,
     "constant": ProgramSource._constant_step,
     "func": ProgramSource._func,
     "pow": ProgramSource._pow,
