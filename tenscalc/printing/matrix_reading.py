@@ -171,7 +171,12 @@ class MatrixReading:
 
 def flip(term: Term) -> Term:
     """The transpose of ``term``, pushed inside where that reads better: ``(A B)ᵀ = Bᵀ Aᵀ``,
-    a diagonal matrix is its own, a scalar its own."""
+    a diagonal matrix is its own, a scalar its own.
+
+    >>> import tenscalc as tc
+    >>> describe(flip(read_product(tc.parse("A *(ij,jk->ik) B", {"A": 2, "B": 2})).term))
+    "B' A'"
+    """
     if isinstance(term, Leaf):
         return Leaf(term.node, not term.transposed) if term.node.order else term
     if isinstance(term, Ones):
@@ -229,19 +234,35 @@ def describe(term: Term) -> str:
 
 def structure(term: Term) -> frozenset[str]:
     """The kinds of structure a term holds (``diag``, ``transpose``, ``trace``,
-    ``hadamard``, ``ones``, ``norm``): what both printers must show alike."""
+    ``hadamard``, ``ones``, ``sum``, ``norm``): what both printers must show alike.
+
+    >>> import tenscalc as tc
+    >>> sorted(structure(read_product(tc.parse("X *(ki,k->ik) s", {"X": 2, "s": 1})).term))
+    ['diag', 'transpose']
+    """
     found: set[str] = set()
     stack = [term]
     while stack:
         t = stack.pop()
-        kind = {Diag: "diag", DiagOf: "diag", Trace: "trace", Hadamard: "hadamard", Transposed: "transpose"}
-        kind.update({Ones: "ones", Sum: "sum", SquaredNorm: "norm", Norm: "norm"})
-        if type(t) in kind:
-            found.add(kind[type(t)])
+        if type(t) in _STRUCTURE:
+            found.add(_STRUCTURE[type(t)])
         if isinstance(t, (Leaf, Ones)) and t.transposed:
             found.add("transpose")
         stack.extend(_children(t))
     return frozenset(found)
+
+
+_STRUCTURE: dict[type, str] = {
+    Diag: "diag",
+    DiagOf: "diag",
+    Trace: "trace",
+    Hadamard: "hadamard",
+    Transposed: "transpose",
+    Ones: "ones",
+    Sum: "sum",
+    SquaredNorm: "norm",
+    Norm: "norm",
+}
 
 
 def _children(term: Term) -> list[Term]:
