@@ -26,7 +26,8 @@ binds them to closures over those band values:
   clips them (positive steps; a reversed slice stays dense);
 * a sum adds bands (``delta(1)`` summands and embedded parts included); bands
   with the same stretch are added into one;
-* a constant made of ``delta(1)``, ``embed`` and ``slice`` is banded with numbers.
+* a constant made of ``delta(1)``, ``embed``, ``slice`` and sums is banded with numbers
+  (total variation's difference matrix ``I[1:] - I[:-1]``).
 
 Any other reader gets the dense value, written once (:func:`write_bands`: a
 zeroed array, each band written through a strided view of its diagonal), as
@@ -270,6 +271,8 @@ class _Binder:
         """A constant of ``delta(1)``, ``embed`` and ``slice`` nodes as bands of numbers."""
         if node.op == "delta" and node.arg == 1 and shape[0] == shape[1]:
             return ((Band(0, 0, shape[0]),), (1.0,)) if shape[0] else ((), ())
+        if node.op == "add":  # the difference matrix D = I[1:] - I[:-1] of total variation
+            return self._constant_sum(node, shape)
         if node.op not in ("embed", "slice"):
             return None
         (child,) = node.children
@@ -296,6 +299,19 @@ class _Binder:
                 bands.append(kept[0])
                 values.append(value)
         return tuple(bands), tuple(values)
+
+    def _constant_sum(self, node: Expr, shape: tuple[int, ...]) -> tuple[tuple[Band, ...], BandValues] | None:
+        """A sum of banded constants: the bands of its terms, scaled, those of one stretch added."""
+        coefs = node.arg if node.arg is not None else (1,) * len(node.children)
+        merged: dict[Band, float] = {}
+        for child, coef in zip(node.children, coefs):
+            number = _number(coef)
+            inner = self.constant(child, shape) if number is not None else None
+            if inner is None or number is None:
+                return None
+            for band, value in zip(*inner):
+                merged[band] = merged.get(band, 0.0) + number * value
+        return tuple(merged), tuple(merged.values())
 
     # -------------------------------------------------------------- products
     def product(self, step: Step, shape: tuple[int, ...]):
@@ -327,26 +343,38 @@ class _Binder:
         """``factor * A[p, q] * u[p] * v[q] ...`` written as ``(p, q)`` or ``(q, p)``, A banded."""
         factor = _number(term.factor)
         at = [i for i, (slot, _) in enumerate(term.operands) if slot in self.steps]
-        if len(at) != 1 or term.constants or factor is None:
+        if factor is None or len(at) + len(term.constants) != 1:
             return None
-        slot, spec = term.operands[at[0]]
+        if at:
+            slot, spec = term.operands[at[0]]
+            others = [op for i, op in enumerate(term.operands) if i != at[0]]
+        else:  # a banded constant (D = I[1:] - I[:-1]) scaled by vectors
+            node, spec = term.constants[0]
+            others = list(term.operands)
         if len(spec) != 2 or spec[0] == spec[1] or set(term.out) != set(spec) or len(term.out) != 2:
             return None
         p, q = spec
         if any(letter not in spec for letter, _ in term.refs):
             return None
-        others = [op for i, op in enumerate(term.operands) if i != at[0]]
         if any(len(other) != 1 or other[0] not in spec for _, other in others):
             return None
+        if at:
+            layout, fetch = self.steps[slot].layout, functools.partial(self.fetch, slot)
+        else:
+            sizes = dict(zip(term.out, shape))
+            found = self.constant(node, (sizes[p], sizes[q]))
+            if found is None:
+                return None
+            layout, numbers = Layout((sizes[p], sizes[q]), found[0]), found[1]
+            fetch = lambda k: describe(lambda env, v=numbers[k]: v, BandNumber(numbers[k]))  # noqa: E731
         vectors = [(s, other[0] == p) for s, other in others]
         transpose = term.out == (q, p)
-        layout = self.steps[slot].layout
         parts = []
         for k, band in enumerate(layout.bands):
             stretches = []
             for s, on_rows in vectors:
                 stretches.append((s, band.rows() if on_rows else band.cols()))
-            parts.append((band.transposed() if transpose else band, _scaled(self.fetch(slot, k), stretches, factor)))
+            parts.append((band.transposed() if transpose else band, _scaled(fetch(k), stretches, factor)))
         flops = layout.entries * (len(vectors) + (factor != 1))
         return parts, OpCost(flops, len(layout.bands), 0, multiplications=flops)
 
