@@ -26,6 +26,23 @@ from tests.fuzz.generate import generate
 from tests.printing.test_latex import MATRIX_CASES
 from tests.simplifier.test_textbook_forms import READER_FORMS
 
+# Matrix Cookbook identities (Petersen & Pedersen, section 2): expression, variable, the
+# derivative as the Cookbook writes it (in matrix notation, written by hand)
+COOKBOOK = [
+    ("tr(A*X*B)", "X", "A'*B'"),  # (101)
+    ("tr(X'*A*X)", "X", "A*X + A'*X"),  # (109)
+    ("u'*X*v", "X", "u*v'"),  # (70)
+    ("u'*X'*X*v", "X", "X*(u*v' + v*u')"),  # (77)
+    ("logdet(X)", "X", "inv(X)'"),  # (57)
+    ("tr(inv(X)*A)", "X", "-(inv(X)'*A'*inv(X)')"),  # (113)
+    ("u'*inv(X)*v", "X", "-(inv(X)'*u*v'*inv(X)')"),  # (61)
+    ("tr(X*A*X*B)", "X", "A'*X'*B' + B'*X'*A'"),  # (110)
+    ("det(X)", "X", "det(X)*inv(X)'"),  # (49)
+    ("norm2(A*x - y)^2", "x", "2*A'*(A*x - y)"),  # (84)
+    ("(A*x - y)'*W*(A*x - y)", "x", "A'*(W + W')*(A*x - y)"),  # (86)
+    ("x'*B*x/(x'*x)", "x", "(B + B')*x/(x'*x) - 2*(x'*B*x)/(x'*x)^2*x"),
+]
+
 LOGISTIC = "log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1"
 LOGISTIC_ORDERS = {"y": 1, "X": 2, "w": 1}
 
@@ -36,6 +53,7 @@ def _corpus() -> list[tuple[str, tc.Expr, tc.Expr]]:
     sources: list[tuple[str, tc.Expr]] = [(t, tc.parse(t)) for t in MATRIXCALCULUS_EXAMPLES + MORE]
     sources += [(t, tc.parse(t, o)) for t, o, _ in MATRIX_CASES]
     sources += [(form[0], tc.parse(form[0])) for form in READER_FORMS]
+    sources += [(text, tc.parse(text)) for text, _, _ in COOKBOOK]
     sources.append((LOGISTIC, tc.parse(LOGISTIC, LOGISTIC_ORDERS)))
     for seed in range(40):
         problem = generate(seed)
@@ -130,6 +148,19 @@ def test_the_logistic_hessian_is_x_transposed_diag_x_in_both():
     got = tc.evaluate(tc.parse(text, LOGISTIC_ORDERS), X=X, y=y, w=w)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     np.testing.assert_allclose(tc.evaluate(h, X=X, y=y, w=w), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("text, wrt, cookbook", COOKBOOK)
+def test_cookbook_derivatives_print_as_matrices_of_the_cookbooks_value(text, wrt, cookbook):
+    """Each Cookbook derivative prints in matrix notation in both printers (no index notation,
+    no einsum language), and the printed text has the value of the Cookbook's formula."""
+    f = tc.parse(text)
+    d = tc.derivative(f, wrt)
+    printed = tc.to_matrix_notation(d)
+    assert " *(" not in printed and _latex_matrix(d) is not None
+    values = random_values(f, seed=5)
+    reference = tc.evaluate(tc.parse(cookbook, f.variables), values)
+    np.testing.assert_allclose(tc.evaluate(tc.parse(printed, f.variables), values), reference, rtol=1e-10)
 
 
 @pytest.mark.parametrize(
