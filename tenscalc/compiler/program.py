@@ -26,6 +26,7 @@ from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
+from .accumulate import bind_accumulate
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
@@ -438,7 +439,9 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
             fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
         if cost.flags:
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
-        account(step.kind, fn, step.index, dead, cost, shape, step_reads(step))
+        # a sum written into one buffer (:mod:`.accumulate`) is an op kind of its own
+        kind = "accumulate" if getattr(fn, "accumulates", False) else step.kind
+        account(kind, fn, step.index, dead, cost, shape, step_reads(step))
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
     program = Program(ops, input_slots, plan.outputs, n_slots, backend, program_cost(ops), densify)
@@ -1193,6 +1196,9 @@ PARTITION_CHECK_LIMIT = 1 << 18
 
 def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     terms = _terms_of(step)
+    if len(terms) > 1 and backend.name == "numpy" and backend.mutable and shape != ():
+        # one buffer, outer products gathered into one GEMM, diagonals through a view
+        return bind_accumulate(terms, shape, shapes, resolver, backend, _bind_term)
     alone = is_output and len(terms) == 1
     bound = [_bind_term(term, shape, shapes, resolver, backend, alone) for term in terms]
     if len(bound) == 1:

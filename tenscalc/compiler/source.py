@@ -21,6 +21,7 @@ import numpy as np
 from ..adjugate import ADJUGATE_SOURCE
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
+from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, block_rows, parts
 from .backends import letters
 from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, dtype_line, python_names, signature
 from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, gram_pattern, is_identity_permutation
@@ -78,6 +79,7 @@ def _gram(x, d, scale):
 ''',
     "_lapack": LAPACK_HELPER,
     "_adjugate": "\n" + ADJUGATE_SOURCE,
+    "_accumulate": ACCUMULATE_SOURCE,
 }
 
 
@@ -255,7 +257,48 @@ class ProgramSource:
 
     def _product(self, step: Step, shape, is_output: bool) -> str:
         terms = cast("tuple[Term, ...]", step.data)
+        if len(terms) > 1 and shape != ():
+            return self._accumulate(terms, shape)
         return " + ".join(self._term(term, shape, is_output and len(terms) == 1) for term in terms)
+
+    def _accumulate(self, terms: Sequence[Term], shape: tuple[int, ...]) -> str:
+        """A sum of terms written into one buffer, as the compiled program adds it
+        (:mod:`.accumulate`: the same parts, the same run-time function)."""
+        found = parts(terms, shape, dict(enumerate(self.shapes)))
+
+        def held(term: Term, term_shape: tuple[int, ...]) -> str:
+            name = self._fresh()
+            self.lines.append(f"{name} = {self._term(term, term_shape, False)}")
+            return name
+
+        rows = [f"({held(p.row, shape[:1])}, {held(p.col, shape[1:])})" for p in found if isinstance(p, Outer)]
+        cores = [held(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
+        spread = []
+        for p in found:
+            if isinstance(p, Broadcast):
+                core = held(p.core, tuple(n for n, i in zip(shape, p.index) if i is not None))
+                index = ", ".join(":" if i is not None else "None" for i in p.index)
+                spread.append(f"_np.asarray({core})[{index}]")
+        sources, scales = [], []
+        for p in found:
+            if isinstance(p, Copy):
+                source = self._arg(p.slot)
+                sources.append(source if is_identity_permutation(p.perm) else f"{source}.transpose({p.perm!r})")
+                scales.append(" * ".join([literal(p.factor), *(self._arg(slot) for slot in p.scalars)]))
+        buf = "None"
+        for k, p in enumerate(p for p in found if isinstance(p, Dense)):
+            text = self._term(p.term, shape, False)
+            if k == 0:
+                buf = self._fresh()
+                reads = "".join(f"{self._arg(slot)}, " for slot, _ in p.term.operands)
+                self.lines.append(f"{buf} = _owned({text}, ({reads}))")
+            else:
+                self.lines.append(f"{buf} = _add_into({buf}, {text})")
+        self.helpers.add("_accumulate")
+        if not (rows or cores or spread or sources):
+            return buf
+        lists = ", ".join(f"[{', '.join(texts)}]" for texts in (rows, cores, spread, sources, scales))
+        return f"_accumulate({buf}, {shape!r}, {lists}, {block_rows(shape)})"
 
     # ------------------------------------------------------------------ one einsum
     def _term(self, term: Term, shape: tuple[int, ...], is_output: bool) -> str:

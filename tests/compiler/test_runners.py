@@ -213,8 +213,9 @@ def test_step_tables_cover_every_step_kind():
 
 
 def test_every_lowered_op_kind_is_a_step_kind_or_a_binder_op():
-    """The records' kinds: a plan step's (one binder each in ``BIND_RULES``), or the three
-    ops the binder adds (a shared pair, a banded step, the dense twin of a banded slot)."""
+    """The records' kinds: a plan step's (one binder each in ``BIND_RULES``), or the four
+    ops the binder adds (a shared pair, a banded step, the dense twin of a banded slot, a
+    sum of terms written into one buffer)."""
     from tenscalc.compiler.program import BIND_RULES
 
     seen: set[str] = set()
@@ -223,7 +224,7 @@ def test_every_lowered_op_kind_is_a_step_kind_or_a_binder_op():
         compiled = tc.compile(exprs)
         compiled(values)
         seen.update(op.kind for op in compiled._last[1].ops)
-    assert seen <= set(BIND_RULES) | {"pair", "band", "twin"}, seen
+    assert seen <= set(BIND_RULES) | {"pair", "band", "twin", "accumulate"}, seen
     assert {"band", "product", "add", "func", "slice"} <= seen  # the corpus reaches the kinds that matter
 
 

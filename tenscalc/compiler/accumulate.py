@@ -1,0 +1,339 @@
+"""Sums of terms written into one buffer (NumPy): the accumulate op.
+
+A product step of several terms (a sum whose summand products the plan gathered
+into it, :meth:`.plan.PlanBuilder._gathers`, or a distributed sum) would otherwise
+compute every term as an array of the sum's shape and add them: on the
+log-sum-exp Hessian ``diag(p) - p pᵀ`` two n×n arrays and a third for the sum, on
+the Rayleigh quotient's six.  :func:`parts` sorts the terms by structure, once per
+shape signature, into a description that the binder (:func:`bind_accumulate`) and
+the source writer (:mod:`.source`) both follow:
+
+* :class:`Outer` — ``c u_a v_b`` (no summed letter joins the row and column
+  operands): every such term gives one column of ``U`` (n×r) and ``V`` (m×r), and
+  all of them are one GEMM ``U Vᵀ``, the buffer itself when no dense term comes first;
+* :class:`Diagonal` — a term writing the diagonal ``(a, a)``: its core vector is
+  added through the buffer's diagonal view;
+* :class:`Broadcast` — a term whose operands lack an output letter: its small core
+  is added with broadcasting (``u ⊗ 1``), never materialised;
+* :class:`Copy` — ``s A`` or ``s Aᵀ`` (one array of the sum's letters, scaled by
+  numbers and 0-d slots): added in row blocks, so no scaled copy is allocated;
+* :class:`Dense` — anything else: computed as the binder computes any term, the
+  first fresh one taken as the buffer, the others added into it.
+
+So the sum's peak memory is one result plus the largest single term's operands
+(its small vectors, a block, or one dense term), whatever the number of terms.
+
+>>> from tenscalc.compiler.plan import Term
+>>> outer = Term(-2.0, ((1, (0,)), (2, (1,)), (3, ())), (1, 0))  # -2 s v_j u_i, written (i, j)
+>>> diagonal = Term(1.0, ((1, (0,)),), (0, 0))
+>>> [type(p).__name__ for p in parts((outer, diagonal), (4, 4), {1: (4,), 2: (4,), 3: ()})]
+['Outer', 'Diagonal']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..core.letters import LetterClasses
+from .cost import OpCost
+from .fused import Chain, Fresh, describe
+from .plan import Term
+
+__all__ = ["Broadcast", "Copy", "Dense", "Diagonal", "Outer", "bind_accumulate", "block_rows", "parts"]
+
+#: entries of one block of a blocked update (a scaled copy, a GEMM into an existing
+#: buffer): the temporary stays in cache and no array of the sum's size is made
+BLOCK = 1 << 15
+
+
+@dataclass(frozen=True)
+class Outer:
+    """``row ⊗ col`` written ``(a, b)``: ``row`` (out ``(a,)``) carries the factor and
+    the numbers, ``col`` (out ``(b,)``)."""
+
+    row: Term
+    col: Term
+
+
+@dataclass(frozen=True)
+class Diagonal:
+    """The core (out ``(a,)``) of a term written on the diagonal ``(a, a)``."""
+
+    core: Term
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """A term's core over the output letters its operands carry, and the index that
+    broadcasts it to the sum's shape (``None`` where a letter is missing)."""
+
+    core: Term
+    index: tuple[slice | None, ...]
+
+
+@dataclass(frozen=True)
+class Copy:
+    """``factor * scalars... * slot.transpose(perm)``."""
+
+    slot: int
+    perm: tuple[int, ...]
+    factor: float
+    scalars: tuple[int, ...]  # 0-d slots multiplying it
+
+
+@dataclass(frozen=True)
+class Dense:
+    """A term computed as a whole array of the sum's shape."""
+
+    term: Term
+
+
+Part = Outer | Diagonal | Broadcast | Copy | Dense
+
+
+#: and at most this fraction of the sum's rows (a block is small next to the result)
+BLOCK_FRACTION = 16
+
+
+def block_rows(shape: Sequence[int]) -> int:
+    """Rows of the sum's first axis per block (at least one).
+
+    >>> block_rows((2000, 2000)), block_rows((200, 200)), block_rows((5,))
+    (16, 13, 1)
+    """
+    row = math.prod(shape[1:])
+    return max(1, min(BLOCK // max(row, 1), -(-shape[0] // BLOCK_FRACTION)))
+
+
+def parts(terms: Sequence[Term], shape: tuple[int, ...], shapes: Mapping[int, tuple[int, ...]]) -> list[Part]:
+    """The parts of a sum of ``terms`` of ``shape`` (``shapes``: the operands' slots' shapes)."""
+    return [_part(term, shape, shapes) for term in terms]
+
+
+def _part(term: Term, shape: tuple[int, ...], shapes: Mapping[int, tuple[int, ...]]) -> Part:
+    out = term.out
+    if len(set(out)) != len(out):
+        if len(out) == 2 and shape[0] == shape[1]:
+            return Diagonal(replace(term, out=out[:1]))
+        return Dense(term)
+    if term.constants:
+        return Dense(term)
+    present = set().union(*[spec for _, spec in term.operands])
+    if not set(out) <= present:
+        # a letter no operand carries is broadcast (out) or a length factor (summed):
+        # the core keeps the refs of the summed ones only
+        missing = set(out) - present
+        core = replace(
+            term,
+            out=tuple(letter for letter in out if letter in present),
+            refs=tuple((letter, ref) for letter, ref in term.refs if letter not in missing),
+        )
+        return Broadcast(core, tuple(slice(None) if letter in present else None for letter in out))
+    copy = _copy(term)
+    if copy is not None:
+        return copy
+    if len(out) == 2:
+        outer = _outer(term)
+        if outer is not None:
+            return outer
+    return Dense(term)
+
+
+def _copy(term: Term) -> Copy | None:
+    arrays = [(slot, spec) for slot, spec in term.operands if spec]
+    if len(arrays) != 1:
+        return None
+    slot, spec = arrays[0]
+    if len(set(spec)) != len(spec) or set(spec) != set(term.out):
+        return None
+    if any(letter not in spec for letter, _ in term.refs):
+        return None  # a length factor: the general term counts it
+    scalars = tuple(s for s, sp in term.operands if not sp)
+    return Copy(slot, tuple(spec.index(letter) for letter in term.out), term.factor, scalars)
+
+
+def _outer(term: Term) -> Outer | None:
+    a, b = term.out
+    classes = LetterClasses()
+    for _, spec in term.operands:
+        for letter in spec[1:]:
+            classes.union(spec[0], letter)
+    row_class, col_class = classes.find(a), classes.find(b)
+    if row_class == col_class:
+        return None  # a summed letter joins the row and column: a contraction
+    rows: list[tuple[int, tuple[int, ...]]] = []
+    cols: list[tuple[int, tuple[int, ...]]] = []
+    for slot, spec in term.operands:
+        (cols if spec and classes.find(spec[0]) == col_class else rows).append((slot, spec))
+    col_letters = {letter for _, spec in cols for letter in spec}
+    row_refs = tuple((letter, ref) for letter, ref in term.refs if letter not in col_letters and letter != b)
+    col_refs = tuple((letter, ref) for letter, ref in term.refs if letter in col_letters)
+    row = Term(term.factor, tuple(rows), (a,), row_refs)
+    col = Term(1, tuple(cols), (b,), col_refs)
+    return Outer(row, col)
+
+
+BindTerm = Callable[..., tuple[Callable[[list], Any], OpCost]]
+
+
+def bind_accumulate(
+    terms: Sequence[Term],
+    shape: tuple[int, ...],
+    shapes: Sequence[tuple[int, ...]],
+    resolver: Any,
+    backend: Any,
+    bind_term: BindTerm,
+) -> tuple[Callable[[list], Any], OpCost]:
+    """The closure writing the sum of ``terms`` into one buffer, and its cost (NumPy)."""
+    found = parts(terms, shape, dict(enumerate(shapes)))
+    size = math.prod(shape)
+    costs: list[OpCost] = []  # of the small parts (vectors), computed first and held
+    dense_costs: list[OpCost] = []
+    small = 0  # entries of the vectors held until they are added
+
+    def bound(term: Term, term_shape: tuple[int, ...]) -> Callable[[list], Any]:
+        nonlocal small
+        fn, cost = bind_term(term, term_shape, shapes, resolver, backend)
+        (dense_costs if term_shape == shape else costs).append(cost)
+        if term_shape != shape:
+            small += math.prod(term_shape)
+        return fn
+
+    dense = [bound(p.term, shape) for p in found if isinstance(p, Dense)]
+    dense_fresh = bool(dense) and isinstance(getattr(dense[0], "inline", None), (Chain, Fresh))
+    outers = [(bound(p.row, shape[:1]), bound(p.col, shape[1:])) for p in found if isinstance(p, Outer)]
+    diagonals = [bound(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
+    broadcasts = [
+        (bound(p.core, tuple(n for n, i in zip(shape, p.index) if i is not None)), p.index)
+        for p in found
+        if isinstance(p, Broadcast)
+    ]
+    copies = [p for p in found if isinstance(p, Copy)]
+    rank = len(outers)
+    gemm = 0.0
+    if rank:
+        small += rank * (shape[0] + shape[1])  # U and V
+        gemm = 2.0 * size * rank
+    scaled = sum(1 for c in copies if c.factor not in (1, -1) or c.scalars)
+    # a block-sized temporary for scaled copies, and for a GEMM added into a dense term
+    temp = min(block_rows(shape) * math.prod(shape[1:]), size) if scaled or (rank and dense) else 0
+    peak = small + max([c.step_peak for c in costs], default=0)
+    if dense:
+        peak = max(peak, small + dense_costs[0].step_peak)
+        peak = max(peak, small + size + max([c.step_peak for c in dense_costs[1:]], default=0))
+    peak = max(peak, size + small + temp)
+    n_adds = len(found) - 1
+    cost = OpCost.combine(costs + dense_costs)
+    cost = OpCost(
+        cost.flops + gemm + size * (n_adds + scaled),
+        cost.operations + n_adds + (1 if rank else 0),
+        max(cost.largest_intermediate, size),
+        peak,
+        cost.flags,
+        cost.multiplications + gemm / 2 + size * scaled,
+    )
+    block = block_rows(shape)
+
+    def run(env: list) -> Any:
+        # the small parts first (held until added), then the dense terms one at a time
+        rows = [(u(env), v(env)) for u, v in outers]
+        cores = [d(env) for d in diagonals]
+        spread = [np.asarray(b(env))[index] for b, index in broadcasts]
+        sources = [env[c.slot].transpose(c.perm) for c in copies]
+        scales = [_scale(c, env) for c in copies]
+        buf = None
+        for k, fn in enumerate(dense):
+            value = fn(env)
+            buf = (value if dense_fresh else np.array(value)) if k == 0 else _add_into(buf, value)
+        if not (rows or cores or spread or sources):
+            return buf
+        return _accumulate(buf, shape, rows, cores, spread, sources, scales, block)
+
+    run.accumulates = True  # type: ignore[attr-defined]
+    return describe(run, Fresh()), cost
+
+
+def _scale(copy: Copy, env: list) -> Any:
+    scale: Any = copy.factor
+    for slot in copy.scalars:
+        scale = scale * env[slot]
+    return scale  # a Python float stays weak: a float32 array scaled by it stays float32
+
+
+#: the run-time half, as source: the binder runs it, and ``tc.to_python`` writes the same
+#: text into the generated module (which needs NumPy only), so both add the same way
+ACCUMULATE_SOURCE = '''
+def _owned(value, reads):
+    """``value``, copied if it may share memory with an array it was computed from."""
+    value = _np.asarray(value)
+    if value.flags.writeable and not any(_np.may_share_memory(value, r) for r in reads):
+        return value
+    return _np.array(value)
+
+
+def _add_into(buf, value):
+    """``buf + value``, written into ``buf`` when its dtype holds the sum."""
+    if _np.result_type(buf, value) != buf.dtype:
+        return buf + value
+    _np.add(buf, value, out=buf)
+    return buf
+
+
+def _accumulate(buf, shape, rows, cores, spread, sources, scales, block):
+    """``buf`` (None: nothing yet) plus, in that one buffer: the outer products ``u vᵀ`` of
+    ``rows`` as one GEMM ``U Vᵀ``, the copies ``scale * source`` and the broadcast parts
+    ``spread`` (a block of ``block`` rows at a time: no temporary of the whole shape), and
+    the diagonal ``cores`` through the buffer's diagonal view."""
+    dtype = _np.result_type(*[x for pair in rows for x in pair], *cores, *spread, *sources, *scales)
+    if buf is not None:
+        dtype = _np.result_type(buf, dtype)
+        if buf.dtype != dtype:
+            buf = buf.astype(dtype)
+    n = shape[0]
+    if rows:
+        u = _np.empty((n, len(rows)), dtype)
+        v = _np.empty((shape[1], len(rows)), dtype)
+        for k, (row, col) in enumerate(rows):
+            u[:, k] = row
+            v[:, k] = col
+        if buf is None:
+            buf = u @ v.T
+        else:
+            temp = _np.empty((min(block, n), shape[1]), dtype)
+            for lo in range(0, n, block):
+                part = _np.matmul(u[lo : lo + block], v.T, out=temp[: min(block, n - lo)])
+                _np.add(buf[lo : lo + block], part, out=buf[lo : lo + block])
+    if buf is None and sources:
+        buf = _np.multiply(sources[0], scales[0], out=_np.empty(shape, dtype))
+        sources, scales = sources[1:], scales[1:]
+    if buf is None:
+        buf = _np.zeros(shape, dtype)
+    if sources:
+        temp = _np.empty((min(block, n), *shape[1:]), dtype)
+        for lo in range(0, n, block):
+            view = buf[lo : lo + block]
+            for source, scale in zip(sources, scales):
+                if scale == 1:
+                    _np.add(view, source[lo : lo + block], out=view)
+                elif scale == -1:
+                    _np.subtract(view, source[lo : lo + block], out=view)
+                else:
+                    scaled = _np.multiply(source[lo : lo + block], scale, out=temp[: min(block, n - lo)])
+                    _np.add(view, scaled, out=view)
+    for value in spread:
+        _np.add(buf, value, out=buf)
+    for core in cores:
+        diagonal = _np.einsum("ii->i", buf)
+        _np.add(diagonal, core, out=diagonal)
+    return buf
+'''
+
+_namespace: dict[str, Any] = {"_np": np}
+exec(compile(ACCUMULATE_SOURCE, "<tenscalc accumulate>", "exec"), _namespace)  # noqa: S102 - the text above
+_accumulate = _namespace["_accumulate"]
+_add_into = _namespace["_add_into"]
