@@ -26,14 +26,14 @@ So the sum's peak memory is one result plus the largest single term's operands
 >>> from tenscalc.compiler.plan import Term
 >>> outer = Term(-2.0, ((1, (0,)), (2, (1,)), (3, ())), (1, 0))  # -2 s v_j u_i, written (i, j)
 >>> diagonal = Term(1.0, ((1, (0,)),), (0, 0))
->>> [type(p).__name__ for p in parts((outer, diagonal), (4, 4), {1: (4,), 2: (4,), 3: ()})]
+>>> [type(p).__name__ for p in parts((outer, diagonal), (4, 4))]
 ['Outer', 'Diagonal']
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -110,12 +110,12 @@ def block_rows(shape: Sequence[int]) -> int:
     return max(1, min(BLOCK // max(row, 1), -(-shape[0] // BLOCK_FRACTION)))
 
 
-def parts(terms: Sequence[Term], shape: tuple[int, ...], shapes: Mapping[int, tuple[int, ...]]) -> list[Part]:
-    """The parts of a sum of ``terms`` of ``shape`` (``shapes``: the operands' slots' shapes)."""
-    return [_part(term, shape, shapes) for term in terms]
+def parts(terms: Sequence[Term], shape: tuple[int, ...]) -> list[Part]:
+    """The parts of a sum of ``terms`` of ``shape``."""
+    return [_part(term, shape) for term in terms]
 
 
-def _part(term: Term, shape: tuple[int, ...], shapes: Mapping[int, tuple[int, ...]]) -> Part:
+def _part(term: Term, shape: tuple[int, ...]) -> Part:
     out = term.out
     if len(set(out)) != len(out):
         if len(out) == 2 and shape[0] == shape[1]:
@@ -190,7 +190,7 @@ def bind_accumulate(
     bind_term: BindTerm,
 ) -> tuple[Callable[[list], Any], OpCost]:
     """The closure writing the sum of ``terms`` into one buffer, and its cost (NumPy)."""
-    found = parts(terms, shape, dict(enumerate(shapes)))
+    found = parts(terms, shape)
     size = math.prod(shape)
     costs: list[OpCost] = []  # of the small parts (vectors), computed first and held
     dense_costs: list[OpCost] = []

@@ -258,13 +258,14 @@ class ProgramSource:
     def _product(self, step: Step, shape, is_output: bool) -> str:
         terms = cast("tuple[Term, ...]", step.data)
         if len(terms) > 1 and shape != ():
-            return self._accumulate(terms, shape)
+            if any(not isinstance(part, Dense) for part in parts(terms, shape)):
+                return self._accumulate(terms, shape)
         return " + ".join(self._term(term, shape, is_output and len(terms) == 1) for term in terms)
 
     def _accumulate(self, terms: Sequence[Term], shape: tuple[int, ...]) -> str:
         """A sum of terms written into one buffer, as the compiled program adds it
         (:mod:`.accumulate`: the same parts, the same run-time function)."""
-        found = parts(terms, shape, dict(enumerate(self.shapes)))
+        found = parts(terms, shape)
 
         def held(term: Term, term_shape: tuple[int, ...]) -> str:
             name = self._fresh()

@@ -63,6 +63,11 @@ CORPUS: dict[str, tuple[Callable[[], list], dict[str, tuple[int, ...]]]] = {
                                 {"A": (3, 4), "x": (4,)}),
     "order 4 of sum(sin(x)^2)": (_family("sum(sin(x) .^ 2)", {"x": 1}, order=4), {"x": (3,)}),
     "scalars": (_family("a * b + sin(a) * exp(b) / (1 + a^2)", {"a": 0, "b": 0}, wrt="a"), {"a": (), "b": ()}),
+    "log-sum-exp Hessian (one accumulate op)": (_family("log(exp(x) *(i,i->) 1)", {"x": 1}), {"x": (5,)}),
+    "Rayleigh quotient (low-rank GEMM, copies)": (
+        _family("(x *(i,ij->j) A *(j,j->) x) / (x *(i,i->) x)", {"x": 1, "A": 2}), {"x": (4,), "A": (4, 4)}),
+    "broadcast sum u + v - C": (_family("sum(exp(u *(i,j->ij) 1 + 1 *(i,j->ij) v - C))", {"u": 1, "v": 1, "C": 2},
+                                        wrt="u"), {"u": (3,), "v": (5,), "C": (3, 5)}),
     "inv and det": (_family("log(det(A)) + x *(i,ij->j) inv(A) *(j,j->) x", {"A": 2, "x": 1}, order=1),
                     {"A": (3, 3), "x": (3,)}),
 }  # fmt: skip
