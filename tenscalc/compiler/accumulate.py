@@ -308,6 +308,14 @@ def _accumulate(buf, shape, rows, cores, spread, sources, scales, block):
             for lo in range(0, n, block):
                 part = _np.matmul(u[lo : lo + block], v.T, out=temp[: min(block, n - lo)])
                 _np.add(buf[lo : lo + block], part, out=buf[lo : lo + block])
+    # no buffer yet: the first write makes it, without a pass over zeros
+    if buf is None and len(spread) >= 2:  # u ⊗ 1 + 1 ⊗ v in one pass, as np.add.outer(u, v)
+        buf = _np.add(spread[0], spread[1], out=_np.empty(shape, dtype))
+        spread = spread[2:]
+    elif buf is None and spread and sources and scales[0] in (1, -1):
+        combine = _np.add if scales[0] == 1 else _np.subtract
+        buf = combine(spread[0], sources[0], out=_np.empty(shape, dtype))
+        spread, sources, scales = spread[1:], sources[1:], scales[1:]
     if buf is None and sources:
         buf = _np.multiply(sources[0], scales[0], out=_np.empty(shape, dtype))
         sources, scales = sources[1:], scales[1:]

@@ -35,6 +35,10 @@ CASES = {
         lambda: tc.parse("u *(i,j->ij) 1 + 1 *(i,j->ij) v - C", {"u": 1, "v": 1, "C": 2}),
         {"u": (3,), "v": (5,), "C": (3, 5)},
     ),
+    "one broadcast minus a copy, then a scaled broadcast": (
+        lambda: tc.parse("u *(i,j->ij) 1 - C - 2 * (1 *(i,j->ij) v)", {"u": 1, "v": 1, "C": 2}),
+        {"u": (3,), "v": (5,), "C": (3, 5)},
+    ),
     "rectangular outer products, copy and transposed copy": (
         lambda: tc.parse(
             "u *(i,j->ij) v - 3 * (w *(i,j->ij) z) + 2 * B + C *(ji,->ij) 1",
