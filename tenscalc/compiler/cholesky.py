@@ -234,13 +234,30 @@ class _Factor:
     diagonal: Any = None
 
 
-def _scipy_lapack() -> Any:
-    """``scipy.linalg.lapack``, or None when SciPy is not installed (it is optional)."""
+class _Lapack:
+    """SciPy's LAPACK routines for a dtype, each looked up once (``get_lapack_funcs``
+    takes microseconds, a visible share of a call on small matrices)."""
+
+    def __init__(self, module: Any):
+        self.module = module
+        self.found: dict[tuple[str, str], Any] = {}
+
+    def __call__(self, name: str, array: np.ndarray) -> Any:
+        key = (name, array.dtype.char)
+        routine = self.found.get(key)
+        if routine is None:
+            (routine,) = self.module.get_lapack_funcs((name,), (array,))
+            self.found[key] = routine
+        return routine
+
+
+def _scipy_lapack() -> _Lapack | None:
+    """SciPy's LAPACK, or None when SciPy is not installed (it is optional)."""
     try:
         from scipy.linalg import lapack
     except ImportError:
         return None
-    return lapack
+    return _Lapack(lapack)
 
 
 def _not_pd(name: str, detail: str) -> EvaluationError:
@@ -284,19 +301,21 @@ def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
 
 
 def _finite_diagonal(name: str, diagonal: Any) -> Any:
-    if not bool((diagonal == diagonal).all()) or not bool((abs(diagonal) < math.inf).all()):
+    finite = np.isfinite(diagonal).all() if isinstance(diagonal, np.ndarray) else diagonal.isfinite().all()
+    if not finite:
         raise _not_pd(name, "it has an entry that is not finite")
     return diagonal
 
 
-def numpy_factor(name: str, x: Any, lapack: Any) -> _Factor:
+def numpy_factor(name: str, x: Any, lapack: _Lapack | None) -> _Factor:
     """The Cholesky factor of the NumPy array ``x`` (the value of ``name``), or a clear
     error where ``x`` is not symmetric positive definite.  ``lapack``: SciPy's, or None."""
     x = np.asarray(x)
-    if x.dtype.kind != "f":  # complex: Hermitian, not symmetric; the generic path
-        return _Factor("generic", x, x.dtype)
-    wider = lapack_dtype(x.dtype.name)
-    work = x.astype(wider) if wider is not None else x
+    work = x
+    if x.dtype.char not in "fd":  # float32 and float64 as they are (the common case, without a lookup)
+        if x.dtype.kind != "f":  # complex: Hermitian, not symmetric; the generic path
+            return _Factor("generic", x, x.dtype)
+        work = x.astype(lapack_dtype(x.dtype.name) or x.dtype)
     check_symmetric(name, work, pd=True)  # potrf reads one triangle only
     if work.shape[0] == 0 or lapack is None:
         try:
@@ -304,7 +323,7 @@ def numpy_factor(name: str, x: Any, lapack: Any) -> _Factor:
         except np.linalg.LinAlgError:
             raise _not_pd(name, "numpy.linalg.cholesky fails on it") from None
         return _Factor("numpy", work, x.dtype, lower, _finite_diagonal(name, lower.diagonal()))
-    (potrf,) = lapack.get_lapack_funcs(("potrf",), (work,))
+    potrf = lapack("potrf", work)
     # the transpose: a C-ordered matrix is then Fortran-ordered, read without a transposing copy
     factor, info = potrf(work.T, lower=1, clean=0)
     if info > 0:
@@ -329,6 +348,10 @@ def torch_factor(name: str, x: Any) -> _Factor:
     return _Factor("torch", work, x.dtype, lower, _finite_diagonal(name, lower.diagonal()))
 
 
+#: the strict lower triangle of a diagonal block (made once: ``np.triu`` makes its mask per call)
+_BELOW = np.tri(MIRROR_BLOCK, k=-1, dtype=bool)
+
+
 def _mirror_lower(a: np.ndarray) -> np.ndarray:
     """``a`` (Fortran-ordered, its lower triangle valid) made symmetric in place, returned
     C-ordered: the lower triangle of ``a`` is the upper one of ``a.T``."""
@@ -338,30 +361,34 @@ def _mirror_lower(a: np.ndarray) -> np.ndarray:
         j = min(i + MIRROR_BLOCK, n)
         t[j:, i:j] = t[i:j, j:].T
         block = t[i:j, i:j]
-        block[...] = np.triu(block) + np.triu(block, 1).T
+        np.copyto(block, block.T.copy(), where=_BELOW[: j - i, : j - i])
     return t
 
 
-def factor_inv(factor: _Factor, backend: Backend, lapack: Any) -> Any:
+def factor_inv(factor: _Factor, backend: Backend, lapack: _Lapack | None) -> Any:
     """``inv`` of the factorised matrix, symmetric, in its own dtype (SciPy: computed in
     the factor's own array, which the matrix's one ``inv`` step is the last to need)."""
     if factor.kind == "generic":
         return backend.inv(factor.matrix)
     if factor.kind == "torch":
-        import torch
-
-        result = torch.cholesky_inverse(factor.lower)
-        return result if result.dtype == factor.dtype else result.to(factor.dtype)
-    if factor.kind == "numpy":  # no SciPy: NumPy has no inverse from a Cholesky factor
+        return _torch_inv(factor)
+    if factor.kind == "numpy" or lapack is None:  # no SciPy: NumPy has no inverse from a Cholesky factor
         result = numpy_inv(factor.matrix)
     else:
-        (potri,) = lapack.get_lapack_funcs(("potri",), (factor.lower,))
+        potri = lapack("potri", factor.lower)
         # overwrites the factor (no copy): det and log det read the diagonal kept apart
         inverse, info = potri(factor.lower, lower=1, overwrite_c=1)
         if info != 0:  # not after a successful potrf; never a silent number
             raise EvaluationError(f"inv: LAPACK potri failed (info {info}) after a successful factorisation")
         result = _mirror_lower(inverse)
     return result if result.dtype == factor.dtype else result.astype(factor.dtype)
+
+
+def _torch_inv(factor: _Factor) -> Any:
+    import torch
+
+    result = torch.cholesky_inverse(factor.lower)
+    return result if result.dtype == factor.dtype else result.to(factor.dtype)
 
 
 def factor_det(factor: _Factor, log: bool, backend: Backend) -> Any:

@@ -315,3 +315,15 @@ def test_any_memory_layout(layout):
     run, generic = tc.compile(roots, assumptions=PD), tc.compile(roots)
     _same(run(K=k), generic(K=k))
     _same(run(K=k), generic(K=k))
+
+
+@pytest.mark.parametrize("n", [127, 128, 130, 300])
+def test_the_inverse_is_symmetric_across_mirrored_blocks(n):
+    from tenscalc.compiler.cholesky import MIRROR_BLOCK
+
+    assert MIRROR_BLOCK == 128  # the sizes above straddle it
+    k = _pd(n, seed=n)
+    f = tc.parse("inv(K)", {"K": 2})
+    got = tc.compile(f, assumptions=PD)(K=k)
+    np.testing.assert_array_equal(got, got.T)
+    _same([got], [tc.compile(f)(K=k)])
