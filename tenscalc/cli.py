@@ -250,7 +250,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from .compiler.codegen import to_python
 
         out.write("\ngenerated code (NumPy and opt_einsum only):\n\n")
-        out.write(to_python([problem.expr, *found], name="f"))
+        # the declarations reach the code: a pd matrix's inv and det through one Cholesky factor
+        out.write(to_python([problem.expr, *found], name="f", assumptions=problem.assumptions))
         out.write("\n")
     if name is None or wrt is None:
         return EXIT_OK

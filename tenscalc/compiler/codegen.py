@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..adjugate import ADJUGATE_SOURCE
 from ..core.axes import AxisGraph, axis_graph
@@ -30,7 +31,19 @@ from ..errors import TensCalcError
 from ..interpreter import is_constant_scalar
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
-from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, check_function_name, dtype_line, python_names, signature
+from ..simplifier import simplify_many
+from .cholesky import Declared, declared
+from .generated import (
+    ALIASES,
+    CHOLESKY_HELPER,
+    LAPACK_HELPER,
+    RESULT_HELPER,
+    SYMMETRIC_HELPER,
+    check_function_name,
+    dtype_line,
+    python_names,
+    signature,
+)
 from .numpy_names import numpy_call
 
 #: the generic code's contraction: opt_einsum's path searched once per spec and
@@ -93,9 +106,12 @@ class _Writer:
     """Collects the statements of the generated function, one per shared node
     (every node has one shape: constants carry their dimensions)."""
 
-    def __init__(self, roots: list[Expr], name: str):
+    def __init__(self, roots: list[Expr], name: str, declared: Declared | None = None):
         self.roots = roots
         self.name = name
+        self.declared = declared or Declared()
+        self.factors: dict[str, str] = {}  # a declared positive-definite variable -> its factor's temporary
+        self.unread: set[str] = set()  # temporaries to drop when nothing reads them (a det whose log reads the factor)
         self.lines: list[str] = []
         self.values: dict[Expr, _Value] = {}
         self.graphs: dict[Expr, AxisGraph] = {}  # node -> the axis graph that sizes it
@@ -213,6 +229,11 @@ class _Writer:
 
     def _write_func(self, node, kids, shape):
         (kid,) = kids
+        matrix = node.children[0].children[0] if node.children[0].op == "det" else None
+        if node.arg == "log" and self._factor(matrix) is not None:  # log det from the factor: finite
+            return _Value(
+                self.bind(f"_cho_det({self.values[matrix].text}, {self._factor(matrix)}, True)"), False, shape
+            )
         text = numpy_call(node.arg, kid.text)
         return _Value(self.scalar_text(text) if kid.scalar else self.bind(text), kid.scalar, shape)
 
@@ -230,10 +251,28 @@ class _Writer:
             text = f"_np.power({b}, {exponent.text})"
         return _Value(self.scalar_text(text) if base.scalar else self.bind(text), base.scalar, shape)
 
+    def _factor(self, node: Expr | None) -> str | None:
+        """The temporary holding the Cholesky factor of ``node`` where it is a variable
+        declared positive definite (written at its first use), else None."""
+        if node is None or node.op != "var" or node.arg[0] not in self.declared.pd:
+            return None
+        name = node.arg[0]
+        if name not in self.factors:
+            self.factors[name] = self.bind(f"_cholesky({self.names[name]}, {name!r})")
+        return self.factors[name]
+
     def _write_inv(self, node, kids, shape):
+        factor = self._factor(node.children[0])
+        if factor is not None:
+            return _Value(self.bind(f"_cho_inv({kids[0].text}, {factor})"), False, shape)
         return _Value(self.bind(f"_lapack(_np.linalg.inv, {self.full(node.children[0], kids[0])})"), False, shape)
 
     def _write_det(self, node, kids, shape):
+        factor = self._factor(node.children[0])
+        if factor is not None:
+            temp = self.bind(f"_cho_det({kids[0].text}, {factor}, False)")
+            self.unread.add(temp)
+            return _Value(temp, False, shape)
         return _Value(self.bind(f"_lapack(_np.linalg.det, {self.full(node.children[0], kids[0])})"), False, shape)
 
     def _write_adj(self, node, kids, shape):
@@ -321,6 +360,9 @@ class _Writer:
         for a, b in self.checks:
             body.append(f"if {a} != {b}:")
             body.append(f'    raise _ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
+        for name in sorted(self.declared.symmetric & set(names)):  # the declarations, on the data
+            word = "positive definite (pd)" if name in self.declared.pd else "symmetric"
+            body.append(f"{names[name]} = _symmetric({names[name]}, {name!r}, {word!r})")
         texts = []
         for root, value in zip(self.roots, results):
             # _result: the inputs' dtype, and never an input itself (writing into a result
@@ -328,7 +370,10 @@ class _Writer:
             text = value.text if value.scalar and root.order == 0 else self.full(root, value)
             copy = text in names.values()
             texts.append(f"_result({'_np.array(' + text + ')' if copy else text}, _dtype)")
-        body.extend(with_releases(self.lines, keep=set(_TEMP.findall(" ".join(texts)))))
+        keep = set(_TEMP.findall(" ".join(texts)))
+        read = {temp for line in self.lines for temp in _TEMP.findall(line.partition(" = ")[2])} | keep
+        lines = [line for line in self.lines if line.partition(" = ")[0] not in self.unread - read]
+        body.extend(with_releases(lines, keep=keep))
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         head, *reads = signature(self.name, names)
         imports = ["import numpy as _np", "from opt_einsum import contract_expression as _contract_expression"]
@@ -336,8 +381,12 @@ class _Writer:
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):
             imports += ["", CACHED_CONTRACT]
-        if "_lapack(" in "\n".join(body):
+        if "_lapack(" in "\n".join(body) or self.factors:
             imports += [LAPACK_HELPER.rstrip()]
+        if self.declared.symmetric:
+            imports += [SYMMETRIC_HELPER.rstrip()]
+        if self.factors:
+            imports += [CHOLESKY_HELPER.rstrip()]
         if "_adjugate(" in "\n".join(body):
             imports += ["", ADJUGATE_SOURCE.rstrip()]
         lines = [header, *imports, "", "", head]
@@ -448,7 +497,13 @@ def _describe(exprs: list[Expr], name: str, single: bool) -> str:
     return "\n".join(lines)
 
 
-def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str, Sequence[int]] | None = None) -> str:
+def to_python(
+    exprs: Expr | Sequence[Expr],
+    name: str = "f",
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    assumptions: Mapping[str, Any] | None = None,
+) -> str:
     """Source of a standalone function computing ``exprs`` with NumPy and opt_einsum.
 
     Parameters
@@ -464,6 +519,15 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
         written as a NumPy ``matmul`` or broadcast product), as fast as
         ``tc.compile``; it needs NumPy only and refuses arrays of other shapes.
         Without it the function works at any shape, through opt_einsum.
+    assumptions : mapping, optional
+        What the data is known to be, as for ``tc.compile`` (``{"K": "pd"}``, or a
+        problem's ``.assumptions``): the expressions are simplified with the matrices
+        declared ``symmetric``, ``psd``, ``pd`` or ``diagonal`` as their own
+        transposes, the function refuses (``ValueError``) a value of one that is not
+        symmetric, and without ``shapes`` the ``inv``, ``det`` and ``log(det)`` of a
+        matrix declared ``pd`` read one Cholesky factor (refused where there is none;
+        the inverse through SciPy's LAPACK where SciPy is installed).  With
+        ``shapes`` the program computes them by LU.
 
     Returns
     -------
@@ -492,6 +556,15 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
     >>> value, grad = namespace["quadratic"](x=[1.0, 2.0], A=np.eye(2))
     >>> float(value), grad.tolist()
     (5.0, [2.0, 4.0])
+    >>> p = tc.parse_problem("declare K 2 pd y 1 expression y'*inv(K)*y + log(det(K)) derivative wrt K")
+    >>> exec(tc.to_python([p.expr, p.derivative()], name="gp", assumptions=p.assumptions), namespace)
+    >>> value, grad = namespace["gp"](K=2 * np.eye(2), y=[1.0, 1.0])  # one Cholesky factor for both
+    >>> round(float(value), 12), np.round(grad, 12).tolist()  # 1 + log 4; inv(K) - inv(K) y yᵀ inv(K)
+    (2.38629436112, [[0.25, -0.25], [-0.25, 0.25]])
+    >>> namespace["gp"](K=-np.eye(2), y=[1.0, 1.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: 'K' is declared positive definite (pd) but its value is not (no Cholesky factor)
     """
     check_function_name(name)
     single = isinstance(exprs, Expr)
@@ -501,6 +574,9 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
     for root in roots:
         if not isinstance(root, Expr):
             raise TensCalcError(f"to_python needs tenscalc expressions, got {type(root).__name__}")
+    structure = declared(assumptions, {n: order for root in roots for n, order in root.variables.items()})
+    if structure.symmetric:  # as tc.compile: a declared symmetric matrix is its own transpose
+        roots = simplify_many(list(roots), symmetric=sorted(structure.symmetric))
     widest = max(node.order for node in topological(roots))
     if widest > MAX_AXES:
         raise TensCalcError(f"a node of the expression has {widest} axes; NumPy arrays have at most {MAX_AXES}")
@@ -509,8 +585,9 @@ def to_python(exprs: Expr | Sequence[Expr], name: str = "f", shapes: Mapping[str
 
         python_names({n for root in roots for n, _ in root.varset})  # refuses names the code cannot hold
         header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
-        return program_source(roots, name, shapes, single, header)
-    writer = _Writer(roots, name)
+        words = {n: "positive definite (pd)" if n in structure.pd else "symmetric" for n in structure.symmetric}
+        return program_source(roots, name, shapes, single, header, words)
+    writer = _Writer(roots, name, structure)
     params = writer.bind_sizes()
     results = writer.write()
     return writer.source(params, results, single, _describe(roots, name, single))

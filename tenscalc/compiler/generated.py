@@ -67,6 +67,64 @@ def _lapack(function, x):
     return _np.asarray(function(x.astype(wider))).astype(x.dtype)
 '''
 
+#: the generated module's declared structure (``tc.to_python(..., assumptions=...)``, as
+#: ``tenscalc.compiler.cholesky`` in ``tc.compile``): a declared symmetric matrix is checked
+#: on entry ...
+SYMMETRIC_HELPER = '''
+def _symmetric(m, name, declared):
+    """m, refused unless it equals its transpose up to rounding (it was declared so)."""
+    if m.ndim != 2 or _np.array_equal(m, m.T):
+        return m
+    if m.shape[0] != m.shape[1]:
+        raise _ValueError(f"'{name}' is declared {declared} but its value is not square (shape {m.shape})")
+    gap = _np.abs(m - m.T).max()
+    if m.dtype.kind in "fc" and gap <= 16 * m.shape[0] * _np.finfo(m.dtype).eps * _np.abs(m).max():
+        return m
+    raise _ValueError(f"'{name}' is declared {declared} but its value is not symmetric (|{name} - {name}.T| <= {gap})")
+'''
+
+#: ... and the inv, det and log det of a declared positive-definite one read one Cholesky
+#: factor (its inverse through SciPy's LAPACK potri where SciPy is installed, NumPy's LU
+#: inverse where not); complex, float16 and longdouble matrices take the LU path
+CHOLESKY_HELPER = '''
+def _cholesky(m, name):
+    """The lower Cholesky factor of m, refused unless m is positive definite (None: not float32/64)."""
+    if m.dtype.char not in "fd":
+        return None
+    try:
+        lower = _np.linalg.cholesky(m)
+    except _np.linalg.LinAlgError:
+        lower = None
+    if lower is None or not _np.isfinite(lower.diagonal()).all():
+        raise _ValueError(f"'{name}' is declared positive definite (pd) but its value is not (no Cholesky factor)")
+    return lower
+
+
+def _cho_inv(m, lower):
+    """inv(m) from its Cholesky factor (SciPy's potri; NumPy's LU inverse without SciPy)."""
+    try:
+        from scipy.linalg import lapack
+    except ImportError:
+        lapack = None
+    if lower is None or lapack is None or m.shape[0] == 0:
+        return _lapack(_np.linalg.inv, m)
+    (potri,) = lapack.get_lapack_funcs(("potri",), (lower,))
+    inverse, info = potri(lower, lower=1)  # the lower triangle; the upper one stays 0
+    if info != 0:
+        raise _ValueError(f"inv: LAPACK potri failed (info {info})")
+    inverse += _np.tril(inverse, -1).T
+    return inverse
+
+
+def _cho_det(m, lower, log):
+    """det(m) (log: log(det(m)), finite where det overflows) from its Cholesky factor."""
+    if lower is None:
+        det = _lapack(_np.linalg.det, m)
+        return _np.log(det) if log else det
+    diagonal = lower.diagonal()
+    return _np.asarray(2 * _np.sum(_np.log(diagonal)) if log else _np.prod(diagonal) ** 2, dtype=m.dtype)
+'''
+
 #: names the generated module defines at module level (a function of that name would replace them)
 MODULE_NAMES = frozenset(
     {
@@ -81,7 +139,7 @@ MODULE_NAMES = frozenset(
         "_range",
     }
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
-    | {"_lapack"}
+    | {"_lapack", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
 )
 _CONSTANT_NAME = re.compile(r"_K\d+")
 

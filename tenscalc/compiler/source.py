@@ -23,7 +23,7 @@ from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, block_rows, parts
 from .backends import letters
-from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, dtype_line, python_names, signature
+from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, SYMMETRIC_HELPER, dtype_line, python_names, signature
 from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, gram_pattern, is_identity_permutation
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
@@ -503,8 +503,11 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
 }
 
 
-def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str) -> str:
-    """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``."""
+def program_source(
+    roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str, symmetric=()
+) -> str:
+    """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``; the
+    variables in ``symmetric`` (name -> what they are declared) are checked on entry."""
     from ..core.axes import axis_graph
     from .factoring import factor_shared, scale_broadcasts
     from .plan import build_plan
@@ -532,6 +535,8 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
     # _result: the inputs' dtype (see .generated), an array the caller may write to
     results = [f"_result({writer.names[slot]}, _dtype)" for slot in plan.outputs]
     lines = [header, "import numpy as _np", "", ALIASES, RESULT_HELPER.rstrip()]
+    if symmetric:
+        lines.append(SYMMETRIC_HELPER.rstrip())
     lines += writer.constants
     for helper in sorted(writer.helpers):
         lines.append(HELPERS[helper].rstrip())
@@ -548,6 +553,8 @@ def program_source(roots: Sequence, name: str, shapes: Mapping[str, tuple[int, .
             f'        raise _ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{python}.shape}}: '
             f'generate it again with tc.to_python(..., shapes=...)")'
         )
+    for p in sorted(set(symmetric) & set(names)):  # the declarations, on the data (generated.SYMMETRIC_HELPER)
+        lines.append(f"    {names[p]} = _symmetric({names[p]}, {p!r}, {symmetric[p]!r})")
     lines += [f"    {line}" for line in body]
     if single:
         lines.append(f"    return {results[0]}")
