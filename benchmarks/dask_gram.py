@@ -1,12 +1,11 @@
 """tenscalc's dask Gram Hessian against hand-written dask, in worker CPU and peak worker memory (issue 30).
 
-    python benchmarks/dask_gram.py [--n 30000] [--d 1500] [--rows 1500] [--repeats 5] [--out FILE]
+    python benchmarks/dask_gram.py [--n 16000] [--d 1000] [--rows 1000] [--repeats 9] [--tracemalloc] [--out FILE]
 
 The Hessian of ``norm2(X*w - y)^2`` by ``w`` is ``2 XᵀX``; tenscalc compiles it with
 ``backend="dask"`` and is compared with what a dask user writes by hand, ``2 * (X.T @ X)``
-(the reference of the ratios), the textbook ``2 * X.T @ X`` (which scales X before the
-product) and ``2 * da.tensordot(X, X, axes=(0, 0))`` (what tenscalc built before its
-contractions went through ``tenscalc.compiler.dask_einsum``).  X is n x d in blocks of
+(the reference of the ratios), and with ``2 * da.tensordot(X, X, axes=(0, 0))``, what
+tenscalc built before its contractions went through ``tenscalc.compiler.dask_einsum``.  X is n x d in blocks of
 ``rows`` x d.  Two settings, each repetition computing every contender once in an order
 rotated from one repetition to the next:
 
@@ -19,7 +18,8 @@ rotated from one repetition to the next:
   pins BLAS to one thread) with X persisted on it before anything is measured.  For each
   worker: CPU seconds, the process's user + system time over the computation (``psutil``;
   the worker's scheduling work included), and the peak resident size above the size just
-  before the computation, sampled every millisecond by a thread in the worker; with
+  before the computation (Linux's VmHWM, reset through /proc/self/clear_refs: exact, no
+  sampling); with
   ``--tracemalloc`` also repetitions with tracemalloc running in the workers (peak traced
   bytes).  Which worker runs which task, and when, moves these peaks from run to run by
   whole d x d partial sums: take medians of many repetitions.
@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable
 
@@ -48,34 +47,30 @@ import numpy as np  # noqa: E402
 # ------------------------------------------------------------ in the workers
 
 
-def _start_sampling(dask_worker=None) -> int:
-    """Start a thread sampling this process's resident size; returns the size now."""
+def _status(field: str) -> int:
+    """A field of /proc/self/status in bytes (VmRSS: resident now, VmHWM: its peak)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _start(dask_worker=None) -> None:
+    """Reset this process's peak resident size to the size now (Linux: writing 5 to
+    /proc/self/clear_refs) and note it and the CPU time."""
     import psutil
 
-    process = psutil.Process()
-    state = {"peak": process.memory_info().rss, "run": True}
-
-    def sample() -> None:
-        while state["run"]:
-            state["peak"] = max(state["peak"], process.memory_info().rss)
-            time.sleep(0.001)
-
-    state["thread"] = threading.Thread(target=sample, daemon=True)
-    state["thread"].start()
-    state["base"] = state["peak"]
-    state["cpu"] = sum(process.cpu_times()[:2])
-    dask_worker._tenscalc_sampling = state
-    return state["base"]
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+        refs.write("5")
+    dask_worker._tenscalc_start = (_status("VmRSS"), sum(psutil.Process().cpu_times()[:2]))
 
 
-def _stop_sampling(dask_worker=None) -> dict:
+def _stop(dask_worker=None) -> dict:
     import psutil
 
-    state = dask_worker._tenscalc_sampling
-    cpu = sum(psutil.Process().cpu_times()[:2]) - state["cpu"]
-    state["run"] = False
-    state["thread"].join()
-    return {"cpu": cpu, "peak": state["peak"] - state["base"]}
+    base, cpu = dask_worker._tenscalc_start
+    return {"cpu": sum(psutil.Process().cpu_times()[:2]) - cpu, "peak": _status("VmHWM") - base}
 
 
 def _tracemalloc(start: bool) -> int:
@@ -104,7 +99,6 @@ def contenders(d: int) -> dict[str, Callable]:
     return {
         "tenscalc": lambda X, y: compiled(X=X, w=w, y=y),
         "2*(X.T@X)": lambda X, y: 2 * (X.T @ X),
-        "2*X.T@X": lambda X, y: 2 * X.T @ X,
         # what tenscalc built before: dask's tensordot, whose partial sums are concatenated
         "2*tensordot": lambda X, y: 2 * da.tensordot(X, X, axes=(0, 0)),
     }
@@ -115,10 +109,10 @@ def measure(client, build: Callable, X, y, traced: bool) -> dict:
 
     H = build(X, y)
     client.run(_tracemalloc, True) if traced else None
-    client.run(_start_sampling)
+    client.run(_start)
     future = client.compute(H)
     wait(future)
-    stats = client.run(_stop_sampling)
+    stats = client.run(_stop)
     peaks = client.run(_tracemalloc, False) if traced else {}
     future.release()
     del future
@@ -166,10 +160,10 @@ def rotated(names: list[str], repeat: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=24000)
-    parser.add_argument("--d", type=int, default=1200)
-    parser.add_argument("--rows", type=int, default=1200, help="rows of X per block")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--n", type=int, default=16000)
+    parser.add_argument("--d", type=int, default=1000)
+    parser.add_argument("--rows", type=int, default=1000, help="rows of X per block")
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--tracemalloc", action="store_true", help="also repetitions with tracemalloc in the workers")
     parser.add_argument("--no-sequential", action="store_true", help="leave out the synchronous-scheduler runs")
     parser.add_argument("--out", help="write the results as JSON")
@@ -238,8 +232,9 @@ def medians(report: dict, names: list[str]) -> dict[str, dict[str, float | None]
         if "sequential_cpu_s" in report:
             row["sequential_cpu_s"] = statistics.median(report["sequential_cpu_s"][name])
             row["sequential_peak_mb"] = report["sequential_peak_mb"][name]
-        for key in ("cpu_s", "peak_rss_mb", "peak_traced_mb"):
-            values = [r[key] for r in report["distributed"][name] if key in r]
+        for key, traced in (("cpu_s", False), ("peak_rss_mb", False), ("peak_traced_mb", True)):
+            # tracemalloc slows the workers: CPU and resident size from the runs without it
+            values = [r[key] for r in report["distributed"][name] if r["traced"] == traced and key in r]
             row[key] = statistics.median(values) if values else None
         table[name] = row
     return table

@@ -685,7 +685,8 @@ class CupyBackend(Backend):
 class DaskBackend(Backend):
     """Dask arrays, built lazily: identities, diagonals and filled arrays are made by
     ``da.eye`` / ``da.diag`` / ``da.full`` on the workers, never as NumPy constants shipped
-    in the graph; contractions of arrays that fit one chunk stay one chunk."""
+    in the graph; contractions add their partial sums (``tenscalc/compiler/dask_einsum.py``)
+    and cut a result in blocks only past dask's chunk size."""
 
     name = "dask"
     lazy = True
@@ -735,21 +736,16 @@ class DaskBackend(Backend):
     def einsum(self, eq, *arrays):
         from .dask_einsum import einsum
 
-        with _one_chunk_when_small(eq, [a.shape for a in arrays]):
-            return einsum(eq, *arrays)
+        return einsum(eq, *arrays)
 
     def contraction(self, eq, shapes, path):
-        # each pair through dask_einsum: partial sums added, not concatenated as by
-        # dask's tensordot and einsum (the Gram Hessian's peak memory, issue 30)
+        # pair by pair through dask_einsum: partial sums added, not concatenated as by
+        # dask's tensordot and einsum (the Gram Hessian's peak memory, issue 30), and a
+        # result cut in blocks only past dask's chunk size (da.einsum cut an outer
+        # product of 3-vectors into (2, 1) blocks: a 3x3 det's third derivative was 12,575 tasks)
         from .dask_einsum import contraction
 
-        run = contraction(eq, shapes, path)
-
-        def contract(*arrays):
-            with _one_chunk_when_small(eq, shapes):
-                return run(*arrays)
-
-        return contract
+        return contraction(eq, shapes, path)
 
     def inv(self, x):
         # dask's inv needs square chunks; an einsum result may have any (an outer
@@ -792,24 +788,6 @@ class DaskBackend(Backend):
 
 #: constants of more entries than this are checked for being one number (then made lazily)
 _SMALL_CONSTANT = 4096
-
-
-def _one_chunk_when_small(eq: str, shapes: Sequence[tuple[int, ...]]) -> Any:
-    """A context in which dask's einsum leaves the chunks alone when every intermediate of
-    ``eq`` fits one chunk: dask keeps an output chunk no larger (in entries) than the
-    largest input chunk, so an outer product of two 3-vectors came out as (2, 1) chunks and
-    the third derivative of a 3x3 det as a graph of 12,575 tasks."""
-    import contextlib
-
-    import dask
-    from dask.utils import parse_bytes
-
-    sizes: dict[str, int] = {}
-    for spec, shape in zip(eq.split("->")[0].split(","), shapes):
-        sizes.update(zip(spec, shape))
-    if math.prod(sizes.values()) * 16 > parse_bytes(dask.config.get("array.chunk-size")):
-        return contextlib.nullcontext()
-    return dask.config.set({"array.chunk-size-tolerance": math.inf})
 
 
 def _check_block(shape: tuple[int, ...], x: Any, what: str) -> None:
