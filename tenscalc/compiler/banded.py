@@ -47,7 +47,7 @@ import numpy as np
 
 from ..core.nodes import Expr
 from .cost import OpCost
-from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandSum, band_stretch, describe
+from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandSum, BandTerm, band_stretch, describe
 from .plan import AddItem, Plan, Step, Term
 
 BandValues = tuple[Any, ...]  # per band: a 1-D array of its length, or a number
@@ -337,7 +337,9 @@ class _Binder:
         n = shape[0]
         core = replace(term, out=term.out[:1])
         fn, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend)
-        return ([(Band(0, 0, n), fn)] if n else []), cost
+        # the term, for a writer that spells products itself (to_python); the fused function calls fn
+        value = describe(lambda env: fn(env), BandTerm(core, (n,), fn))
+        return ([(Band(0, 0, n), value)] if n else []), cost
 
     def scaled_term(self, term: Term, shape: tuple[int, ...]):
         """``factor * A[p, q] * u[p] * v[q] ...`` written as ``(p, q)`` or ``(q, p)``, A banded."""

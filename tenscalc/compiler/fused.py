@@ -65,6 +65,7 @@ __all__ = [
     "BandScaled",
     "BandStretch",
     "BandSum",
+    "BandTerm",
     "Call",
     "Chain",
     "Const",
@@ -74,10 +75,14 @@ __all__ = [
     "Terms",
     "Tiles",
     "View",
+    "Spelling",
     "band_stretch",
+    "band_tuple",
+    "band_value",
     "describe",
     "fresh_results",
     "fuse",
+    "tiles_lines",
 ]
 
 #: programs with more operations than this keep the loop: compiling the source costs
@@ -199,13 +204,24 @@ class BandStretch:
 
 
 @dataclass(frozen=True)
+class BandTerm:
+    """A band value that is the dense value of the product term ``term`` (a diagonal's core
+    vector), computed by the closure ``fn``; a writer with its own spelling of product
+    terms (:mod:`.source`) writes the term, the fused function calls ``fn``."""
+
+    term: Any
+    shape: tuple[int, ...]
+    fn: Callable[[list], Any]
+
+
+@dataclass(frozen=True)
 class BandSum:
     """A banded step: per band, the sum of its parts' values (left to right)."""
 
     groups: tuple[tuple[Callable[[list], Any], ...], ...]
 
 
-Inline = Chain | View | Tiles | Fresh | Terms | BandSum | BandNumber | BandRef | BandScaled | BandStretch
+Inline = Chain | View | Tiles | Fresh | Terms | BandSum | BandNumber | BandRef | BandScaled | BandStretch | BandTerm
 #: steps whose value is a new array that aliases none of the slots they read
 ALLOCATING = (Chain, Tiles, Fresh, Terms)
 
@@ -219,6 +235,86 @@ def describe(fn: Callable, inline: Inline) -> Callable:
 def part_shape(tiles: Tiles, key: tuple) -> tuple[int, ...]:
     """The shape of ``key``'s part of a tiled array."""
     return np.empty(tiles.shape)[key].shape  # np.empty writes nothing: cheap at any size
+
+
+# ---- the source of banded steps and tiled sums, shared by the fused function and
+# ``tc.to_python(shapes=)`` (:mod:`.source`): each spells slots, keys and numbers its own way
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a source writer names what band and tile source refers to.
+
+    ``slot``: a slot's value (a banded slot's: its tuple of band values); ``key``: a
+    basic index; ``number``: a number or a constant's band values; ``call``: the value
+    of a closure no record describes; ``term``: the value of a :class:`BandTerm`'s
+    product term (None: its closure is called); ``stretch``: the name of :func:`band_stretch`;
+    ``multiply``: the name of ``np.multiply``.
+    """
+
+    slot: Callable[[int], str]
+    key: Callable[[Any], str]
+    number: Callable[[Any], str]
+    call: Callable[[Callable], str]
+    stretch: str
+    multiply: str
+    term: Callable[[BandTerm], str] | None = None
+
+
+def band_value(fn: Callable[[list], Any], spell: Spelling) -> str:
+    """An expression for the band value ``fn`` computes, from its description (``fn``
+    may be a description itself).
+
+    >>> spell = Spelling(lambda s: f"env[{s}]", repr, repr, lambda fn: "?", "_stretch", "_np.multiply")
+    >>> band_value(BandScaled(BandRef(3, 1), ((2, slice(1, None)),), 2.0), spell)
+    '((env[3][1] * env[2][slice(1, None, None)]) * 2.0)'
+    """
+    inline = fn if isinstance(fn, (BandRef, BandNumber, BandScaled, BandStretch)) else getattr(fn, "inline", None)
+    if isinstance(inline, BandRef):
+        return f"{spell.slot(inline.slot)}[{inline.k}]"
+    if isinstance(inline, BandNumber):
+        return spell.number(inline.value)
+    if isinstance(inline, BandScaled):
+        expression = band_value(inline.value, spell)
+        for slot, key in inline.stretches:
+            expression = f"({expression} * {spell.slot(slot)}[{spell.key(key)}])"
+        if inline.factor != 1:
+            expression = f"({expression} * {spell.number(inline.factor)})"
+        return expression
+    if isinstance(inline, BandStretch):
+        value = band_value(inline.value, spell)
+        return f"{spell.stretch}({value}, {inline.first}, {inline.stop}, {inline.every})"
+    if isinstance(inline, BandTerm) and spell.term is not None:
+        return spell.term(inline)
+    if isinstance(inline, BandTerm):
+        return spell.call(inline.fn)
+    return spell.call(fn)
+
+
+def band_tuple(step: BandSum, spell: Spelling) -> str:
+    """The tuple of a banded step's band values: per band, its parts added left to right."""
+    groups = [" + ".join(band_value(part, spell) for part in group) for group in step.groups]
+    return f"({''.join(g + ', ' for g in groups)})"
+
+
+def tiles_lines(
+    tiles: Tiles, name: str, allocate: str | None, written: set[int], spell: Spelling, shape_of: Callable[[int], Any]
+) -> list[str]:
+    """Statements writing the tiled array ``name``: ``name = allocate`` (None: an earlier
+    statement did), then each part not ``written`` yet by its producer copied in (scaled
+    straight into its view when it has the part's shape)."""
+    lines = [] if allocate is None else [f"{name} = {allocate}"]
+    for slot, coef, key in tiles.parts:
+        if slot in written:
+            continue
+        k, value = spell.key(key), spell.slot(slot)
+        if coef == 1:
+            lines.append(f"{name}[{k}] = {value}")
+        elif tuple(shape_of(slot)) == part_shape(tiles, key):
+            lines.append(f"{spell.multiply}({spell.number(coef)}, {value}, out={name}[{k}])")
+        else:
+            lines.append(f"{name}[{k}] = {spell.multiply}({spell.number(coef)}, {value})")
+    return lines
 
 
 def _tile_producers(
@@ -317,18 +413,8 @@ class _Writer:
     def tiles(self, target: str, tiles: Tiles, name: str, written: set[int]) -> None:
         """``target = `` the tiled array ``name`` (allocated here unless an earlier step
         did), each part not ``written`` yet by its producer copied in."""
-        if not written:
-            self.lines.append(f"{name} = _empty({tiles.shape!r})")
-        for slot, coef, key in tiles.parts:
-            if slot in written:
-                continue
-            k = self.name("_k", key)
-            if coef == 1:
-                self.lines.append(f"{name}[{k}] = env[{slot}]")
-            elif self.shapes[slot] == part_shape(tiles, key):
-                self.lines.append(f"{self.ufunc(np.multiply)}({self.number(coef)}, env[{slot}], out={name}[{k}])")
-            else:
-                self.lines.append(f"{name}[{k}] = {self.ufunc(np.multiply)}({self.number(coef)}, env[{slot}])")
+        allocate = None if written else f"_empty({tiles.shape!r})"
+        self.lines += tiles_lines(tiles, name, allocate, written, self.spelling, lambda slot: self.shapes[slot])
         self.lines.append(f"{target} = {name}")
         self.lines.append(f"del {name}")
 
@@ -344,24 +430,21 @@ class _Writer:
         self.lines.append(f"{target} = _s")
         self.lines.append("del _s")
 
-    def band_value(self, fn: Callable[[list], Any]) -> str:
-        """An expression for the band value ``fn`` computes (a call of it if undescribed)."""
-        inline = getattr(fn, "inline", None)
-        if isinstance(inline, BandRef):
-            return f"env[{inline.slot}][{inline.k}]"
-        if isinstance(inline, BandNumber):
-            return self.number(inline.value)
-        if isinstance(inline, BandScaled):
-            expression = self.band_value(inline.value)
-            for slot, key in inline.stretches:
-                expression = f"({expression} * env[{slot}][{self.name('_k', key)}])"
-            if inline.factor != 1:
-                expression = f"({expression} * {self.number(inline.factor)})"
-            return expression
-        if isinstance(inline, BandStretch):
-            self.namespace["_stretch"] = band_stretch
-            return f"_stretch({self.band_value(inline.value)}, {inline.first}, {inline.stop}, {inline.every})"
-        return f"{self.name('_f', fn)}(env)"
+    @property
+    def spelling(self) -> Spelling:
+        """Slots as ``env[slot]``; keys, constant bands and closures as names in the namespace."""
+        return Spelling(
+            slot=lambda slot: f"env[{slot}]",
+            key=lambda key: self.name("_k", key),
+            number=self.number,
+            call=lambda fn: f"{self.name('_f', fn)}(env)",
+            stretch=self.stretch(),
+            multiply=self.ufunc(np.multiply),
+        )
+
+    def stretch(self) -> str:
+        self.namespace["_stretch"] = band_stretch
+        return "_stretch"
 
     def _shape(self, arg: Arg, temp_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if isinstance(arg, Slot):
@@ -444,8 +527,7 @@ def fuse(
             writer.terms(target, inline)
             owned.add(slot)
         elif isinstance(inline, BandSum):
-            groups = [" + ".join(writer.band_value(part) for part in group) for group in inline.groups]
-            lines.append(f"{target} = ({''.join(g + ', ' for g in groups)})")
+            lines.append(f"{target} = {band_tuple(inline, writer.spelling)}")
         elif isinstance(inline, BandNumber):
             lines.append(f"{target} = {writer.number(inline.value)}")
         else:

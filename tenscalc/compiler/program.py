@@ -261,6 +261,13 @@ class Program:
     #: the whole program handed to the backend's compiler (``jax.jit``, ``torch.compile``:
     #: :meth:`.Backend.whole_program`), which traces :meth:`run_steps` once per dtype
     whole: Callable[[Sequence[Any], Any], tuple[Any, ...]] | None = None
+    #: the plan as bound (squares folded, broadcasts scaled, shared factors taken out), the
+    #: dense shape of each of its slots, the slots it does not compute, and the bands of each
+    #: banded slot: what ``tc.to_python(shapes=)`` writes (:mod:`.source`)
+    bound_plan: Plan | None = None
+    dense: list[tuple[int, ...]] = field(default_factory=list)
+    skipped: frozenset[int] = frozenset()
+    layouts: dict[int, Layout] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.loop = [(op.fn, op.slot, op.release) for op in self.ops]
@@ -445,6 +452,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
     program = Program(ops, input_slots, plan.outputs, n_slots, backend, program_cost(ops), densify)
+    program.bound_plan, program.dense, program.skipped = plan, dense, folded
+    program.layouts = {slot: band_step.layout for slot, band_step in banded.items()}
     if backend.name == "numpy" and not resolver.estimate:
         program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
         program.fuse_later = partial(fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify)

@@ -23,11 +23,13 @@ from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, block_rows, parts
 from .backends import letters
+from .fused import BandSum, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, SYMMETRIC_HELPER, dtype_line, python_names, signature
 from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, gram_pattern, is_identity_permutation
+from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
-from .program import ShapeResolver, choose_path, step_shape, variable_orders
+from .program import Program, ShapeResolver, choose_path, step_shape, variable_orders
 
 # helpers the generated module defines when it uses them (NumPy only)
 HELPERS = {
@@ -78,6 +80,25 @@ def _gram(x, d, scale):
     return (x * d[:, None]).T @ x
 ''',
     "_lapack": LAPACK_HELPER,
+    # banded steps (:mod:`.banded`): a slot holds a tuple of band values, numbers or vectors
+    "_stretch": '''
+def _stretch(value, first, stop, every):
+    """Entries ``first:stop:every`` of a band value; a number stays a number."""
+    return value if _np.ndim(value) == 0 else value[first:stop:every]
+''',
+    "_write_bands": '''
+def _write_bands(values, shape, keys, disjoint):
+    """The dense matrix of bands: zeros, each band's values written (added, where bands
+    overlap) at its strided stretch ``keys[k]`` of the flattened matrix."""
+    out = _np.zeros(shape, dtype=_np.result_type(*[v for v in values if _np.ndim(v)], _np.float64))
+    flat = out.reshape(-1)
+    for key, value in zip(keys, values):
+        if disjoint:
+            flat[key] = value
+        else:
+            flat[key] += value
+    return out
+''',
     "_adjugate": "\n" + ADJUGATE_SOURCE,
     "_accumulate": ACCUMULATE_SOURCE,
 }
@@ -113,7 +134,13 @@ def array_literal(value: np.ndarray) -> str:
 
 
 class ProgramSource:
-    """Writes the statements of one plan bound to one set of shapes."""
+    """Writes the statements of one plan bound to one set of shapes.
+
+    ``bound``: the program :func:`.program.bind` made of the same plan for these shapes;
+    its banded steps (and their dense twins) and its tiled sums are written from its own
+    records, with the fused function's writer (:func:`.fused.band_tuple`,
+    :func:`.fused.tiles_lines`), so the module computes what ``tc.compile`` runs.
+    """
 
     def __init__(
         self,
@@ -121,6 +148,7 @@ class ProgramSource:
         resolver: ShapeResolver,
         dense: Sequence[tuple[int, ...]] = (),
         skip: frozenset[int] = frozenset(),
+        bound: Program | None = None,
     ):
         self.plan = plan
         self.resolver = resolver
@@ -134,6 +162,22 @@ class ProgramSource:
         self.shapes: list[tuple[int, ...]] = []
         self.names: dict[int, str] = {}
         self._temp = 0
+        ops: list[Op] = bound.ops if bound is not None else []
+        self.layouts = bound.layouts if bound is not None else {}
+        # slot -> what the bound program computes there, for the steps written from its records
+        self.band_ops = {op.slot: op for op in ops if op.kind == "band"}
+        self.twin_ops = {op.reads[0]: op for op in ops if op.kind == "twin"}
+        self.tiled = {op.slot: op.inline for op in ops if op.kind == "add" and isinstance(op.inline, Tiles)}
+        self.bands: dict[int, str] = {}  # banded slot -> the name of its tuple of band values
+        self.spelling = Spelling(
+            slot=lambda slot: self.bands.get(slot) or self.names[slot],
+            key=repr,  # basic indexes: slices, tuples of slices and integers, each its own source
+            number=self._band_number,
+            call=_undescribed,
+            stretch="_stretch",
+            multiply="_np.multiply",
+            term=lambda band: self._term(band.term, band.shape, False),
+        )
 
     # ------------------------------------------------------------------ plumbing
     def _fresh(self) -> str:
@@ -160,19 +204,75 @@ class ProgramSource:
                 continue
             name = f"_s{step.index}"
             temps = self._temp
-            text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
-            self.lines.append(f"{name} = {text}")
-            self.names[step.index] = name
+            dead: list[str] = []
+            if step.index in self.band_ops:
+                dead += self._banded(step.index, name, shape)
+            elif step.index in self.tiled and self.tiled[step.index].shape == shape:
+                self._tiles(step.index, name)
+            else:
+                text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
+                self.lines.append(f"{name} = {text}")
+                self.names[step.index] = name
             # what the compiled program releases after this step is deleted here too (and the
             # step's own path intermediates), so the function's peak memory is the program's
-            dead = [f"_p{k}" for k in range(temps + 1, self._temp + 1)]
-            dead += [self.names[slot] for slot in self.plan.release[step.index] if slot in self.names]
+            dead = [f"_p{k}" for k in range(temps + 1, self._temp + 1)] + dead
+            for slot in self.plan.release[step.index]:
+                dead += [names[slot] for names in (self.names, self.bands) if slot in names]
             if dead:
                 self.lines.append("del " + ", ".join(dict.fromkeys(dead)))
         return self.lines
 
     def _arg(self, slot: int) -> str:
         return self.names[slot]
+
+    def result(self, slot: int) -> str:
+        """A result's dense value (a banded output's bands written into zeros, as compile does)."""
+        if slot in self.bands and slot not in self.twin_ops:
+            return self._dense_bands(slot)
+        return self.names[slot]
+
+    # ------------------------------------------------------------------ bound records
+    def _banded(self, slot: int, name: str, shape: tuple[int, ...]) -> list[str]:
+        """``name = `` the band values of a banded step; its dense twin after it where
+        another step reads it densely.  Returns the names dead once the twin is written."""
+        inline = self.band_ops[slot].inline
+        if isinstance(inline, BandSum):
+            text = band_tuple(inline, self.spelling)
+        else:  # a banded constant: its band numbers
+            text = self._band_number(inline.value)
+        self.lines.append(f"{name} = {text}")
+        self.bands[slot] = name
+        twin = self.twin_ops.get(slot)
+        if twin is None:
+            return []
+        self.lines.append(f"_w{slot} = {self._dense_bands(slot)}")
+        self.names[slot] = f"_w{slot}"
+        if slot not in twin.release:
+            return []
+        del self.bands[slot]  # only the twin is read from now on
+        return [name]
+
+    def _dense_bands(self, slot: int) -> str:
+        self.helpers.add("_write_bands")
+        layout = self.layouts[slot]
+        return f"_write_bands({self.bands[slot]}, {layout.shape!r}, {layout.keys!r}, {layout.disjoint!r})"
+
+    def _band_number(self, value) -> str:
+        """A number of a band (or a constant's tuple of them) as source."""
+        if isinstance(value, tuple):
+            return f"({''.join(self._band_number(v) + ', ' for v in value)})"
+        if isinstance(value, (int, float)):
+            return literal(value)
+        return self._constant(np.asarray(value))
+
+    def _tiles(self, slot: int, name: str) -> None:
+        """``name = `` a sum of parts tiling an empty array, each written once (no zeros)."""
+        tiles = self.tiled[slot]
+        parts = ", ".join(dict.fromkeys(self.names[slot] for slot, _, _ in tiles.parts))
+        allocate = f"_np.empty({tiles.shape!r}, dtype=_np.result_type({parts}))"
+        shapes = lambda slot: self.shapes[slot]  # noqa: E731
+        self.lines += tiles_lines(tiles, name, allocate, set(), self.spelling, shapes)
+        self.names[slot] = name
 
     # ------------------------------------------------------------------ steps
     def _constant_step(self, step: Step, shape, is_output: bool) -> str:
@@ -434,6 +534,10 @@ class ProgramSource:
         return text
 
 
+def _undescribed(fn: Callable) -> str:
+    raise AssertionError(f"a band value without a description: {fn!r}")  # the binder describes every one
+
+
 def _atom(text: str) -> str:
     """``text`` safe to follow with ``.method`` or an operator."""
     return text if re.fullmatch(r"[A-Za-z_]\w*", text) else f"({text})"
@@ -509,10 +613,11 @@ def program_source(
     """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``; the
     variables in ``symmetric`` (name -> what they are declared) are checked on entry."""
     from ..core.axes import axis_graph
-    from .factoring import factor_shared, scale_broadcasts
+    from .backends import get_backend
     from .plan import build_plan
+    from .program import bind
 
-    plan = scale_broadcasts(build_plan(list(roots)))  # as binding does: 20 (u ⊗ 1) scales u
+    plan = build_plan(list(roots))
     graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]  # one graph: shared nodes once
     orders = variable_orders(graphs)
     params = sorted(orders)
@@ -528,12 +633,15 @@ def program_source(
         resolver = ShapeResolver(graphs, fixed)
     except Exception as exc:  # the shapes disagree with each other: say so now, not in the code
         raise TensCalcError(f"to_python: the shapes do not fit the expressions: {exc}") from None
-    dense = [step_shape(step, resolver) for step in plan.steps]
-    plan, dense, skip = factor_shared(plan, dense, frozenset(), choose_path)  # as binding does: X (P + Q)
-    writer = ProgramSource(plan, resolver, dense, skip)
+    # the plan as compile binds it for these shapes (squares folded, X (P + Q) factored, banded
+    # steps and tiled sums chosen): an estimate's binding, which allocates nothing
+    bound = bind(plan, ShapeResolver(graphs, fixed, estimate=True), get_backend("numpy"))
+    assert bound.bound_plan is not None
+    plan = bound.bound_plan
+    writer = ProgramSource(plan, resolver, bound.dense, bound.skipped, bound)
     body = writer.write({slot: names[var_name] for var_name, slot in plan.inputs.items()})
     # _result: the inputs' dtype (see .generated), an array the caller may write to
-    results = [f"_result({writer.names[slot]}, _dtype)" for slot in plan.outputs]
+    results = [f"_result({writer.result(slot)}, _dtype)" for slot in plan.outputs]
     lines = [header, "import numpy as _np", "", ALIASES, RESULT_HELPER.rstrip()]
     if symmetric:
         lines.append(SYMMETRIC_HELPER.rstrip())

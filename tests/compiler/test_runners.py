@@ -170,22 +170,7 @@ MEMORY = {
 MEMORY_FACTOR, MEMORY_SLACK = 1.5, 256 * 1024
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 26, not done: to_python(shapes=) writes a banded Hessian with dense "
-                "intermediates where compile keeps bands and writes the dense result once",
-            ),
-        )
-        if "Rosenbrock" in name
-        else name
-        for name in MEMORY
-    ],
-)
+@pytest.mark.parametrize("name", list(MEMORY))
 def test_generated_module_peaks_like_compile(name):
     exprs = CORPUS[name][0]()
     shapes = MEMORY[name]
