@@ -189,6 +189,24 @@ def test_generated_module_peaks_like_compile(name):
     assert ours <= 8 * cost.peak_memory * MEMORY_FACTOR + MEMORY_SLACK, (ours, cost.peak_memory)
 
 
+@pytest.mark.parametrize("name", ["chained Rosenbrock (slices, banded Hessian)", "extended Rosenbrock (tiles)"])
+@pytest.mark.parametrize("n", [10, 14])
+def test_generated_banded_hessian_makes_one_square_array(name, n):
+    """``to_python(shapes=)`` writes the bands ``compile`` keeps (issue 26): the only
+    n x n array the module makes is the Hessian, written once from its bands (before,
+    shifted identities and their scaled copies were dense n x n temporaries)."""
+    exprs = CORPUS[name][0]()
+    source = tc.to_python(exprs, shapes={"x": (n,)})
+    square = [line.strip() for line in source.splitlines() if f"({n}, {n})" in line]
+    assert len(square) == 1 and square[0].startswith("return") and "_write_bands(" in square[0], square
+    assert "import tenscalc" not in source and "from tenscalc" not in source  # NumPy only
+    x = np.random.default_rng(n).uniform(0.5, 1.5, n)
+    namespace: dict = {}
+    exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102
+    for got, expected in zip(namespace["f"](x=x), [tc.evaluate(e, {"x": x}) for e in exprs]):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
 def test_step_tables_cover_every_step_kind():
     """The binder and the source writer dispatch on the same step kinds."""
     from tenscalc.compiler import plan as plan_module
