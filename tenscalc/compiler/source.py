@@ -6,7 +6,12 @@ binder in :mod:`.program` would run for the given shapes: contraction paths are
 searched here, once, with opt_einsum, and every pairwise contraction is written
 as the ``matmul`` / broadcast ``multiply`` that :mod:`.kernels` would call, with
 its permutations and reshapes spelled out; ``Xᵀ diag(d) X`` goes through the same
-Gram kernel.  The generated module needs NumPy only.
+Gram kernel.  The plan walked is the one :func:`.program.bind` prepares for the
+shapes (squares folded, shared factors taken out), and the steps it binds as bands
+(:mod:`.banded`) or as tiled sums are written from its own records with the fused
+function's writer (:func:`.fused.band_tuple`, :func:`.fused.tiles_lines`): a banded
+Hessian is a tuple of band vectors until its dense value is written once, as in
+``tc.compile``.  The generated module needs NumPy only.
 """
 
 from __future__ import annotations
