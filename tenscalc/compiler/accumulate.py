@@ -1,7 +1,7 @@
 """Sums of terms written into one buffer (NumPy): the accumulate op.
 
-A product step of several terms (a sum whose summand products the plan gathered
-into it, :meth:`.plan.PlanBuilder._gathers`, or a distributed sum) would otherwise
+A product step of several terms (a sum whose summand products :func:`gather_sums`
+took into it when binding, or a distributed sum) would otherwise
 compute every term as an array of the sum's shape and add them: on the
 log-sum-exp Hessian ``diag(p) - p pᵀ`` two n×n arrays and a third for the sum, on
 the Rayleigh quotient's six.  :func:`parts` sorts the terms by structure, once per
@@ -35,16 +35,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..core.letters import LetterClasses
 from .cost import OpCost
 from .fused import Chain, Fresh, describe
-from .plan import Term
+from .plan import REGROUP_LIMIT, AddItem, Plan, Step, Term, _liveness, step_reads
 
-__all__ = ["Broadcast", "Copy", "Dense", "Diagonal", "Outer", "bind_accumulate", "block_rows", "parts"]
+__all__ = [
+    "Broadcast",
+    "Copy",
+    "Dense",
+    "Diagonal",
+    "Outer",
+    "bind_accumulate",
+    "block_rows",
+    "gather_sums",
+    "parts",
+]
 
 #: entries of one block of a blocked update (a scaled copy, a GEMM into an existing
 #: buffer): the temporary stays in cache and no array of the sum's size is made
@@ -178,6 +188,92 @@ def _outer(term: Term) -> Outer | None:
     return Outer(row, col)
 
 
+def gather_sums(plan: Plan, dense: Sequence[tuple[int, ...]], skip: frozenset[int]) -> tuple[Plan, frozenset[int]]:
+    """``plan`` with each sum of order 2 or more that has a summand product of outer,
+    broadcast, diagonal or scaled-copy terms only (read by that sum alone, not an output)
+    written as one product step: those products' terms scaled by their coefficients,
+    any other summand a one-operand term, a number or ``delta`` a constant term.  The
+    binder then writes the whole sum into one buffer (:func:`bind_accumulate`).  Made
+    when binding, after :mod:`.factoring`'s rewrites of the same sums (``X P + X Q``
+    factored, a coefficient moved onto a broadcast).  Returns the plan and the slots
+    no longer computed (with ``skip``).
+
+    >>> import tenscalc as tc
+    >>> f = tc.compile(tc.parse("u *(i,j->ij) v - C", {"u": 1, "v": 1, "C": 2}))
+    >>> [step.kind for step in f.plan.steps]
+    ['input', 'input', 'product', 'input', 'add']
+    >>> plan, skip = gather_sums(f.plan, [(3,), (4,), (3, 4), (3, 4), (3, 4)], frozenset())
+    >>> plan.steps[4].kind, len(plan.steps[4].data), sorted(skip)
+    ('product', 2, [2])
+    """
+    readers: dict[int, list[int]] = {}
+    for step in plan.steps:
+        for slot in step_reads(step):
+            readers.setdefault(slot, []).append(step.index)
+    steps = list(plan.steps)
+    dropped: set[int] = set()
+    outputs = set(plan.outputs)
+    for step in plan.steps:
+        shape = tuple(dense[step.index])
+        if step.kind != "add" or step.index in skip or len(shape) < 2:
+            continue
+        items = cast("tuple[AddItem, ...]", step.data)
+        if any(item.kind not in ("slot", "scalar", "delta") or not _real(item.coef) for item in items):
+            continue
+        taken = {
+            item.slot
+            for item in items
+            if item.kind == "slot"
+            and item.slot not in skip
+            and item.slot not in outputs
+            and readers.get(item.slot) == [step.index]
+            and _structured_product(steps[item.slot], item.coef, shape, tuple(dense[item.slot]))
+        }
+        if not taken:
+            continue
+        steps[step.index] = Step(step.index, "product", step.node, data=_terms(items, taken, steps, len(shape)))
+        for slot in taken:
+            steps[slot] = replace(steps[slot], data=())  # reads nothing: never computed
+        dropped |= taken
+    if not dropped:
+        return plan, skip
+    gathered = replace(plan, steps=steps)
+    gathered.release = _liveness(gathered)
+    return gathered, skip | dropped
+
+
+def _real(coef: object) -> bool:
+    return isinstance(coef, (int, float)) and not isinstance(coef, bool) and math.isfinite(coef)
+
+
+def _structured_product(step: Step, coef: float, shape: tuple[int, ...], own: tuple[int, ...]) -> bool:
+    """Whether product ``step`` is written into a sum's buffer without a temporary of its
+    own: every term an outer product, a broadcast, a diagonal or a scaled copy (``c A``,
+    ``c Aᵀ``), with a finite factor the coefficient can join."""
+    if step.kind != "product" or own != shape:
+        return False
+    terms = cast("tuple[Term, ...]", step.data)
+    if not terms or any(not _real(t.factor) or abs(t.factor * coef) >= REGROUP_LIMIT for t in terms):
+        return False
+    return all(not isinstance(p, Dense) for p in parts(terms, shape))
+
+
+def _terms(items: Sequence[AddItem], taken: set[int], steps: list[Step], order: int) -> tuple[Term, ...]:
+    own = tuple(range(order))
+    terms: list[Term] = []
+    for item in items:
+        if item.kind == "slot" and item.slot in taken:
+            product = cast("tuple[Term, ...]", steps[item.slot].data)
+            terms.extend(replace(term, factor=term.factor * item.coef) for term in product)
+        elif item.kind == "slot":
+            terms.append(Term(item.coef, ((item.slot, own),), own))
+        elif item.kind == "delta" and item.n > 0:  # written on its diagonal
+            terms.append(Term(item.coef, (), tuple(range(item.n)) * 2))
+        else:  # a number (delta(0) is the number 1)
+            terms.append(Term(item.coef, (), own))
+    return tuple(terms)
+
+
 BindTerm = Callable[..., tuple[Callable[[list], Any], OpCost]]
 
 
@@ -268,10 +364,13 @@ def _scale(copy: Copy, env: list) -> Any:
 #: the run-time half, as source: the binder runs it, and ``tc.to_python`` writes the same
 #: text into the generated module (which needs NumPy only), so both add the same way
 ACCUMULATE_SOURCE = '''
+# builtins under names of their own: the generated function may be named like one
+_len, _range, _min, _zip, _enumerate, _any = len, range, min, zip, enumerate, any
+
 def _owned(value, reads):
     """``value``, copied if it may share memory with an array it was computed from."""
     value = _np.asarray(value)
-    if value.flags.writeable and not any(_np.may_share_memory(value, r) for r in reads):
+    if value.flags.writeable and not _any(_np.may_share_memory(value, r) for r in reads):
         return value
     return _np.array(value)
 
@@ -296,20 +395,20 @@ def _accumulate(buf, shape, rows, cores, spread, sources, scales, block):
             buf = buf.astype(dtype)
     n = shape[0]
     if rows:
-        u = _np.empty((n, len(rows)), dtype)
-        v = _np.empty((shape[1], len(rows)), dtype)
-        for k, (row, col) in enumerate(rows):
+        u = _np.empty((n, _len(rows)), dtype)
+        v = _np.empty((shape[1], _len(rows)), dtype)
+        for k, (row, col) in _enumerate(rows):
             u[:, k] = row
             v[:, k] = col
         if buf is None:
             buf = u @ v.T
         else:
-            temp = _np.empty((min(block, n), shape[1]), dtype)
-            for lo in range(0, n, block):
-                part = _np.matmul(u[lo : lo + block], v.T, out=temp[: min(block, n - lo)])
+            temp = _np.empty((_min(block, n), shape[1]), dtype)
+            for lo in _range(0, n, block):
+                part = _np.matmul(u[lo : lo + block], v.T, out=temp[: _min(block, n - lo)])
                 _np.add(buf[lo : lo + block], part, out=buf[lo : lo + block])
     # no buffer yet: the first write makes it, without a pass over zeros
-    if buf is None and len(spread) >= 2:  # u ⊗ 1 + 1 ⊗ v in one pass, as np.add.outer(u, v)
+    if buf is None and _len(spread) >= 2:  # u ⊗ 1 + 1 ⊗ v in one pass, as np.add.outer(u, v)
         buf = _np.add(spread[0], spread[1], out=_np.empty(shape, dtype))
         spread = spread[2:]
     elif buf is None and spread and sources and scales[0] in (1, -1):
@@ -322,16 +421,16 @@ def _accumulate(buf, shape, rows, cores, spread, sources, scales, block):
     if buf is None:
         buf = _np.zeros(shape, dtype)
     if sources:
-        temp = _np.empty((min(block, n), *shape[1:]), dtype)
-        for lo in range(0, n, block):
+        temp = _np.empty((_min(block, n), *shape[1:]), dtype)
+        for lo in _range(0, n, block):
             view = buf[lo : lo + block]
-            for source, scale in zip(sources, scales):
+            for source, scale in _zip(sources, scales):
                 if scale == 1:
                     _np.add(view, source[lo : lo + block], out=view)
                 elif scale == -1:
                     _np.subtract(view, source[lo : lo + block], out=view)
                 else:
-                    scaled = _np.multiply(source[lo : lo + block], scale, out=temp[: min(block, n - lo)])
+                    scaled = _np.multiply(source[lo : lo + block], scale, out=temp[: _min(block, n - lo)])
                     _np.add(view, scaled, out=view)
     for value in spread:
         _np.add(buf, value, out=buf)

@@ -26,7 +26,7 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
@@ -279,7 +279,6 @@ class PlanBuilder:
         self.inline: set[Expr] = set()  # products expanded into their users' terms
         self.materialize: set[Expr] = set()  # nodes computed into a shared slot
         self.distributed: set[Expr] = set()  # sums pushed into their only product
-        self.gathered: set[Expr] = set()  # sums written as one product step of their summands' terms
         # a bound on the constant factor of the fused term a product or distributed sum
         # lies in (inf: a constant that may not be finite, such as 2^2222 or exp(1000))
         self.term_scale: dict[Expr, float] = {}
@@ -369,9 +368,6 @@ class PlanBuilder:
                 self.distributed.add(node)
                 self.term_scale[node] = self.term_scale.get(users[0], 1.0) * max(map(_magnitude, node.arg))
                 continue
-            if self._gathers(node):
-                self.gathered.add(node)
-                self.term_scale[node] = max(map(_magnitude, node.arg))
             if is_root or node not in self.inline or len(fusing_users) < len(users):
                 self.materialize.add(node)
 
@@ -440,35 +436,7 @@ class PlanBuilder:
 
     def _fuses(self, user: Expr) -> bool:
         """Whether ``user`` expands its product operands into its own terms."""
-        return user in self.products or user in self.distributed or user in self.gathered
-
-    def _gathers(self, node: Expr) -> bool:
-        """Whether sum ``node`` becomes one product step whose terms are its summands'
-        (a summand product used only there is expanded into it; any other summand is a
-        one-operand term, a number a constant term): the binder then writes the whole sum
-        into one buffer (:mod:`.accumulate`) instead of materialising every summand.  Only
-        arrays of order 2 or more (where a summand is a large temporary), with at least one
-        summand product read nowhere else that only scales, broadcasts, diagonalises or
-        multiplies out its operands (an outer product: the terms the binder writes without a
-        temporary; a sum of contractions keeps its summands' slots, each released as soon as
-        it is added), no embedded part (the sum writes those itself) and no other constant (a
-        delta and a number become constant terms)."""
-        if node.op != "add" or node.order < 2 or len(node.children) < 2 or _is_product(node):
-            return False
-        if node in self.constant_only or not _regroupable(max(map(_magnitude, node.arg))):
-            return False
-        if any(
-            child.op == "embed" or (child in self.constant_only and child.op not in ("const", "delta"))
-            for child in node.children
-        ):
-            return False
-        return any(
-            child in self.products
-            and self.users[child] == [node]
-            and child not in self.root_set
-            and (_is_free(child) or _is_expansion(child))
-            for child in node.children
-        )
+        return user in self.products or user in self.distributed
 
     def _data_children(self, node: Expr) -> list[Expr]:
         parts = _scale_parts(node)
@@ -531,8 +499,6 @@ class PlanBuilder:
     def _emit_add(self, node: Expr) -> None:
         if _is_product(node):  # a scaling c X is a one-operand product
             self._emit_product(node)
-        elif node in self.gathered:
-            self._add_step(node, "product", data=self._gathered_terms(node))
         else:
             self._add_step(node, "add", data=self._add_items(node))
 
@@ -574,23 +540,6 @@ class PlanBuilder:
             else:
                 items.append(AddItem("slot", coef, slot=self._slot(child)))
         return tuple(items)
-
-    def _gathered_terms(self, node: Expr) -> tuple[Term, ...]:
-        """The terms of a gathered sum (see :meth:`_gathers`), summand by summand: an
-        expanded product's terms scaled by its coefficient, a slot as ``coef * slot``, a
-        number as a constant term, ``delta(n)`` as a constant written on the diagonal."""
-        own = tuple(range(node.order))
-        terms: list[Term] = []
-        for child, coef in zip(node.children, node.arg):
-            if child.op == "const":
-                terms.append(Term(coef * child.arg[0], (), own))
-            elif child.op == "delta":
-                terms.append(Term(coef, (), tuple(range(child.arg)) * 2))
-            elif child in self.inline and (child not in self.materialize or _is_free(child)):
-                terms.extend(replace(term, factor=term.factor * coef) for term in self._terms(child))
-            else:
-                terms.append(Term(coef, ((self._slot(child), own),), own))
-        return tuple(terms)
 
     # -------------------------------------------------------------- fusion
     def _terms(self, node: Expr) -> tuple[Term, ...]:

@@ -26,7 +26,7 @@ from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
-from .accumulate import Dense, bind_accumulate, parts
+from .accumulate import Dense, bind_accumulate, gather_sums, parts
 from .backends import Backend, letters
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
@@ -337,6 +337,8 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
     plan = scale_broadcasts(plan, folded)
     dense = [step_shape(step, resolver) for step in plan.steps]
     plan, dense, folded = factor_shared(plan, dense, folded, choose_path, resolver.contractions)
+    if backend.name == "numpy" and backend.mutable:  # sums written into one buffer
+        plan, folded = gather_sums(plan, dense, folded)
     structured = _structured_slots(plan)
     banded, twins, early = _banded_slots(plan, dense, structured, resolver, backend)
     hoisted, rewritten = _shared_pairs(plan, dense, {**structured, **dict.fromkeys(banded, ())})

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc.compiler.accumulate import Broadcast, Copy, Dense, Diagonal, Outer, parts
+from tenscalc.compiler import program
+from tenscalc.compiler.accumulate import Broadcast, Copy, Dense, Diagonal, Outer, gather_sums, parts
 
 LSE = ("log(exp(x) *(i,i->) 1)", {"x": 1})
 RAYLEIGH = ("(x *(i,ij->j) A *(j,j->) x) / (x *(i,i->) x)", {"x": 1, "A": 2})
@@ -50,8 +51,8 @@ CASES = {
         lambda: tc.parse("X *(ik,kj->ij) Y + u *(i,j->ij) v", {"X": 2, "Y": 2, "u": 1, "v": 1}),
         {"X": (3, 4), "Y": (4, 5), "u": (3,), "v": (5,)},
     ),
-    "order 3: copy plus broadcast outer": (
-        lambda: tc.parse("T + u *(i,jk->ijk) M", {"T": 3, "u": 1, "M": 2}),
+    "order 3: a copy and two broadcasts": (
+        lambda: tc.parse("T + u *(i,jk->ijk) 1 - 2 * (1 *(i,jk->ijk) M)", {"T": 3, "u": 1, "M": 2}),
         {"T": (2, 3, 4), "u": (2,), "M": (3, 4)},
     ),
     "delta and diagonal terms": (
@@ -125,7 +126,11 @@ def test_complex_and_float32_inputs_keep_their_dtype():
 
 def test_parts_sort_terms_by_structure():
     compiled = tc.compile(_hessian(*RAYLEIGH))
-    (step,) = [s for s in compiled.plan.steps if s.kind == "product" and len(s.data) > 1]
+    plan, folded = program.fold_squares(compiled.plan)
+    resolver = program.ShapeResolver(compiled._graphs, {"x": (4,), "A": (4, 4)})
+    gathered, skip = gather_sums(plan, [program.step_shape(step, resolver) for step in plan.steps], folded)
+    assert len(skip - folded) == 6  # the six summand products are no longer computed on their own
+    (step,) = [s for s in gathered.steps if s.kind == "product" and len(s.data) > 1]
     kinds = sorted(type(p).__name__ for p in parts(step.data, (4, 4)))
     assert kinds == ["Copy", "Copy", "Diagonal", "Outer", "Outer", "Outer"]
     assert {Broadcast, Dense} & {type(p) for p in parts(step.data, (4, 4))} == set()

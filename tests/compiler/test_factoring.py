@@ -27,6 +27,8 @@ def _without(monkeypatch, name: str) -> None:
     """Bind as if the rewrite ``name`` did not exist."""
     if name == "factor_shared":
         monkeypatch.setattr(program, name, lambda plan, dense, skip, search, memo=None: (plan, dense, skip))
+    elif name == "gather_sums":  # the sum written into one buffer (tenscalc.compiler.accumulate)
+        monkeypatch.setattr(program, name, lambda plan, dense, skip: (plan, skip))
     else:
         monkeypatch.setattr(program, name, lambda plan, skip=frozenset(): plan)
 
@@ -181,6 +183,9 @@ def test_the_transport_scale_multiplies_the_vectors_not_the_matrix(monkeypatch):
     gradients = [tc.gradient(f, "u"), tc.gradient(f, "v")]
     n, m = 2000, 1500
     shapes = {"a": (n,), "b": (m,), "u": (n,), "v": (m,), "C": (n, m)}
+    # written into one buffer (accumulate), the sum scales each broadcast's vector too
+    assert tc.compile(gradients).cost(shapes).multiplications == n * m + n + m
+    _without(monkeypatch, "gather_sums")  # this rewrite alone, on the sum of slots
     scaled = tc.compile(gradients).cost(shapes)
     _without(monkeypatch, "scale_broadcasts")
     broad = tc.compile(gradients).cost(shapes)
