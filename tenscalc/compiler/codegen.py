@@ -524,10 +524,9 @@ def to_python(
         problem's ``.assumptions``): the expressions are simplified with the matrices
         declared ``symmetric``, ``psd``, ``pd`` or ``diagonal`` as their own
         transposes, the function refuses (``ValueError``) a value of one that is not
-        symmetric, and without ``shapes`` the ``inv``, ``det`` and ``log(det)`` of a
+        symmetric, and the ``inv``, ``det`` and ``log(det)`` of a
         matrix declared ``pd`` read one Cholesky factor (refused where there is none;
-        the inverse through SciPy's LAPACK where SciPy is installed).  With
-        ``shapes`` the program computes them by LU.
+        the inverse through SciPy's LAPACK where SciPy is installed).
 
     Returns
     -------
@@ -586,7 +585,7 @@ def to_python(
         python_names({n for root in roots for n, _ in root.varset})  # refuses names the code cannot hold
         header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
         words = {n: "positive definite (pd)" if n in structure.pd else "symmetric" for n in structure.symmetric}
-        return program_source(roots, name, shapes, single, header, words)
+        return program_source(roots, name, shapes, single, header, words, structure.pd)
     writer = _Writer(roots, name, structure)
     params = writer.bind_sizes()
     results = writer.write()

@@ -28,8 +28,18 @@ from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, block_rows, parts
 from .backends import letters
+from .cholesky import plan_factors
 from .fused import BandSum, Spelling, Tiles, band_tuple, tiles_lines
-from .generated import ALIASES, LAPACK_HELPER, RESULT_HELPER, SYMMETRIC_HELPER, dtype_line, python_names, signature
+from .generated import (
+    ALIASES,
+    CHOLESKY_HELPER,
+    LAPACK_HELPER,
+    RESULT_HELPER,
+    SYMMETRIC_HELPER,
+    dtype_line,
+    python_names,
+    signature,
+)
 from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, gram_pattern, is_identity_permutation
 from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
@@ -104,6 +114,7 @@ def _write_bands(values, shape, keys, disjoint):
             flat[key] += value
     return out
 ''',
+    "_cholesky": CHOLESKY_HELPER,
     "_adjugate": "\n" + ADJUGATE_SOURCE,
     "_accumulate": ACCUMULATE_SOURCE,
 }
@@ -154,8 +165,15 @@ class ProgramSource:
         dense: Sequence[tuple[int, ...]] = (),
         skip: frozenset[int] = frozenset(),
         bound: Program | None = None,
+        pd: Mapping[int, str] | None = None,
     ):
         self.plan = plan
+        # the inv, det and log det of the inputs declared positive definite (slot -> name)
+        # read one Cholesky factor each, as in tc.compile (.cholesky)
+        self.pd = dict(pd or {})
+        self.factors = plan_factors(plan, frozenset(self.pd), 0)
+        self.factor_names = {slot: f"_f{matrix}" for matrix, slot in self.factors.slots.items()}
+        self.factored: set[int] = set()  # the matrices whose factor is written
         self.resolver = resolver
         # the shape of each slot where a rewrite (factoring.factor_shared) changed it, and
         # the slots it no longer computes
@@ -210,12 +228,18 @@ class ProgramSource:
             name = f"_s{step.index}"
             temps = self._temp
             dead: list[str] = []
-            if step.index in self.band_ops:
+            reader = self.factors.readers.get(step.index)
+            if reader is not None and reader[1] == "unused":
+                pass  # a det whose log reads the factor: not computed
+            elif step.index in self.band_ops:
                 dead += self._banded(step.index, name, shape)
             elif step.index in self.tiled and self.tiled[step.index].shape == shape:
                 self._tiles(step.index, name)
             else:
-                text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
+                if reader is not None:  # inv, det or log det from the factor of a declared pd input
+                    text = self._from_factor(*reader)
+                else:
+                    text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
                 self.lines.append(f"{name} = {text}")
                 self.names[step.index] = name
             # what the compiled program releases after this step is deleted here too (and the
@@ -223,6 +247,7 @@ class ProgramSource:
             dead = [f"_p{k}" for k in range(temps + 1, self._temp + 1)] + dead
             for slot in self.plan.release[step.index]:
                 dead += [names[slot] for names in (self.names, self.bands) if slot in names]
+            dead += [self.factor_names[slot] for slot in self.factors.last.get(step.index, ())]
             if dead:
                 self.lines.append("del " + ", ".join(dict.fromkeys(dead)))
         return self.lines
@@ -278,6 +303,18 @@ class ProgramSource:
         shapes = lambda slot: self.shapes[slot]  # noqa: E731
         self.lines += tiles_lines(tiles, name, allocate, set(), self.spelling, shapes)
         self.names[slot] = name
+
+    def _from_factor(self, matrix: int, what: str) -> str:
+        """``inv``, ``det`` or ``logdet`` of the declared positive-definite input in slot
+        ``matrix`` from its Cholesky factor ``_f<matrix>`` (written before its first reader)."""
+        factor = f"_f{matrix}"
+        if matrix not in self.factored:
+            self.factored.add(matrix)
+            self.lines.append(f"{factor} = _cholesky({self._arg(matrix)}, {self.pd[matrix]!r})")
+            self.helpers.update(("_cholesky", "_lapack"))
+        if what == "inv":
+            return f"_cho_inv({self._arg(matrix)}, {factor})"
+        return f"_cho_det({self._arg(matrix)}, {factor}, {what == 'logdet'})"
 
     # ------------------------------------------------------------------ steps
     def _constant_step(self, step: Step, shape, is_output: bool) -> str:
@@ -613,10 +650,18 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
 
 
 def program_source(
-    roots: Sequence, name: str, shapes: Mapping[str, tuple[int, ...]], single: bool, header: str, symmetric=()
+    roots: Sequence,
+    name: str,
+    shapes: Mapping[str, tuple[int, ...]],
+    single: bool,
+    header: str,
+    symmetric: Mapping[str, str] | None = None,
+    pd: frozenset[str] = frozenset(),
 ) -> str:
     """The module source of ``name(**arrays)`` computing ``roots`` at ``shapes``; the
-    variables in ``symmetric`` (name -> what they are declared) are checked on entry."""
+    variables in ``symmetric`` (name -> what they are declared) are checked on entry, the
+    ``inv`` and ``det`` of those in ``pd`` read one Cholesky factor."""
+    symmetric = symmetric or {}
     from ..core.axes import axis_graph
     from .backends import get_backend
     from .plan import build_plan
@@ -643,7 +688,8 @@ def program_source(
     bound = bind(plan, ShapeResolver(graphs, fixed, estimate=True), get_backend("numpy"))
     assert bound.bound_plan is not None
     plan = bound.bound_plan
-    writer = ProgramSource(plan, resolver, bound.dense, bound.skipped, bound)
+    pd_slots = {slot: n for n, slot in plan.inputs.items() if n in pd}
+    writer = ProgramSource(plan, resolver, bound.dense, bound.skipped, bound, pd_slots)
     body = writer.write({slot: names[var_name] for var_name, slot in plan.inputs.items()})
     # _result: the inputs' dtype (see .generated), an array the caller may write to
     results = [f"_result({writer.result(slot)}, _dtype)" for slot in plan.outputs]
