@@ -230,10 +230,9 @@ class _Writer:
     def _write_func(self, node, kids, shape):
         (kid,) = kids
         matrix = node.children[0].children[0] if node.children[0].op == "det" else None
-        if node.arg == "log" and self._factor(matrix) is not None:  # log det from the factor: finite
-            return _Value(
-                self.bind(f"_cho_det({self.values[matrix].text}, {self._factor(matrix)}, True)"), False, shape
-            )
+        factor = self._factor(matrix) if node.arg == "log" else None
+        if factor is not None:  # log det from the factor: finite where det overflows
+            return _Value(self.bind(f"_cho_det({factor}, True)"), False, shape)
         text = numpy_call(node.arg, kid.text)
         return _Value(self.scalar_text(text) if kid.scalar else self.bind(text), kid.scalar, shape)
 
@@ -264,13 +263,13 @@ class _Writer:
     def _write_inv(self, node, kids, shape):
         factor = self._factor(node.children[0])
         if factor is not None:
-            return _Value(self.bind(f"_cho_inv({kids[0].text}, {factor})"), False, shape)
+            return _Value(self.bind(f"_cho_inv({factor})"), False, shape)
         return _Value(self.bind(f"_lapack(_np.linalg.inv, {self.full(node.children[0], kids[0])})"), False, shape)
 
     def _write_det(self, node, kids, shape):
         factor = self._factor(node.children[0])
         if factor is not None:
-            temp = self.bind(f"_cho_det({kids[0].text}, {factor}, False)")
+            temp = self.bind(f"_cho_det({factor}, False)")
             self.unread.add(temp)
             return _Value(temp, False, shape)
         return _Value(self.bind(f"_lapack(_np.linalg.det, {self.full(node.children[0], kids[0])})"), False, shape)

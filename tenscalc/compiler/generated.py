@@ -88,20 +88,21 @@ def _symmetric(m, name, declared):
 #: inverse where not); complex, float16 and longdouble matrices take the LU path
 CHOLESKY_HELPER = '''
 def _cholesky(m, name):
-    """The lower Cholesky factor of m, refused unless m is positive definite (None: not float32/64)."""
+    """(m, its lower Cholesky factor), refused unless m is positive definite (factor None: not float32/64)."""
     if m.dtype.char not in "fd":
-        return None
+        return m, None
     try:
         lower = _np.linalg.cholesky(m)
     except _np.linalg.LinAlgError:
         lower = None
     if lower is None or not _np.isfinite(lower.diagonal()).all():
         raise _ValueError(f"'{name}' is declared positive definite (pd) but its value is not (no Cholesky factor)")
-    return lower
+    return m, lower
 
 
-def _cho_inv(m, lower):
-    """inv(m) from its Cholesky factor (SciPy's potri; NumPy's LU inverse without SciPy)."""
+def _cho_inv(factor):
+    """inv(m) from (m, its Cholesky factor): SciPy's potri; NumPy's LU inverse without SciPy."""
+    m, lower = factor
     try:
         from scipy.linalg import lapack
     except ImportError:
@@ -116,8 +117,9 @@ def _cho_inv(m, lower):
     return inverse
 
 
-def _cho_det(m, lower, log):
-    """det(m) (log: log(det(m)), finite where det overflows) from its Cholesky factor."""
+def _cho_det(factor, log):
+    """det(m) (log: log(det(m)), finite where det overflows) from (m, its Cholesky factor)."""
+    m, lower = factor
     if lower is None:
         det = _lapack(_np.linalg.det, m)
         return _np.log(det) if log else det

@@ -173,7 +173,6 @@ class ProgramSource:
         self.pd = dict(pd or {})
         self.factors = plan_factors(plan, frozenset(self.pd), 0)
         self.factor_names = {slot: f"_f{matrix}" for matrix, slot in self.factors.slots.items()}
-        self.factored: set[int] = set()  # the matrices whose factor is written
         self.resolver = resolver
         # the shape of each slot where a rewrite (factoring.factor_shared) changed it, and
         # the slots it no longer computes
@@ -228,6 +227,9 @@ class ProgramSource:
             name = f"_s{step.index}"
             temps = self._temp
             dead: list[str] = []
+            for matrix in self.factors.first.get(step.index, ()):  # before its first reader, as bind does
+                self.lines.append(f"_f{matrix} = _cholesky({self._arg(matrix)}, {self.pd[matrix]!r})")
+                self.helpers.update(("_cholesky", "_lapack"))
             reader = self.factors.readers.get(step.index)
             if reader is not None and reader[1] == "unused":
                 pass  # a det whose log reads the factor: not computed
@@ -308,13 +310,9 @@ class ProgramSource:
         """``inv``, ``det`` or ``logdet`` of the declared positive-definite input in slot
         ``matrix`` from its Cholesky factor ``_f<matrix>`` (written before its first reader)."""
         factor = f"_f{matrix}"
-        if matrix not in self.factored:
-            self.factored.add(matrix)
-            self.lines.append(f"{factor} = _cholesky({self._arg(matrix)}, {self.pd[matrix]!r})")
-            self.helpers.update(("_cholesky", "_lapack"))
-        if what == "inv":
-            return f"_cho_inv({self._arg(matrix)}, {factor})"
-        return f"_cho_det({self._arg(matrix)}, {factor}, {what == 'logdet'})"
+        if what == "inv":  # the factor carries the matrix: the plan may release the input after the factor
+            return f"_cho_inv({factor})"
+        return f"_cho_det({factor}, {what == 'logdet'})"
 
     # ------------------------------------------------------------------ steps
     def _constant_step(self, step: Step, shape, is_output: bool) -> str:
