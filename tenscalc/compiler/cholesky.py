@@ -21,10 +21,14 @@ Where it applies: the NumPy backend, real floating dtypes (float16 and longdoubl
 through the dtype LAPACK has, as :mod:`tenscalc.linalg`), LAPACK's ``potrf`` and
 ``potri`` through SciPy (without SciPy, ``numpy.linalg.cholesky`` factorises and
 checks, ``det`` reads its factor and ``inv`` is NumPy's LU inverse); PyTorch
-(``torch.linalg.cholesky_ex``, ``torch.cholesky_inverse``).  JAX, CuPy and Dask, and
-complex values (a complex positive-definite matrix is Hermitian, not symmetric),
-take the generic path: the same numbers through LU, the declaration trusted (a jitted
-JAX function cannot raise on its data; ``jnp.linalg.cholesky`` would return NaN).
+(``torch.linalg.cholesky_ex``, ``torch.cholesky_inverse``; under ``torch.compile``,
+``jit=True``, reading the factorisation's status is a graph break: correct, with
+dynamo's warning); the code ``tc.to_python(..., assumptions=...)`` writes (the
+helpers of :mod:`.generated`, the readers found by :func:`plan_factors` with
+``shapes``).  JAX, CuPy and Dask, and complex values (a complex positive-definite
+matrix is Hermitian, not symmetric), take the generic path: the same numbers through
+LU, the declaration trusted (a jitted JAX function cannot raise on its data;
+``jnp.linalg.cholesky`` would return NaN).
 
 >>> import numpy as np, tenscalc as tc
 >>> f = tc.parse("y *(i,ij->j) inv(K) *(j,j->) y + log(det(K))", {"y": 1, "K": 2})
