@@ -1,6 +1,7 @@
 """tenscalc's dask Gram Hessian against hand-written dask, in worker CPU and peak worker memory (issue 30).
 
-    python benchmarks/dask_gram.py [--n 16000] [--d 1000] [--rows 1000] [--repeats 9] [--tracemalloc] [--out FILE]
+    python benchmarks/dask_gram.py [--n 16000] [--d 1000] [--rows 1000] [--repeats 5] [--dist-repeats 11]
+        [--tracemalloc] [--no-sequential] [--out FILE]
 
 The Hessian of ``norm2(X*w - y)^2`` by ``w`` is ``2 XᵀX``; tenscalc compiles it with
 ``backend="dask"`` and is compared with what a dask user writes by hand, ``2 * (X.T @ X)``
@@ -163,7 +164,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=16000)
     parser.add_argument("--d", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=1000, help="rows of X per block")
-    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--repeats", type=int, default=5, help="sequential repetitions")
+    parser.add_argument("--dist-repeats", type=int, default=11, help="repetitions on the cluster (noisier)")
     parser.add_argument("--tracemalloc", action="store_true", help="also repetitions with tracemalloc in the workers")
     parser.add_argument("--no-sequential", action="store_true", help="leave out the synchronous-scheduler runs")
     parser.add_argument("--out", help="write the results as JSON")
@@ -175,6 +177,7 @@ def main() -> None:
     builds = contenders(args.d)
     names = list(builds)
     report: dict = {"n": args.n, "d": args.d, "rows": args.rows, "repeats": args.repeats}
+    report["dist_repeats"] = args.dist_repeats
     report["load_average_before"] = os.getloadavg()
 
     if not args.no_sequential:
@@ -204,7 +207,7 @@ def main() -> None:
             measure(client, builds[name], X, y, traced=False)
         runs: dict[str, list[dict]] = {name: [] for name in names}
         for traced in [False, True] if args.tracemalloc else [False]:
-            for repeat in range(args.repeats):
+            for repeat in range(args.dist_repeats):
                 for name in rotated(names, repeat):
                     runs[name].append(measure(client, builds[name], X, y, traced) | {"traced": traced})
         report["distributed"] = runs
@@ -241,7 +244,7 @@ def medians(report: dict, names: list[str]) -> dict[str, dict[str, float | None]
 
 
 def print_report(report: dict, names: list[str], args: argparse.Namespace) -> None:
-    print(f"X {args.n} x {args.d} in blocks of {args.rows} rows, {args.repeats} repetitions")
+    print(f"X {args.n} x {args.d} in blocks of {args.rows} rows, {args.repeats} + {args.dist_repeats} repetitions")
     print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
     if "graphs" in report:
         print(f"largest difference of a corner entry from 2*(X.T@X): {report['max_abs_difference']:.2e}")
@@ -256,6 +259,14 @@ def print_report(report: dict, names: list[str], args: argparse.Namespace) -> No
         cells = [f"{row[key]:>14.2f}" if row.get(key) is not None else f"{'-':>14}" for _, key in COLUMNS]
         ratios = [f"{row[key] / reference[key]:.2f}" for _, key in COLUMNS if row.get(key) is not None]
         print(f"{name:>12}: {' '.join(cells)}   {' / '.join(ratios)}")
+    print("quartiles on the cluster (the peaks move by whole d x d blocks with where and when tasks run):")
+    for name in names:
+        runs = [r for r in report["distributed"][name] if not r["traced"]]
+        spread = {key: statistics.quantiles([r[key] for r in runs], n=4) for key in ("cpu_s", "peak_rss_mb")}
+        print(
+            f"{name:>12}: CPU s {spread['cpu_s'][0]:.2f} / {spread['cpu_s'][2]:.2f}, "
+            f"RSS MB {spread['peak_rss_mb'][0]:.0f} / {spread['peak_rss_mb'][2]:.0f}"
+        )
 
 
 if __name__ == "__main__":
