@@ -131,7 +131,9 @@ class CompiledFunction:
         #: show each binding to new shapes (tc.compile(..., verbose=True))
         self.verbose = False
         self._assumptions = assumptions
-        structure = declared(assumptions, {name: o for expr in self.exprs for name, o in expr.variables.items()})
+        structure = declared(
+            assumptions, {} if assumptions is None else {n: o for expr in self.exprs for n, o in expr.variables.items()}
+        )
         #: the matrices declared symmetric (``symmetric``, ``psd``, ``pd``, ``diagonal``): the
         #: plan is made from the roots simplified with their transposes written as themselves
         self.symmetric = structure.symmetric
@@ -153,7 +155,9 @@ class CompiledFunction:
         #: the inputs declared positive definite: their inv and det read one Cholesky factorisation
         self.pd = structure.pd & set(names)
         # the symmetric inputs checked on each call (NumPy), but those the factorisation checks
-        checked = self.symmetric - factored(self.plan, self.pd) if backend.name in FACTORISING else set()
+        checked: frozenset[str] = frozenset()
+        if self.symmetric and backend.name in FACTORISING:
+            checked = self.symmetric - factored(self.plan, self.pd)
         self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
         self._slot_count = len(self.plan.inputs)
         self._programs: OrderedDict[tuple, Program] = OrderedDict()

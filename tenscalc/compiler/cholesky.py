@@ -171,6 +171,8 @@ def plan_factors(plan: Plan, pd_slots: frozenset[int], next_slot: int) -> Factor
     and ``det`` steps, and the ``log`` of such a ``det`` (the log of the determinant is
     summed from the factor's diagonal, finite where the determinant overflows)."""
     factors = Factors()
+    if not pd_slots:  # the common case: no pass over the plan
+        return factors
     det_of: dict[int, int] = {}
     order: dict[int, list[int]] = {}
     for step in plan.steps:
