@@ -216,13 +216,13 @@ class ProgramSource:
 
     def write(self, input_names: Mapping[int, str]) -> list[str]:
         outputs = set(self.plan.outputs)
-        for step in self.plan.steps:
-            shape = self.dense[step.index] if self.dense else step_shape(step, self.resolver)
-            self.shapes.append(shape)
-            if step.index in self.skip:
-                continue
-            if step.kind == "input":
-                self.names[step.index] = input_names[step.index]
+        steps = self.plan.steps
+        self.shapes = self.dense or [step_shape(step, self.resolver) for step in steps]
+        # every input is there from the start (a factored sum may read one before its step)
+        self.names.update({step.index: input_names[step.index] for step in steps if step.kind == "input"})
+        for step in steps:
+            shape = self.shapes[step.index]
+            if step.index in self.skip or step.kind == "input":
                 continue
             name = f"_s{step.index}"
             temps = self._temp

@@ -89,6 +89,41 @@ def test_the_generated_module_factors_too():
     np.testing.assert_allclose(namespace["f"](**data), tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)
 
 
+THREE = {"X": 2, "P": 2, "Q": 2, "R": 2, "Y": 2, "S": 2}
+
+
+@pytest.mark.parametrize(
+    "src, groups, gemms_saved",
+    [
+        ("X *(ij,jk->ik) P + X *(ij,kj->ik) Q - 2 * X *(ij,jk->ik) R", 1, 2),  # X (P + Qᵀ - 2 R)
+        ("X *(ij,jk->ik) P + Y *(ij,jk->ik) S - X *(ij,kj->ik) Q", 1, 1),  # X (P - Qᵀ) + Y S
+        ("X *(ij,jk->ik) P + X *(ij,kj->ik) Q + Y *(ij,jk->ik) S + Y *(ij,kj->ik) R", 2, 2),  # X (...) + Y (...)
+    ],
+)
+def test_longer_sums_fold_every_group_sharing_an_operand(src, groups, gemms_saved, monkeypatch):
+    f = tc.parse(src, THREE)
+    compiled = tc.compile(f)
+    n, m, k = 60, 50, 40
+    r_shape = (k, m) if "Y *(ij,kj->ik) R" in src else (m, k)
+    shapes = {"X": (n, m), "Y": (n, m), "P": (m, k), "Q": (k, m), "R": r_shape, "S": (m, k)}
+    shapes = {name: shape for name, shape in shapes.items() if name in compiled.inputs}
+    assert _factorings(compiled, shapes) == groups
+    factored = compiled.cost(shapes)
+    _without(monkeypatch, "factor_shared")
+    assert tc.compile(f).cost(shapes).multiplications - factored.multiplications >= gemms_saved * n * m * k - 2 * m * k
+    small = {name: tuple({n: 5, m: 3, k: 4}[length] for length in shape) for name, shape in shapes.items()}
+    rng = np.random.default_rng(11)
+    data = {name: rng.standard_normal(shape) for name, shape in small.items()}
+    monkeypatch.undo()
+    compiled = tc.compile(f)
+    assert _factorings(compiled, small) == groups
+    for _ in range(2):
+        np.testing.assert_allclose(compiled(data), tc.evaluate(f, data), rtol=1e-12, atol=1e-12)
+    namespace: dict = {}
+    exec(compile(tc.to_python(f, shapes=small), "<generated>", "exec"), namespace)  # noqa: S102
+    np.testing.assert_allclose(namespace["f"](**data), tc.evaluate(f, data), rtol=1e-12, atol=1e-12)
+
+
 # X u vᵀ + X w zᵀ: two matrix-vector products and two outer products, or X (u vᵀ + w zᵀ),
 # a GEMM; the second is cheaper only when v and z have one entry
 RANK_TWO = "(X *(ij,j->i) u) *(i,k->ik) v + (X *(ij,j->i) w) *(i,k->ik) z"
@@ -101,20 +136,25 @@ def _rank_two_data(n: int, m: int, k: int) -> dict[str, np.ndarray]:
     return {name: rng.standard_normal(shape) for name, shape in lengths.items()}
 
 
-def _factorings(compiled, shapes) -> frozenset[int]:
-    """The slots factor_shared no longer computes for these shapes."""
+def _factorings(compiled, shapes) -> int:
+    """How many inner sums factor_shared makes for these shapes (products of several terms)."""
     plan, folded = program.fold_squares(compiled.plan)
     resolver = program.ShapeResolver(compiled._graphs, shapes)
     dense = [program.step_shape(step, resolver) for step in plan.steps]
-    return factoring.factor_shared(plan, dense, folded, program.choose_path)[2] - folded
+    new_plan, _, skipped = factoring.factor_shared(plan, dense, folded, program.choose_path)
+
+    def sums(steps) -> int:
+        return sum(1 for s in steps if s.kind == "product" and len(s.data) > 1 and s.index not in skipped)
+
+    return sums(new_plan.steps) - sums(plan.steps)
 
 
 def test_factoring_is_decided_by_the_flops_at_the_shapes_bound(monkeypatch):
     compiled = tc.compile(tc.parse(RANK_TWO, RANK_TWO_ORDERS))
     wide = {"X": (300, 200), "u": (200,), "v": (100,), "w": (200,), "z": (100,)}
     thin = {**wide, "v": (1,), "z": (1,)}
-    assert _factorings(compiled, wide) == frozenset()  # X (u vᵀ + w zᵀ) would cost 300·200·100
-    assert len(_factorings(compiled, thin)) == 1
+    assert _factorings(compiled, wide) == 0  # X (u vᵀ + w zᵀ) would cost 300·200·100
+    assert _factorings(compiled, thin) == 1
     kept, factored = compiled.cost(wide), compiled.cost(thin)
     _without(monkeypatch, "factor_shared")
     plain = tc.compile(compiled.exprs[0])
@@ -137,8 +177,8 @@ def test_a_product_read_twice_or_handed_out_is_not_folded_into_a_sum():
     g = tc.parse("X *(ij,jk->ik) P + X *(ij,kj->ik) Q", {"X": 2, "P": 2, "Q": 2})
     both = tc.compile([f, g])
     shapes = {"X": (5, 3), "P": (3, 4), "Q": (4, 3)}
-    assert _factorings(both, shapes) == frozenset()
-    assert len(_factorings(tc.compile(g), shapes)) == 1
+    assert _factorings(both, shapes) == 0
+    assert _factorings(tc.compile(g), shapes) == 1
     rng = np.random.default_rng(6)
     data = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
     for _ in range(2):
@@ -162,6 +202,24 @@ def test_the_inner_sum_takes_each_coefficient():
     rng = np.random.default_rng(7)
     data = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
     np.testing.assert_allclose(compiled(data), tc.evaluate(g, data), rtol=1e-12)
+
+
+def test_broadcasts_along_the_same_axes_are_summed_before_broadcasting(monkeypatch):
+    # u ⊗ 1 + 3 (w ⊗ 1) + C: (u + 3 w) ⊗ 1 + C, one n-vector sum instead of an n x m one
+    f = tc.parse("exp(u *(i,j->ij) 1 + 3 * (w *(i,j->ij) 1) + C)", {"u": 1, "w": 1, "C": 2})
+    n, m = 300, 200
+    shapes = {"u": (n,), "w": (n,), "C": (n, m)}
+    compiled = tc.compile(f)
+    assert _factorings(compiled, shapes) == 1
+    summed = compiled.cost(shapes)
+    _without(monkeypatch, "factor_shared")
+    # one n x m addition fewer; the inner sum adds n entries and reads u once (n)
+    assert tc.compile(f).cost(shapes).flops - summed.flops == n * m - 2 * n
+    monkeypatch.undo()
+    rng = np.random.default_rng(12)
+    data = {"u": rng.standard_normal(4), "w": rng.standard_normal(4), "C": rng.standard_normal((4, 3))}
+    for _ in range(2):
+        np.testing.assert_allclose(tc.compile(f)(data), tc.evaluate(f, data), rtol=1e-12)
 
 
 # ------------------------------------------------------------------ a scale outside a broadcast
