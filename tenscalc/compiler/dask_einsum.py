@@ -42,7 +42,6 @@ def einsum(eq: str, *arrays: Any) -> Any:
         dtype=dtype,
         subscripts=eq,
         kept=len(contracted),
-        meta=np.empty((0,) * (len(output) + len(contracted)), dtype=dtype),
     )
     axes = tuple(range(len(output), len(output) + len(contracted)))
     if not axes:
@@ -58,7 +57,6 @@ def einsum(eq: str, *arrays: Any) -> Any:
         keepdims=False,
         dtype=dtype,
         concatenate=False,
-        meta=np.empty((0,) * len(output), dtype=dtype),
     )
 
 
@@ -132,7 +130,7 @@ def _limit_output_chunks(specs: Sequence[str], output: str, arrays: list[Any]) -
             if letter in output:
                 sizes[letter] = max(sizes.get(letter, 1), max(chunks, default=1))
     factor = math.prod(sizes.values()) / (allowed * tolerance)
-    if factor <= 1:
+    if not factor > 1:  # also NaN: blocks of unknown length stay as they are
         return arrays
     limit = {letter: size / factor ** (1 / len(output)) for letter, size in sizes.items()}
     return [

@@ -175,6 +175,18 @@ def test_the_adding_einsum_matches_numpy(eq, shapes, chunks):
     np.testing.assert_allclose(result.compute(), expected, rtol=1e-13, atol=1e-14)
 
 
+def test_the_adding_einsum_takes_blocks_of_unknown_length():
+    # a boolean selection leaves the row blocks' lengths unknown (NaN) until computed
+    from tenscalc.compiler.dask_einsum import einsum
+
+    values = np.arange(24.0).reshape(8, 3) - 5
+    X = da.from_array(values, chunks=(3, 3))
+    kept = X[X[:, 0] > 0]
+    assert np.isnan(kept.chunks[0][0])
+    selected = values[values[:, 0] > 0]
+    np.testing.assert_allclose(einsum("ij,ik->jk", kept, kept).compute(), selected.T @ selected, rtol=1e-14)
+
+
 @pytest.mark.filterwarnings("ignore:Increasing number of chunks")  # the outer product's blocks: meant
 def test_the_adding_einsum_cuts_a_result_only_past_the_chunk_size():
     import dask
