@@ -212,13 +212,17 @@ def _sequential_peak(array) -> int:
     once, with no timing in it."""
     import tracemalloc
 
-    tracemalloc.start()
+    already = tracemalloc.is_tracing()  # python -X tracemalloc: leave it running
+    if not already:
+        tracemalloc.start()
     try:
+        tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
         array.compute(scheduler="sync")
         return tracemalloc.get_traced_memory()[1] - base
     finally:
-        tracemalloc.stop()
+        if not already:
+            tracemalloc.stop()
 
 
 def test_the_gram_hessian_holds_no_more_than_hand_written_dask():
