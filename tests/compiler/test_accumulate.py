@@ -47,6 +47,13 @@ CASES = {
         ),
         {"u": (3,), "v": (5,), "w": (3,), "z": (5,), "B": (3, 5), "C": (5, 3)},
     ),
+    "three copies of one 0-d scale (summed, then scaled once) and an outer product": (
+        lambda: tc.parse(
+            "s *(,ij->ij) A + s *(,ij->ji) A + s *(,ij->ij) B + u *(i,j->ij) w",
+            {"s": 0, "A": 2, "B": 2, "u": 1, "w": 1},
+        ),
+        {"s": (), "A": (4, 4), "B": (4, 4), "u": (4,), "w": (4,)},
+    ),
     "a contraction (dense) plus an outer product": (
         lambda: tc.parse("X *(ik,kj->ij) Y + u *(i,j->ij) v", {"X": 2, "Y": 2, "u": 1, "v": 1}),
         {"X": (3, 4), "Y": (4, 5), "u": (3,), "v": (5,)},
