@@ -353,15 +353,24 @@ def factor_shared(
             summand = None if term is None or not _real(item.coef) else _Summand(item.slot, item.coef, term)
             if summand is not None and (_factorable(summand) or _broadcast(summand)):
                 summands.append(summand)
-        while len(summands) > 1:
-            found = _factoring(summands, dense, flops)
+        # each summand is a lead once, tried with the summands sharing an operand (or a
+        # broadcast pattern) with it, not with every other one: linear in a long sum
+        index: dict[tuple, list[_Summand]] = {}
+        for summand in summands:
+            for key in _keys(summand):
+                index.setdefault(key, []).append(summand)
+        done: set[int] = set()
+        for lead in summands:
+            if lead.slot in done:
+                continue
+            done.add(lead.slot)
+            near = {o.slot: o for key in _keys(lead) for o in index[key] if o.slot not in done}
+            found = _factoring([lead, *near.values()], dense, flops) if near else None
             placed = None if found is None else _place(found, step, items, steps, shapes)
             if found is not None and placed is not None:
                 dropped.update(placed)
+                done.update(found.slots)
                 changed = True
-                summands = [s for s in summands if s.slot not in found.slots]
-            else:
-                summands = summands[1:]
         if items != list(cast("tuple[AddItem, ...]", step.data)) and steps[step.index].kind == "add":
             steps[step.index] = replace(steps[step.index], data=tuple(items))
     if not changed:
@@ -371,6 +380,16 @@ def factor_shared(
     new_plan = replace(plan, steps=steps)
     new_plan.release = _liveness(new_plan)
     return new_plan, shapes, skip | dropped
+
+
+def _keys(summand: _Summand) -> list[tuple]:
+    """What a summand may share with another: an operand's slot, or for a broadcast,
+    the output positions its operand's letters take."""
+    term = summand.term
+    if _broadcast(summand):
+        ((_, spec),) = term.operands
+        return [("broadcast", len(term.out), tuple(sorted(term.out.index(x) for x in spec)))]
+    return [("operand", slot) for slot, _ in term.operands]
 
 
 def _place(

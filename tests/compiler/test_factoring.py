@@ -327,3 +327,27 @@ def test_the_generated_module_lays_the_cp_model_out_like_the_tensor_too():
     data = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
     for value, gradient in zip(namespace["f"](**data), gradients):
         np.testing.assert_allclose(value, tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_long_sum_is_searched_in_linear_work(shared, monkeypatch):
+    # every summand tried against the others sharing an operand with it, not against all:
+    # 2,000 summands read nothing in common (or all x): the search was quadratic (3.7 s)
+    calls = [0]
+    original = factoring._match
+
+    def counted(*args):
+        calls[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(factoring, "_match", counted)
+    counts = []
+    for k in (200, 400):
+        vector = "x" if shared else "x{j}"
+        src = " + ".join(f"A{j} *(ij,j->i) {vector.format(j=j)}" for j in range(k))
+        orders = {**{f"A{j}": 2 for j in range(k)}, **{vector.format(j=j): 1 for j in range(k)}}
+        shapes = {name: (3, 4) if name.startswith("A") else (4,) for name in orders}
+        calls[0] = 0
+        tc.compile(tc.parse(src, orders)).cost(shapes)
+        counts.append(calls[0])
+    assert counts[1] <= 4 * 400 and counts[1] <= 2.2 * max(counts[0], 1), counts  # a few per summand
