@@ -1,12 +1,14 @@
 """tenscalc's dask Gram Hessian against hand-written dask, in worker CPU and peak worker memory (issue 30).
 
     python benchmarks/dask_gram.py [--n 16000] [--d 1000] [--rows 1000] [--repeats 5] [--dist-repeats 11]
-        [--tracemalloc] [--no-sequential] [--out FILE]
+        [--weighted] [--tracemalloc] [--no-sequential] [--out FILE]
 
 The Hessian of ``norm2(X*w - y)^2`` by ``w`` is ``2 XᵀX``; tenscalc compiles it with
 ``backend="dask"`` and is compared with what a dask user writes by hand, ``2 * (X.T @ X)``
 (the reference of the ratios), and with ``2 * da.tensordot(X, X, axes=(0, 0))``, what
-tenscalc built before its contractions went through ``tenscalc.compiler.dask_einsum``.  X is n x d in blocks of
+tenscalc built before its contractions went through ``tenscalc.compiler.dask_einsum``.
+With ``--weighted``: the Hessian ``Xᵀ diag(exp(Xw)) X + 2I`` of ``Σ exp(Xw) + w·w``
+against ``(X.T * da.exp(X @ w)) @ X + 2 * da.eye(d)`` and the same through tensordot.  X is n x d in blocks of
 ``rows`` x d.  Two settings, each repetition computing every contender once in an order
 rotated from one repetition to the next:
 
@@ -26,7 +28,7 @@ rotated from one repetition to the next:
   whole d x d partial sums: take medians of many repetitions.
 
 The result stays where it is computed (released, not fetched).  Also printed: the task
-count and the layers of each graph.  Medians; the ratios are to ``2 * (X.T @ X)``.  Say
+count and the layers of each graph.  Medians; the ratios are to the hand-written graph.  Say
 how loaded the machine was when quoting the numbers (the load averages are printed).
 """
 
@@ -38,6 +40,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 # one BLAS thread, as the nanny gives the workers, for the runs in this process too
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -89,13 +92,26 @@ def _tracemalloc(start: bool) -> int:
 # ------------------------------------------------------------ on the client
 
 
-def contenders(d: int) -> dict[str, Callable]:
+def contenders(d: int, weighted: bool = False) -> dict[str, Callable]:
+    """The graphs compared, each a function of X and y: tenscalc's first, the reference second."""
     import dask.array as da
 
     import tenscalc as tc
 
-    hessian = tc.hessian(tc.parse("norm2(X*w - y)^2"), "w")
-    compiled = tc.compile(hessian, backend="dask")
+    if weighted:  # the Hessian X^T diag(exp(Xw)) X + 2I of sum(exp(Xw)) + w.w, w = 1/d
+        f = tc.parse("exp(X *(ij,j->i) w) *(i,i->) 1 + w *(i,i->) w", {"X": 2, "w": 1})
+        compiled = tc.compile(tc.hessian(f, "w"), backend="dask")
+        w = np.full(d, 1 / d)
+
+        def ridge() -> Any:
+            return 2 * da.eye(d, chunks=d)
+
+        return {
+            "tenscalc": lambda X, y: compiled(X=X, w=w),
+            "(X.T*e)@X+2I": lambda X, y: (X.T * da.exp(X @ w)) @ X + ridge(),
+            "tensordot": lambda X, y: da.tensordot(X * da.exp(X @ w)[:, None], X, axes=(0, 0)) + ridge(),
+        }
+    compiled = tc.compile(tc.hessian(tc.parse("norm2(X*w - y)^2"), "w"), backend="dask")
     w = np.zeros(d)
     return {
         "tenscalc": lambda X, y: compiled(X=X, w=w, y=y),
@@ -166,6 +182,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1000, help="rows of X per block")
     parser.add_argument("--repeats", type=int, default=5, help="sequential repetitions")
     parser.add_argument("--dist-repeats", type=int, default=11, help="repetitions on the cluster (noisier)")
+    parser.add_argument("--weighted", action="store_true", help="the Hessian X^T diag(exp(Xw)) X + 2I instead")
     parser.add_argument("--tracemalloc", action="store_true", help="also repetitions with tracemalloc in the workers")
     parser.add_argument("--no-sequential", action="store_true", help="leave out the synchronous-scheduler runs")
     parser.add_argument("--out", help="write the results as JSON")
@@ -174,9 +191,9 @@ def main() -> None:
     import dask.array as da
     from distributed import Client, LocalCluster, wait
 
-    builds = contenders(args.d)
+    builds = contenders(args.d, args.weighted)
     names = list(builds)
-    report: dict = {"n": args.n, "d": args.d, "rows": args.rows, "repeats": args.repeats}
+    report: dict = {"n": args.n, "d": args.d, "rows": args.rows, "repeats": args.repeats, "weighted": args.weighted}
     report["dist_repeats"] = args.dist_repeats
     report["load_average_before"] = os.getloadavg()
 
@@ -247,12 +264,12 @@ def print_report(report: dict, names: list[str], args: argparse.Namespace) -> No
     print(f"X {args.n} x {args.d} in blocks of {args.rows} rows, {args.repeats} + {args.dist_repeats} repetitions")
     print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
     if "graphs" in report:
-        print(f"largest difference of a corner entry from 2*(X.T@X): {report['max_abs_difference']:.2e}")
+        print(f"largest difference of a corner entry from {names[1]}: {report['max_abs_difference']:.2e}")
         for name in names:
             graph = report["graphs"][name]
             print(f"{name:>12}: {graph['tasks']} tasks, layers {graph['layers']}")
     print("medians (seq: synchronous scheduler in one process; dist: the two workers' CPU summed, peak of either)")
-    print(f"{'':>12}  " + " ".join(f"{title:>14}" for title, _ in COLUMNS) + "   ratios to 2*(X.T@X)")
+    print(f"{'':>12}  " + " ".join(f"{title:>14}" for title, _ in COLUMNS) + f"   ratios to {names[1]}")
     reference = report["medians"][names[1]]
     for name in names:
         row = report["medians"][name]
