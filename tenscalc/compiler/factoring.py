@@ -70,11 +70,12 @@ def scale_broadcasts(plan: Plan, skip: frozenset[int] = frozenset()) -> Plan:
     and broadcasts it, the sum adds or subtracts it (no scaled ``n × n`` array).
 
     >>> import tenscalc as tc
-    >>> f = tc.compile(tc.parse("exp(20 * (u *(i,j->ij) 1 - C))", {"u": 1, "C": 2}))
-    >>> [item.coef for item in f.plan.steps[3].data]
-    [20, -20]
-    >>> [item.coef for item in scale_broadcasts(f.plan).steps[3].data]
-    [1, -20]
+    >>> f = tc.parse("exp(20 * (u *(i,j->ij) 1 + 1 *(i,j->ij) v - C)) *(ij,->) 1", {"u": 1, "v": 1, "C": 2})
+    >>> plan = tc.compile(tc.gradient(f, "u")).plan  # its sum 20 (u ⊗ 1) + 20 (1 ⊗ v) - 20 C
+    >>> [[item.coef for item in step.data] for step in plan.steps if step.kind == "add"]
+    [[20, 20, -20]]
+    >>> [[item.coef for item in step.data] for step in scale_broadcasts(plan).steps if step.kind == "add"]
+    [[1, 1, -20]]
     """
     readers = _readers(plan)
     steps = list(plan.steps)
