@@ -98,11 +98,12 @@ def _keep(block: Any, axis: Any = None, keepdims: bool = True) -> Any:
 
 
 def _add_blocks(blocks: Any, axis: tuple[int, ...] = (), keepdims: bool = True) -> Any:
-    """The sum of a (nested) list of partial sums, added into one new array."""
+    """The sum of a (nested) list of partial sums, added into one new array (a group of
+    one is that block itself: dask never writes to a block, nor does this)."""
     flat = list(_flatten(blocks))
-    total = flat[0] + flat[1] if len(flat) > 1 else flat[0].copy()
+    total = flat[0] + flat[1] if len(flat) > 1 else flat[0]
     for block in flat[2:]:
-        total += block  # into the sum made above: the inputs are never written to
+        total += block  # into the sum made just above, never into an input
     return total if keepdims else total.reshape([n for i, n in enumerate(total.shape) if i not in axis])
 
 

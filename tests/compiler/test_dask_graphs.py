@@ -153,6 +153,7 @@ def _block_shapes(array):
     "eq, shapes, chunks",
     [
         ("ij,ik->jk", [(5, 3), (5, 4)], [(2, 3), (3, 2)]),  # a Gram form, rows in blocks
+        ("ij,ik->jk", [(5, 3), (5, 4)], [(1, 3), (1, 4)]),  # 5 partial sums: groups of 4 and of 1
         ("ijk,jkl->il", [(2, 3, 4), (3, 4, 5)], [(1, 2, 3), (2, 3, 2)]),  # two contracted axes, both cut
         ("ii->i", [(4, 4)], [(2, 2)]),
         ("ii->", [(5, 5)], [(2, 2)]),
