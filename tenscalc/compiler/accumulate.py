@@ -453,9 +453,11 @@ def _accumulate(buf, shape, rows, cores, spread, sources, scales, block):
                 _np.add(view, part, out=view)
     for value in spread:
         _np.add(buf, value, out=buf)
-    for core in cores:
-        diagonal = _np.einsum("ii->i", buf)
-        _np.add(diagonal, core, out=diagonal)
+    if cores:
+        # the diagonal view: every (n + 1)-th entry of a C-ordered buffer (einsum's view otherwise)
+        diagonal = buf.reshape(-1)[:: n + 1] if buf.flags.c_contiguous else _np.einsum("ii->i", buf)
+        for core in cores:
+            _np.add(diagonal, core, out=diagonal)
     return buf
 '''
 
