@@ -26,8 +26,8 @@ import opt_einsum
 
 def einsum(eq: str, *arrays: Any) -> Any:
     """``eq`` (explicit ``->`` form, letters a-z A-Z) of dask arrays: each tuple of blocks
-    contracted in place (``opt_einsum.contract``), the contracted axes kept as axes of
-    length 1 and reduced by adding the blocks (no concatenation)."""
+    contracted where it lies (opt_einsum, one path per block shape), the contracted axes
+    kept as axes of length 1 and reduced by adding the blocks (no concatenation)."""
     import dask.array as da
 
     inputs, output = eq.split("->")
@@ -63,7 +63,7 @@ def einsum(eq: str, *arrays: Any) -> Any:
 
 def contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> Callable[..., Any]:
     """A callable contracting dask arrays of these shapes along ``path`` (opt_einsum's
-    form), each step through :func:`einsum`."""
+    form), each step through ``einsum``."""
     _, info = opt_einsum.contract_path(eq, *shapes, optimize=path, shapes=True)
     valid = opt_einsum.parser.convert_to_valid_einsum_chars  # np.einsum knows only a-z A-Z
     steps = [(positions, valid(step)) for positions, _, step, *_ in info.contraction_list]
