@@ -1207,7 +1207,7 @@ PARTITION_CHECK_LIMIT = 1 << 18
 
 def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     terms = _terms_of(step)
-    if len(terms) > 1 and backend.name == "numpy" and backend.mutable and shape != ():
+    if len(terms) > 1 and backend.name == "numpy" and backend.mutable and len(shape) >= 2:
         # one buffer, outer products gathered into one GEMM, diagonals through a view (a
         # sum of general terms only is added below, as the fused function writes it)
         if any(not isinstance(part, Dense) for part in parts(terms, shape)):

@@ -397,7 +397,7 @@ class ProgramSource:
 
     def _product(self, step: Step, shape, is_output: bool) -> str:
         terms = cast("tuple[Term, ...]", step.data)
-        if len(terms) > 1 and shape != ():
+        if len(terms) > 1 and len(shape) >= 2:
             if any(not isinstance(part, Dense) for part in parts(terms, shape)):
                 return self._accumulate(terms, shape)
         return " + ".join(self._term(term, shape, is_output and len(terms) == 1) for term in terms)
