@@ -27,15 +27,16 @@ from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .accumulate import Dense, bind_accumulate, gather_sums, parts
-from .backends import Backend, letters
+from .backends import Backend
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
-from .kernels import gram_contraction, gram_pattern
+from .kernels import gram_contraction
 from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
+from .terms import plan_term
 
 StepFn = Callable[[list], Any]
 
@@ -197,6 +198,8 @@ class ShapeResolver:
         # (einsum, operand shapes, result size) -> path search and kernel, found once per
         # binding: the terms of a long sum mostly repeat a few contractions
         self.contractions: dict[tuple, list[Any]] = {}
+        # (term, shape, operand shapes, Gram allowed) -> its decisions (.terms.plan_term)
+        self.terms: dict[tuple, Any] = {}
 
     def shape(self, node: Expr) -> tuple[int, ...]:
         error: EvaluationError | None = None
@@ -1237,68 +1240,23 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     return run, cost
 
 
-@dataclass(frozen=True)
-class _Operand:
-    """One operand of a term being bound: an array slot, or a constant baked now."""
-
-    slot: int | None  # None: a constant-only operand, ``baked``
-    letters: tuple[int, ...]  # its distinct letters
-    diagonal: str | None  # the einsum reading its diagonal when its spec repeats a letter
-    baked: Any = None  # the constant's array on the backend
-
-
 def _bind_term(
     term: Term, shape: tuple[int, ...], shapes, resolver: ShapeResolver, backend: Backend, is_output: bool = False
 ):
-    out = term.out
-    unique = tuple(dict.fromkeys(out))
-    sizes: dict[int, int] = {}
-    for position, letter in enumerate(out):
-        sizes.setdefault(letter, shape[position])
-    for slot, spec in term.operands:
-        for letter, length in zip(spec, shapes[slot]):
-            if sizes.setdefault(letter, length) != length:  # pragma: no cover - the axis graph forbids it
-                raise EvaluationError(f"inconsistent axis lengths {sizes[letter]} and {length} in a product")
-    for letter, (node, original) in term.refs:
-        if letter not in sizes:
-            length = resolver.letter_length(node, original)
-            if length is not None:
-                sizes[letter] = length
-    operands: list[_Operand] = [_Operand(slot, *_distinct(spec)) for slot, spec in term.operands]
+    # every decision is the record's (.terms: made once, read by the source writer too)
+    record = plan_term(term, shape, shapes, resolver, backend.name == "numpy", choose_path)
+    out, unique_shape, factor = record.out, record.unique_shape, record.factor
+    out_size = math.prod(shape)
+    diagonal_out = record.diagonal_out
     # an order-0 constant (2^2222, exp(1000), sin(1)) is one number that multiplies the
     # contraction of the other operands after it, as in evaluate and the generated code:
     # with an inf, multiplying it in before summing could turn a 0 entry into nan
     after = 1.0
-    others = bool(term.operands) or any(spec for _, spec in term.constants)
-    for node, spec in term.constants:
-        if not spec and others:
-            after = after * float(resolver.constant(node, ()))
-            continue
-        missing = [letter for letter in spec if letter not in sizes]
-        if missing:
-            raise EvaluationError(
-                f"cannot tell the axis lengths of the constant `{node}` where it is used: no variable fixes them"
-            )
-        value = resolver.constant(node, tuple(sizes[letter] for letter in spec))
-        operands.append(_Operand(None, *_distinct(spec), backend.from_numpy(value)))
-    present = set().union(*[op.letters for op in operands])
-    factor = term.factor
-    letters_all = set(sizes)
-    letters_all.update([letter for letter, _ in term.refs])
-    letters_all.difference_update(present)
-    for letter in letters_all:
-        if letter not in out:  # summed over constants only
-            if letter not in sizes:
-                raise EvaluationError(
-                    "cannot tell the length of a summed index that only constants carry: no variable fixes it"
-                )
-            factor *= sizes[letter]
-    unique_shape = tuple(sizes[letter] for letter in unique)
-    out_size = math.prod(shape)
-    diagonal_out = len(unique) != len(out)
+    for number in record.scalars:
+        after = after * float(resolver.constant(term.constants[number][0], ()))
 
-    if factor == 0 or not operands:
-        value = 0.0 if factor == 0 else factor
+    if record.fill is not None:
+        value = record.fill
         if diagonal_out and value != 0:
             core_shape = unique_shape
 
@@ -1309,20 +1267,16 @@ def _bind_term(
             return constant_diagonal, OpCost(out_size, 2, out_size)
         return (lambda env: backend.full(shape, value, env[-1])), OpCost(out_size, 1, out_size)
 
-    target = tuple([letter for letter in unique if letter in present])
-    eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
-    op_shapes = [tuple([sizes[letter] for letter in op.letters]) for op in operands]
-    core_size = math.prod([sizes[letter] for letter in target])
-    memo_key = (eq, tuple(op_shapes), core_size)
-    memo = resolver.contractions.get(memo_key)
-    if memo is None:
-        memo = resolver.contractions[memo_key] = [*choose_path(eq, op_shapes, core_size), None]
+    operands = record.operands
+    values = [  # the constant operands' arrays, baked now
+        None if op.constant is None else backend.from_numpy(resolver.constant(term.constants[op.constant][0], op.shape))
+        for op in operands
+    ]
+    target, eq, core_size, gram, scale_at = record.target, record.eq, record.core_size, record.gram, record.scale_at
+    op_shapes = list(record.op_shapes)
+    memo = resolver.contractions[(eq, record.op_shapes, core_size)]
     path, info, contract = memo
     specs = [op.letters for op in operands]
-    gram = None
-    finite = math.isfinite(factor)  # else the factor goes onto the result, as `after` does
-    if backend.name == "numpy" and finite and all(op.diagonal is None for op in operands):
-        gram = gram_pattern(specs, [op.slot for op in operands], target)
     if gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = memo[2] = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
@@ -1338,22 +1292,14 @@ def _bind_term(
             f"operand or result ({proportion} entries); no contraction order of this product avoids it",
         )
     n_ops = len(path) + sum(op.diagonal is not None for op in operands)
-
-    # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself);
-    # one above 1 goes onto the result, as evaluate applies it: scaling an operand first can
-    # overflow a partial product that the written order keeps finite (-2 X_ai X_aj at X ~ 1e154)
-    scale_at = None
     if gram is not None:
         contract = gram_contraction(gram, specs, target, factor)
-    elif factor != 1:
-        sizes_in = [math.prod(s) for s in op_shapes]
-        smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
-        scale_at = smallest if sizes_in[smallest] < core_size and abs(factor) <= 1 else -1
-        scaled = sizes_in[smallest] if scale_at >= 0 else core_size
+    elif scale_at is not None:
+        scaled = op_sizes[scale_at] if scale_at >= 0 else core_size
         flops += scaled
         multiplications += scaled
         n_ops += 1
-    fetch = [(op.slot, op.baked, op.diagonal) for op in operands]
+    fetch = [(op.slot, value, op.diagonal) for op, value in zip(operands, values)]
     plain = all(op.diagonal is None and op.slot is not None for op in operands)
     slots = [op.slot for op in operands]
     einsum = backend.einsum
@@ -1410,9 +1356,9 @@ def _bind_term(
 
     if numpy and getattr(core, "inline", None) is None and (gram is not None or any(len(p) == 2 for p in path)):
         core = describe(core, Fresh())  # a pairwise product allocates the result
-    broadcast = len(target) != len(unique)
+    broadcast = record.broadcast
     if broadcast:
-        index = tuple(slice(None) if letter in present else None for letter in unique)
+        index = tuple(slice(None) if letter in target else None for letter in record.unique)
 
         def expanded(env):
             return backend.broadcast(core(env)[index], unique_shape)
@@ -1475,9 +1421,3 @@ BIND_RULES: dict[str, Callable[..., tuple[StepFn, OpCost]]] = {
     "slice": _bind_slice,
     "embed": _bind_embed,
 }
-
-
-def _distinct(spec: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:
-    """An operand's distinct letters, and the einsum reading its diagonal if it repeats one."""
-    distinct = tuple(dict.fromkeys(spec))
-    return distinct, (letters(spec) + "->" + letters(distinct) if len(distinct) != len(spec) else None)

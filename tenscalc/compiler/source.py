@@ -40,11 +40,12 @@ from .generated import (
     python_names,
     signature,
 )
-from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, gram_pattern, is_identity_permutation
+from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, is_identity_permutation
 from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Plan, Step, Term
 from .program import Program, ShapeResolver, choose_path, step_shape, variable_orders
+from .terms import TermPlan, plan_term
 
 # helpers the generated module defines when it uses them (NumPy only)
 HELPERS = {
@@ -152,7 +153,10 @@ def array_literal(value: np.ndarray) -> str:
 class ProgramSource:
     """Writes the statements of one plan bound to one set of shapes.
 
-    ``bound``: the program :func:`.program.bind` made of the same plan for these shapes;
+    ``bound``: the program :func:`.program.bind` made of the same plan for these shapes, and
+    ``planner`` the resolver it bound with: each einsum term is written from the binder's
+    record of it (:func:`.terms.plan_term`: path, Gram form, factor placement), read, not
+    decided again;
     its banded steps (and their dense twins) and its tiled sums are written from its own
     records, with the fused function's writer (:func:`.fused.band_tuple`,
     :func:`.fused.tiles_lines`), so the module computes what ``tc.compile`` runs.
@@ -166,8 +170,13 @@ class ProgramSource:
         skip: frozenset[int] = frozenset(),
         bound: Program | None = None,
         pd: Mapping[int, str] | None = None,
+        planner: ShapeResolver | None = None,
     ):
         self.plan = plan
+        # the resolver the binder bound ``bound`` with: its term records (.terms) are read,
+        # not decided again; ``resolver`` (which makes real constants) where none is given
+        self.planner = planner if planner is not None else resolver
+        self.records: list[TermPlan] = []  # every term's record, in the order written
         # the inv, det and log det of the inputs declared positive definite (slot -> name)
         # read one Cholesky factor each, as in tc.compile (.cholesky)
         self.pd = dict(pd or {})
@@ -443,81 +452,45 @@ class ProgramSource:
 
     # ------------------------------------------------------------------ one einsum
     def _term(self, term: Term, shape: tuple[int, ...], is_output: bool) -> str:
-        out = term.out
-        unique = tuple(dict.fromkeys(out))
-        sizes: dict[int, int] = {}
-        for position, letter in enumerate(out):
-            sizes.setdefault(letter, shape[position])
-        for slot, spec in term.operands:
-            for letter, length in zip(spec, self.shapes[slot]):
-                sizes.setdefault(letter, length)
-        for letter, (node, original) in term.refs:
-            if letter not in sizes:
-                length = self.resolver.letter_length(node, original)
-                if length is not None:
-                    sizes[letter] = length
-        operands: list[tuple[str, tuple[int, ...], int | None]] = []  # (source, distinct letters, slot)
-        for slot, spec in term.operands:
-            distinct = tuple(dict.fromkeys(spec))
-            text = self._arg(slot)
-            if len(distinct) != len(spec):
-                text = f"_np.einsum({letters(spec) + '->' + letters(distinct)!r}, {text})"
-            operands.append((text, distinct, slot))
-        for node, spec in term.constants:
-            if any(letter not in sizes for letter in spec):
-                raise TensCalcError(f"cannot tell the axis lengths of the constant `{node}` where it is used")
-            value = self.resolver.constant(node, tuple(sizes[letter] for letter in spec))
-            distinct = tuple(dict.fromkeys(spec))
-            text = self._constant(value)
-            if not spec:  # a number: as a 0-d array it takes part in the contraction like the others
-                text = f"_np.asarray({text})"
-            if len(distinct) != len(spec):
-                text = f"_np.einsum({letters(spec) + '->' + letters(distinct)!r}, {text})"
-            operands.append((text, distinct, None))
-        present = set().union(*(spec for _, spec, _ in operands))
-        factor = term.factor
-        for letter in set(sizes) | {letter for letter, _ in term.refs}:
-            if letter not in present and letter not in out:
-                if letter not in sizes:
-                    raise TensCalcError("cannot tell the length of a summed index that only constants carry")
-                factor *= sizes[letter]
-        unique_shape = tuple(sizes[letter] for letter in unique)
-        diagonal_out = len(unique) != len(out)
-        diagonal_eq = letters(out) + "->" + letters(unique)
-        if factor == 0 or not operands:
-            value = 0.0 if factor == 0 else factor
-            if diagonal_out and value != 0:
+        # the binder's own record of the term (.terms): its path, Gram form, factor placement
+        record = plan_term(term, shape, self.shapes, self.planner, True, choose_path)
+        self.records.append(record)
+        diagonal_eq = letters(record.out) + "->" + letters(record.unique)
+        if record.fill is not None:
+            if record.diagonal_out and record.fill != 0:
                 self.helpers.add("_write_diagonal")
-                return f"_write_diagonal(_np.full({unique_shape!r}, {literal(value)}), {diagonal_eq!r}, {shape!r})"
-            return f"_np.full({shape!r}, {literal(value)})"
-        target = tuple(letter for letter in unique if letter in present)
-        specs = [spec for _, spec, _ in operands]
-        op_shapes = [tuple(sizes[letter] for letter in spec) for spec in specs]
-        core_size = math.prod(sizes[letter] for letter in target)
-        gram = None
-        if all(text == self._arg(slot) for text, _, slot in operands if slot is not None):
-            gram = gram_pattern(specs, [slot for _, _, slot in operands], target)
-        texts = [text for text, _, _ in operands]
-        if gram is not None:
-            core = self._gram(gram, specs, texts, factor)
+                full = f"_np.full({record.unique_shape!r}, {literal(record.fill)})"
+                return f"_write_diagonal({full}, {diagonal_eq!r}, {shape!r})"
+            return f"_np.full({shape!r}, {literal(record.fill)})"
+        texts = []
+        for op in record.operands:
+            if op.constant is None:
+                text = self._arg(cast("int", op.slot))
+            else:
+                text = self._constant(self.resolver.constant(term.constants[op.constant][0], op.shape))
+                if not op.letters:  # a number: as a 0-d array it takes part in the contraction like the others
+                    text = f"_np.asarray({text})"
+            if op.diagonal is not None:
+                text = f"_np.einsum({op.diagonal!r}, {text})"
+            texts.append(text)
+        factor, scale_at = record.factor, record.scale_at
+        if record.gram is not None:
+            core = self._gram(record.gram, [op.letters for op in record.operands], texts, factor)
         else:
-            scale_at = None
-            if factor != 1:
-                sizes_in = [math.prod(s) for s in op_shapes]
-                smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
-                # as the compiled program: a factor above 1 scales the result (see program.py)
-                scale_at = smallest if sizes_in[smallest] < core_size and abs(factor) <= 1 else -1
             if scale_at is not None and scale_at >= 0:
                 texts[scale_at] = f"{_atom(texts[scale_at])} * {literal(factor)}"
-            eq = ",".join(letters(spec) for spec in specs) + "->" + letters(target)
-            path, _ = choose_path(eq, op_shapes, core_size)  # the compiler's own (memory-bounded) choice
-            core = self._contraction(eq, op_shapes, path, texts)
+            core = self._contraction(record.eq, record.op_shapes, list(record.path), texts)
             if scale_at == -1:
                 core = f"{_atom(core)} * {literal(factor)}"
-        if len(target) != len(unique):  # broadcast along output letters no operand has
-            index = ", ".join(":" if letter in present else "None" for letter in unique)
-            core = f"_np.broadcast_to(({core})[{index}], {unique_shape!r})"
-        if diagonal_out:
+        after = 1.0  # the order-0 constants, multiplied in after the contraction as the binder does
+        for number in record.scalars:
+            after = after * float(self.resolver.constant(term.constants[number][0], ()))
+        if after != 1.0:
+            core = f"{_atom(core)} * {literal(after)}"
+        if record.broadcast:  # along output letters no operand has
+            index = ", ".join(":" if letter in record.target else "None" for letter in record.unique)
+            core = f"_np.broadcast_to(({core})[{index}], {record.unique_shape!r})"
+        if record.diagonal_out:
             self.helpers.add("_write_diagonal")
             core = f"_write_diagonal({core}, {diagonal_eq!r}, {shape!r})"
         return core
@@ -683,11 +656,12 @@ def program_source(
         raise TensCalcError(f"to_python: the shapes do not fit the expressions: {exc}") from None
     # the plan as compile binds it for these shapes (squares folded, X (P + Q) factored, banded
     # steps and tiled sums chosen): an estimate's binding, which allocates nothing
-    bound = bind(plan, ShapeResolver(graphs, fixed, estimate=True), get_backend("numpy"))
+    planner = ShapeResolver(graphs, fixed, estimate=True)
+    bound = bind(plan, planner, get_backend("numpy"))
     assert bound.bound_plan is not None
     plan = bound.bound_plan
     pd_slots = {slot: n for n, slot in plan.inputs.items() if n in pd}
-    writer = ProgramSource(plan, resolver, bound.dense, bound.skipped, bound, pd_slots)
+    writer = ProgramSource(plan, resolver, bound.dense, bound.skipped, bound, pd_slots, planner)
     body = writer.write({slot: names[var_name] for var_name, slot in plan.inputs.items()})
     # _result: the inputs' dtype (see .generated), an array the caller may write to
     results = [f"_result({writer.result(slot)}, _dtype)" for slot in plan.outputs]

@@ -1,0 +1,181 @@
+"""One einsum term's decisions at one shape signature, made once: a frozen record.
+
+:func:`plan_term` decides, for a :class:`~.plan.Term` bound to shapes, everything the
+binder (:func:`.program._bind_term`) and the source writer of ``tc.to_python(shapes=)``
+(:mod:`.source`) need to agree on: the operands' distinct letters and diagonal reads,
+which order-0 constants multiply the result afterwards, the factor (with the lengths of
+letters only constants carry), the equation over distinct letters, the contraction path,
+the Gram form ``Xᵀ diag(d) X``, where the factor is applied, and how the core becomes the
+result (broadcast, diagonal write).  The record is kept in the resolver
+(``ShapeResolver.terms``): the binder builds it, the source writer reads the same one
+when it is given the binder's resolver, so neither searches a path or recognises a Gram
+twice.
+
+>>> from types import SimpleNamespace
+>>> from tenscalc.compiler.plan import Term
+>>> from tenscalc.compiler.program import choose_path
+>>> resolver = SimpleNamespace(terms={}, contractions={})  # the two memos plan_term keeps
+>>> term = Term(-0.5, ((0, (0, 1)), (0, (0, 2))), (1, 2))  # -0.5 X[a,j] X[a,k] -> (j, k)
+>>> record = plan_term(term, (3, 3), [(2, 3)], resolver, True, choose_path)
+>>> record.eq, record.gram is not None, record.scale_at  # a Gram: its kernel takes the factor
+('ab,ac->bc', True, None)
+>>> plan_term(term, (3, 3), [(2, 3)], resolver, True, choose_path) is record  # decided once
+True
+>>> plan_term(term, (3, 3), [(2, 3)], resolver, False, choose_path).scale_at  # no Gram kernel: X, smaller than 3x3
+0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import EvaluationError
+from .backends import letters
+from .kernels import GramPattern, gram_pattern
+from .plan import Term
+
+__all__ = ["TermOperand", "TermPlan", "plan_term"]
+
+#: a path search: (equation, operand shapes, result size) -> (path, opt_einsum's info)
+PathSearch = Callable[[str, Sequence[tuple[int, ...]], int], tuple[list, Any]]
+
+
+@dataclass(frozen=True)
+class TermOperand:
+    """One operand of the contraction: an array slot, or a constant of the term."""
+
+    slot: int | None  # None: the term's constant number ``constant``
+    constant: int | None  # index into ``Term.constants`` for a constant operand
+    letters: tuple[int, ...]  # its distinct letters
+    diagonal: str | None  # the einsum reading its diagonal when its spec repeats a letter
+    shape: tuple[int, ...]  # the array as read (a constant is made at this shape)
+
+
+@dataclass(frozen=True)
+class TermPlan:
+    """The decisions for one term at one shape signature (see the module docstring).
+
+    ``fill``: not None where the term is that number everywhere (a zero factor, or
+    constants only); the contraction fields are then unset.  ``scale_at``: the operand
+    the factor scales, ``-1`` for the result, None where the factor is 1 or a Gram
+    kernel takes it.  ``scalars``: the order-0 constants multiplied into the result
+    after the contraction (an inf there must not turn a summed 0 into nan).
+    """
+
+    shape: tuple[int, ...]
+    out: tuple[int, ...]
+    unique: tuple[int, ...]  # the output's distinct letters
+    unique_shape: tuple[int, ...]
+    operands: tuple[TermOperand, ...]
+    scalars: tuple[int, ...]
+    factor: float
+    fill: float | None = None
+    target: tuple[int, ...] = ()  # the core's letters: the output's that some operand has
+    eq: str = ""
+    op_shapes: tuple[tuple[int, ...], ...] = ()
+    core_size: int = 1
+    path: tuple[tuple[int, ...], ...] = ()
+    info: Any = field(default=None, compare=False, repr=False)  # opt_einsum's path info
+    gram: GramPattern | None = None
+    scale_at: int | None = None
+
+    @property
+    def broadcast(self) -> bool:
+        """The core lacks output letters: it is broadcast along them."""
+        return len(self.target) != len(self.unique)
+
+    @property
+    def diagonal_out(self) -> bool:
+        """The output repeats a letter: the core is written on a diagonal."""
+        return len(self.unique) != len(self.out)
+
+
+def plan_term(
+    term: Term, shape: tuple[int, ...], shapes: Sequence[tuple[int, ...]], resolver: Any, gram: bool, search: PathSearch
+) -> TermPlan:
+    """The record of ``term`` giving an array of ``shape`` (``shapes``: each slot's
+    array), made once per resolver; ``gram``: whether the Gram kernel may be used
+    (NumPy only); ``search``: the path search (:func:`.program.choose_path`), memoised
+    in ``resolver.contractions`` as the binder keeps it."""
+    key = (term, shape, tuple([shapes[slot] for slot, _ in term.operands]), gram)
+    found = resolver.terms.get(key)
+    if found is None:
+        found = resolver.terms[key] = _plan(term, shape, shapes, resolver, gram, search)
+    return found
+
+
+def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch) -> TermPlan:
+    out = term.out
+    unique = tuple(dict.fromkeys(out))
+    sizes: dict[int, int] = {}
+    for position, letter in enumerate(out):
+        sizes.setdefault(letter, shape[position])
+    for slot, spec in term.operands:
+        for letter, length in zip(spec, shapes[slot]):
+            if sizes.setdefault(letter, length) != length:  # pragma: no cover - the axis graph forbids it
+                raise EvaluationError(f"inconsistent axis lengths {sizes[letter]} and {length} in a product")
+    for letter, (node, original) in term.refs:
+        if letter not in sizes:
+            length = resolver.letter_length(node, original)
+            if length is not None:
+                sizes[letter] = length
+    operands = [TermOperand(slot, None, *_distinct(spec), tuple(shapes[slot])) for slot, spec in term.operands]
+    scalars: list[int] = []
+    others = bool(term.operands) or any(spec for _, spec in term.constants)
+    for number, (node, spec) in enumerate(term.constants):
+        if not spec and others:
+            scalars.append(number)
+            continue
+        if any(letter not in sizes for letter in spec):
+            raise EvaluationError(
+                f"cannot tell the axis lengths of the constant `{node}` where it is used: no variable fixes them"
+            )
+        operands.append(TermOperand(None, number, *_distinct(spec), tuple(sizes[letter] for letter in spec)))
+    present = set().union(*[op.letters for op in operands])
+    factor = term.factor
+    letters_all = set(sizes)
+    letters_all.update([letter for letter, _ in term.refs])
+    letters_all.difference_update(present)
+    for letter in letters_all:  # a set's order, as the binder always multiplied them
+        if letter not in out:  # summed over constants only
+            if letter not in sizes:
+                raise EvaluationError(
+                    "cannot tell the length of a summed index that only constants carry: no variable fixes it"
+                )
+            factor *= sizes[letter]
+    unique_shape = tuple(sizes[letter] for letter in unique)
+    plan = TermPlan(shape, out, unique, unique_shape, tuple(operands), tuple(scalars), factor)
+    if factor == 0 or not operands:
+        return replace(plan, fill=0.0 if factor == 0 else factor)
+    target = tuple([letter for letter in unique if letter in present])
+    eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
+    op_shapes = tuple([tuple([sizes[letter] for letter in op.letters]) for op in operands])
+    core_size = math.prod([sizes[letter] for letter in target])
+    memo_key = (eq, op_shapes, core_size)
+    memo = resolver.contractions.get(memo_key)
+    if memo is None:
+        memo = resolver.contractions[memo_key] = [*search(eq, op_shapes, core_size), None]
+    gram = None
+    # an infinite factor goes onto the result, as the order-0 constants do
+    if gram_ok and math.isfinite(factor) and all(op.diagonal is None for op in operands):
+        gram = gram_pattern([op.letters for op in operands], [op.slot for op in operands], target)
+    # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself);
+    # one above 1 goes onto the result, as evaluate applies it: scaling an operand first can
+    # overflow a partial product that the written order keeps finite (-2 X_ai X_aj at X ~ 1e154)
+    scale_at = None
+    if gram is None and factor != 1:
+        sizes_in = [math.prod(s) for s in op_shapes]
+        smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
+        scale_at = smallest if sizes_in[smallest] < core_size and abs(factor) <= 1 else -1
+    path = tuple([tuple(step) for step in memo[0]])
+    return replace(plan, target=target, eq=eq, op_shapes=op_shapes, core_size=core_size, path=path, info=memo[1],
+                   gram=gram, scale_at=scale_at)  # fmt: skip
+
+
+def _distinct(spec: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:
+    """An operand's distinct letters, and the einsum reading its diagonal if it repeats one."""
+    distinct = tuple(dict.fromkeys(spec))
+    return distinct, (letters(spec) + "->" + letters(distinct) if len(distinct) != len(spec) else None)
