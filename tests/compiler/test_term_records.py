@@ -1,0 +1,93 @@
+"""Each einsum term is decided once, as data (issue 26, "decisions as data").
+
+The binder (:func:`tenscalc.compiler.program._bind_term`) and the source writer of
+``tc.to_python(shapes=)`` read one frozen :class:`~tenscalc.compiler.terms.TermPlan`
+per term and shape signature: over the runners' corpus no term is planned twice and no
+contraction path is searched twice while ``to_python(shapes=)`` binds and writes, and
+the writer's records are the very objects the binder built its closures from.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import tenscalc as tc
+from tenscalc.compiler import program as program_module
+from tenscalc.compiler import source as source_module
+from tenscalc.compiler import terms as terms_module
+from tenscalc.compiler.backends import get_backend
+from tenscalc.compiler.plan import build_plan
+from tenscalc.compiler.program import ShapeResolver, bind
+from tenscalc.compiler.source import ProgramSource
+from tenscalc.core.axes import axis_graph
+from tests.compiler.test_runners import CORPUS, NAMES
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, Counter]:
+    """Counters of the records planned (by term key) and the paths searched (by equation
+    and shapes), wherever the binder or the writer asks."""
+    planned: Counter = Counter()
+    searched: Counter = Counter()
+    plan, search = terms_module._plan, program_module.choose_path
+
+    def counted_plan(term, shape, shapes, resolver, gram, path_search):
+        planned[(term, shape, tuple(shapes[slot] for slot, _ in term.operands), gram)] += 1
+        return plan(term, shape, shapes, resolver, gram, path_search)
+
+    def counted_search(eq, op_shapes, out_size):
+        searched[(eq, tuple(op_shapes), out_size)] += 1
+        return search(eq, op_shapes, out_size)
+
+    monkeypatch.setattr(terms_module, "_plan", counted_plan)
+    monkeypatch.setattr(program_module, "choose_path", counted_search)
+    monkeypatch.setattr(source_module, "choose_path", counted_search)
+    return planned, searched
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_to_python_decides_each_term_once(name, monkeypatch):
+    build, shapes = CORPUS[name]
+    exprs = build()
+    planned, searched = _counting(monkeypatch)
+    source = tc.to_python(exprs, shapes=shapes)
+    assert "def f(" in source
+    assert planned, "the corpus case binds at least one einsum term"
+    assert max(planned.values()) == 1, [key for key, n in planned.items() if n > 1]
+    assert max(searched.values(), default=1) == 1, [key for key, n in searched.items() if n > 1]
+
+
+def _bound_and_written(name: str) -> tuple[dict, list]:
+    """The binder's records (by id) and those the source writer wrote, for one corpus case."""
+    build, shapes = CORPUS[name]
+    roots = build()
+    graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]
+    planner = ShapeResolver(graphs, shapes, estimate=True)
+    bound = bind(build_plan(list(roots)), planner, get_backend("numpy"))
+    assert bound.bound_plan is not None
+    made = {id(record): record for record in planner.terms.values()}
+    writer = ProgramSource(
+        bound.bound_plan, ShapeResolver(graphs, shapes), bound.dense, bound.skipped, bound, {}, planner
+    )
+    writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
+    return made, writer.records
+
+
+# the cases whose every product the binder binds as the plan has it (no shared pair
+# hoisted, no diagonal core, no transposed layout): the writer reads only its records
+PLAIN = ["quadratic", "logreg (Gram Hessian)", "chained Rosenbrock (slices, banded Hessian)", "scalars"]
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_source_writes_the_binders_own_records(name):
+    made, written = _bound_and_written(name)
+    assert written, "the writer wrote einsum terms"
+    assert all(id(record) in made for record in written), [r.eq for r in written if id(r) not in made]
+
+
+def test_the_gram_hessian_is_written_from_the_binders_gram_record():
+    made, written = _bound_and_written("logreg (Gram Hessian)")
+    grams = [record for record in written if record.gram is not None]
+    assert len(grams) == 1 and id(grams[0]) in made
+    assert grams[0].scale_at is None  # the Gram kernel takes the factor itself
