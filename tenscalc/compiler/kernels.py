@@ -243,6 +243,40 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
     """A callable computing ``np.einsum(eq, *arrays)`` (distinct letters per operand)
     along ``path`` (an opt_einsum path) with matmul and multiply."""
     specs, target = _parse(eq)
+    program, final = _pair_program(specs, target, shapes, path)
+    drop = "".join(c for c in final if c not in target)
+    reduce_final, final = _reducer(final, drop)
+    perm = tuple(final.index(c) for c in target)
+    transpose = None if is_identity_permutation(perm) else perm
+    single = len(program) == 1 and len(program[0][0]) == 2
+
+    if single:  # the common case: one pair, no bookkeeping
+        (p, q), fn = program[0]
+        if (fn is np.multiply or fn is np.dot) and not drop and transpose is None:
+            return fn  # elementwise or a dot of vectors: symmetric in its operands
+
+        def run_one(*arrays: np.ndarray) -> np.ndarray:
+            result = reduce_final(fn(arrays[p], arrays[q]))
+            return result if transpose is None else result.transpose(transpose)
+
+        return run_one
+
+    def run(*arrays: np.ndarray) -> np.ndarray:
+        stack = list(arrays)
+        for positions, fn in program:
+            picked = [stack.pop(p) for p in positions]
+            stack.append(fn(*picked))
+        result = reduce_final(stack[-1])
+        return result if transpose is None else result.transpose(transpose)
+
+    return run
+
+
+def _pair_program(
+    specs: Sequence[str], target: str, shapes: Sequence[tuple[int, ...]], path: list
+) -> tuple[list[tuple[tuple[int, ...], Callable]], str]:
+    """The kernels of ``path``'s steps (positions popped, kernel) and the labels of the
+    last result, in the order its kernel lays it out."""
     sizes: dict[str, int] = {}
     for spec, shape in zip(specs, shapes):
         sizes.update(zip(spec, shape))
@@ -272,32 +306,21 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
     final = current[-1] if current else ""
     if len(current) != 1:
         raise AssertionError("a contraction path must leave one operand")
-    drop = "".join(c for c in final if c not in target)
-    reduce_final, final = _reducer(final, drop)
-    perm = tuple(final.index(c) for c in target)
-    transpose = None if is_identity_permutation(perm) else perm
-    single = len(program) == 1 and len(program[0][0]) == 2
+    return program, final
 
-    if single:  # the common case: one pair, no bookkeeping
-        (p, q), fn = program[0]
-        if (fn is np.multiply or fn is np.dot) and not drop and transpose is None:
-            return fn  # elementwise or a dot of vectors: symmetric in its operands
 
-        def run_one(*arrays: np.ndarray) -> np.ndarray:
-            result = reduce_final(fn(arrays[p], arrays[q]))
-            return result if transpose is None else result.transpose(transpose)
+def laid_in_order(eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> bool:
+    """Whether :func:`numpy_contraction` along ``path`` leaves its result in ``eq``'s
+    output order (no transposed view for the elementwise steps that read it).
 
-        return run_one
-
-    def run(*arrays: np.ndarray) -> np.ndarray:
-        stack = list(arrays)
-        for positions, fn in program:
-            picked = [stack.pop(p) for p in positions]
-            stack.append(fn(*picked))
-        result = reduce_final(stack[-1])
-        return result if transpose is None else result.transpose(transpose)
-
-    return run
+    >>> laid_in_order("ir,kr,jr->ijk", [(4, 2), (3, 2), (5, 2)], [(0, 2), (0, 1)])  # (i, j) then k
+    True
+    >>> laid_in_order("ir,kr,jr->ijk", [(4, 2), (3, 2), (5, 2)], [(0, 1), (0, 1)])  # (i, k) then j
+    False
+    """
+    specs, target = _parse(eq)
+    final = _pair_program(specs, target, shapes, path)[1]
+    return [c for c in final if c in target] == list(target)
 
 
 class GramPattern(NamedTuple):

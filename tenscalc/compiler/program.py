@@ -33,7 +33,7 @@ from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
-from .kernels import gram_contraction
+from .kernels import gram_contraction, laid_in_order
 from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
 from .terms import plan_term
@@ -111,6 +111,8 @@ def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
         if hadamard is not None:
             return hadamard
     auto = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize="auto")
+    if len(op_shapes) == 3:
+        return _in_output_order(eq, op_shapes, auto)
     if len(op_shapes) < 4:
         return auto
     if len(op_shapes) <= DP_MAX_OPERANDS:
@@ -125,6 +127,22 @@ def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
         return (info.largest_intermediate > bound, float(info.opt_cost), info.largest_intermediate)
 
     return min(candidates, key=key)
+
+
+def _in_output_order(eq: str, op_shapes: Sequence[tuple[int, ...]], best):
+    """Of three operands' paths as cheap as ``best``, one whose result the kernels lay out
+    in the output's order, where ``best``'s is not: the CP model ``A ⊙ C`` then ``B``
+    was laid ``(i, k, j)`` and the ``T - M`` reading it strode across the tensor
+    (tie-breaking among equal flops and intermediates only)."""
+    if laid_in_order(eq, op_shapes, best[0]):
+        return best
+    for pair in ((0, 1), (0, 2), (1, 2)):
+        path = [pair, (0, 1)]
+        other = opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize=path)
+        tied = other[1].opt_cost <= best[1].opt_cost and other[1].largest_intermediate <= best[1].largest_intermediate
+        if tied and laid_in_order(eq, op_shapes, path):
+            return other
+    return best
 
 
 def path_multiplications(info) -> float:

@@ -156,3 +156,49 @@ def test_softmax_regression_hessian_never_forms_the_order_four_sum():
     # d2/dW[a,b]dW[c,d] = sum_m (P[m,a] delta_ac - P[m,a] P[m,c]) X[m,b] X[m,d]
     expected = np.einsum("ma,ac,mb,md->abcd", P, np.eye(4), X, X) - np.einsum("ma,mc,mb,md->abcd", P, P, X, X)
     np.testing.assert_allclose(tc.compile(H)(values), expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("order", ["ir,kr,jr->ijk", "ir,jr,kr->ijk", "kr,jr,ir->ijk"])
+def test_three_operands_of_equal_cost_are_contracted_into_the_output_order(order):
+    """Paths of three operands tie when lengths are equal (the CP model at 120³, rank 10):
+    the one the kernels lay out in the output's order is taken, so the sum reading the
+    model strides through neither (``A ⊙ C`` first gave ``(i, k, j)``: the CP gradients
+    took 20.9 ms against 14.6 for the hand-written form, 8.3 ms now, one core)."""
+    from tenscalc.compiler.kernels import laid_in_order, numpy_contraction
+
+    shapes = [(6, 2)] * 3
+    path, info = choose_path(order, shapes, 6**3)
+    assert laid_in_order(order, shapes, path)
+    auto, auto_info = opt_einsum_path(order, shapes)
+    assert info.opt_cost == auto_info.opt_cost  # a tie broken, never a dearer path
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    result = numpy_contraction(order, shapes, path)(*arrays)
+    assert result.flags.c_contiguous
+    np.testing.assert_allclose(result, np.einsum(order, *arrays), rtol=1e-13, atol=1e-13)
+
+
+def opt_einsum_path(eq, shapes):
+    import opt_einsum
+
+    return opt_einsum.contract_path(eq, *shapes, shapes=True, optimize="auto")
+
+
+def test_the_cp_model_at_equal_lengths_is_laid_out_like_the_tensor():
+    cp = "(T - (A *(ir,jr->ijr) B) *(ijr,kr->ijk) C) *(ijk,ijk->) (T - (A *(ir,jr->ijr) B) *(ijr,kr->ijk) C)"
+    f = tc.parse(cp, {"T": 3, "A": 2, "B": 2, "C": 2})
+    gradients = [tc.gradient(f, name) for name in "ABC"]
+    compiled = tc.compile(gradients)
+    rng = np.random.default_rng(5)
+    data = {"T": rng.standard_normal((6, 6, 6))} | {name: rng.standard_normal((6, 2)) for name in "ABC"}
+    bound = compiled._bind({name: value.shape for name, value in data.items()})
+    env: list = [None] * (bound.n_slots + 1)
+    for slot, name in zip(bound.input_slots, compiled.inputs):
+        env[slot] = data[name]
+    for op in bound.ops:
+        env[op.slot] = op.fn(env)
+        if op.kind == "add":
+            model = [slot for slot in op.reads if slot not in bound.input_slots]
+            assert model and all(env[slot].flags.c_contiguous for slot in model)
+    for value, gradient in zip(compiled(data), gradients):
+        np.testing.assert_allclose(value, tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)
