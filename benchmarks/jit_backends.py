@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -87,6 +88,10 @@ def problems() -> list[Problem]:
     return found
 
 
+#: seconds between two batches: long enough for another library's spinning threads to sleep
+SETTLE_S = 0.02
+
+
 def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
     """Median seconds per call of each function, timed in alternating batches."""
     batch = {}
@@ -96,8 +101,14 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str,
         fn()
         batch[name] = max(1, int(0.02 / max(time.perf_counter() - start, 1e-7)))
     samples: dict[str, list[float]] = {name: [] for name in fns}
+    order = random.Random(0)
     for _ in range(repeats):
-        for name, fn in fns.items():
+        # a new order each round (seeded): worker threads of a library still spinning
+        # after its batch (XLA's, PyTorch's) would otherwise always slow the same next
+        # contender; and a pause lets them settle
+        for name in order.sample(list(fns), len(fns)):
+            fn = fns[name]
+            time.sleep(SETTLE_S)
             start = time.perf_counter()
             for _ in range(batch[name]):
                 fn()
