@@ -11,14 +11,13 @@ measured (tracemalloc).
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import tenscalc as tc
 from tenscalc.compiler import program
 from tenscalc.compiler.accumulate import Broadcast, Copy, Dense, Diagonal, Outer, gather_sums, parts
+from tests.cost import traced_peak
 
 LSE = ("log(exp(x) *(i,i->) 1)", {"x": 1})
 RAYLEIGH = ("(x *(i,ij->j) A *(j,j->) x) / (x *(i,i->) x)", {"x": 1, "A": 2})
@@ -178,15 +177,7 @@ def test_cost_counts_the_low_rank_gemm():
 
 
 def _measured_peak(fn) -> int:
-    fn()
-    fn()  # the fused function is written on the second call
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    return traced_peak(fn, warm=2)  # the fused function is written on the second call
 
 
 @pytest.mark.parametrize("text, orders, extra", [(*LSE, lambda n: {}), (*RAYLEIGH, lambda n: {"A": (n, n)})])

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
+from tests.cost import traced_peak
 
 da = pytest.importorskip("dask.array", reason='Dask is not installed (pip install "tenscalc[dask]")')
 pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
@@ -211,19 +212,7 @@ def _sequential_peak(array) -> int:
     """The peak of the bytes tracemalloc traces (NumPy's buffers included) while dask's
     synchronous scheduler computes ``array`` one task at a time: what the graph holds at
     once, with no timing in it."""
-    import tracemalloc
-
-    already = tracemalloc.is_tracing()  # python -X tracemalloc: leave it running
-    if not already:
-        tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        array.compute(scheduler="sync")
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        if not already:
-            tracemalloc.stop()
+    return traced_peak(lambda: array.compute(scheduler="sync"), warm=0)
 
 
 def test_the_gram_hessian_holds_no_more_than_hand_written_dask():

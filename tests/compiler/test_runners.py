@@ -13,7 +13,6 @@ same step kinds.
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
@@ -21,6 +20,7 @@ import pytest
 
 import tenscalc as tc
 from tenscalc.compiler.scalar import ScalarProgram
+from tests.cost import traced_peak
 
 ROSEN = "sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)"
 EXTENDED = "sum(100*(x[1::2] - x[::2].^2).^2 + (1 - x[::2]).^2)"
@@ -148,14 +148,7 @@ def test_array_library_runners_agree(name):
 
 
 def _peak_bytes(fn: Callable[[], object]) -> int:
-    fn()  # warm: binding, the fused function, imports
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    return traced_peak(fn)  # one warm call: binding, the fused function, imports
 
 
 #: name -> shapes at which memory is compared (arrays of 10^4-10^6 entries)
