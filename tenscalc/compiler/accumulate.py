@@ -213,6 +213,7 @@ def gather_sums(plan: Plan, dense: Sequence[tuple[int, ...]], skip: frozenset[in
     steps = list(plan.steps)
     dropped: set[int] = set()
     outputs = set(plan.outputs)
+    inputs = set(plan.inputs.values())
     for step in plan.steps:
         shape = tuple(dense[step.index])
         if step.kind != "add" or step.index in skip or len(shape) < 2:
@@ -227,7 +228,10 @@ def gather_sums(plan: Plan, dense: Sequence[tuple[int, ...]], skip: frozenset[in
             and item.slot not in skip
             and item.slot not in outputs
             and readers.get(item.slot) == [step.index]
-            and _structured_product(steps[item.slot], item.coef, shape, tuple(dense[item.slot]))
+            and (
+                _structured_product(steps[item.slot], item.coef, shape, tuple(dense[item.slot]))
+                or _alive_anyway(steps[item.slot], item.coef, shape, dense[item.slot], step.index, readers, inputs)
+            )
         }
         if not taken:
             continue
@@ -256,6 +260,32 @@ def _structured_product(step: Step, coef: float, shape: tuple[int, ...], own: tu
     if not terms or any(not _real(t.factor) or abs(t.factor * coef) >= REGROUP_LIMIT for t in terms):
         return False
     return all(not isinstance(p, Dense) for p in parts(terms, shape))
+
+
+def _alive_anyway(
+    step: Step,
+    coef: float,
+    shape: tuple[int, ...],
+    own: Sequence[int],
+    at: int,
+    readers: dict[int, list[int]],
+    inputs: set[int],
+) -> bool:
+    """Whether product ``step`` (general contractions: ``A B + C D``) may be computed at
+    the sum ``at`` instead, added into its buffer as soon as it is made: each of its
+    operands is an input or read at or after the sum anyway, so none lives longer (an
+    operand that died at the product would then live on to the sum: the network HVP's
+    peak rose that way).  Its terms then cost one temporary at a time, not one each."""
+    if step.kind != "product" or tuple(own) != shape:
+        return False
+    terms = cast("tuple[Term, ...]", step.data)
+    if not terms or any(not _real(t.factor) or abs(t.factor * coef) >= REGROUP_LIMIT for t in terms):
+        return False
+    for term in terms:
+        for slot, _ in term.operands:
+            if slot not in inputs and not any(r >= at for r in readers.get(slot, ()) if r != step.index):
+                return False
+    return True
 
 
 def _terms(items: Sequence[AddItem], taken: set[int], steps: list[Step], order: int) -> tuple[Term, ...]:

@@ -213,3 +213,22 @@ def test_broadcast_sum_is_one_array():
     measured = _measured_peak(lambda: compiled(values))
     assert measured <= 1.1 * n * m * 8, measured
     np.testing.assert_allclose(compiled(values), tc.evaluate(expr, values), rtol=1e-12)
+
+
+def test_a_sum_of_general_products_of_inputs_holds_one_term_at_a_time():
+    """``A B + C D + E F``: the three products were each an array alive until the sum
+    (peak 4 n² with the sum's own); their operands are inputs, alive anyway, so they are
+    computed into the sum's buffer one after another (peak 2 n²: the buffer and one
+    product)."""
+    f = tc.parse("A *(ij,jk->ik) B + C *(ij,jk->ik) D - 2 * (E *(ij,jk->ik) F)", {k: 2 for k in "ABCDEF"})
+    compiled = tc.compile(f)
+    n = 400
+    cost = compiled.cost({k: (n, n) for k in "ABCDEF"})
+    assert cost.peak_memory == 2 * n * n
+    rng = np.random.default_rng(6)
+    data = {k: rng.standard_normal((3, 4) if k in "ACE" else (4, 5)) for k in "ABCDEF"}
+    for _ in range(2):  # the loop, then the fused function
+        np.testing.assert_allclose(compiled(data), tc.evaluate(f, data), rtol=1e-13, atol=1e-13)
+    namespace: dict = {}
+    exec(compile(tc.to_python(f, shapes={k: v.shape for k, v in data.items()}), "<generated>", "exec"), namespace)  # noqa: S102
+    np.testing.assert_allclose(namespace["f"](**data), tc.evaluate(f, data), rtol=1e-13, atol=1e-13)

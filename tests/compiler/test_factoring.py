@@ -296,10 +296,13 @@ def test_the_cp_model_is_laid_out_like_the_tensor_it_is_subtracted_from():
     sums = []
     for op in bound.ops:
         env[op.slot] = op.fn(env)
-        if op.kind == "add":
+        if op.kind in ("add", "accumulate"):
             sums.append(op)
     (difference,) = sums
-    model = [slot for slot in difference.reads if slot not in bound.input_slots]
+    if difference.kind == "accumulate":  # the model computed into the sum's buffer (its operands are inputs)
+        model = [difference.slot]
+    else:
+        model = [slot for slot in difference.reads if slot not in bound.input_slots]
     assert model and all(env[slot].shape == (3, 4, 5) and env[slot].flags.c_contiguous for slot in model)
     for _ in range(2):
         for value, gradient in zip(compiled(data), gradients):
@@ -317,10 +320,18 @@ def test_the_generated_module_lays_the_cp_model_out_like_the_tensor_too():
     shapes = {"T": (3, 4, 5), "A": (3, 2), "B": (4, 2), "C": (5, 2)}
     source = tc.to_python(gradients, shapes=shapes)
     lines = [line.strip() for line in source.splitlines()]
-    (difference,) = [line for line in lines if re.fullmatch(r"_s\d+ = T - _s\d+", line)]
-    model = difference.split(" - ")[1]
+    # T - M as a subtraction, or the model computed into the sum's buffer (_accumulate(M, ..., [T], ...))
+    (difference,) = [
+        line for line in lines if re.fullmatch(r"_s\d+ = T - _s\d+", line) or ("_accumulate(" in line and "[T]" in line)
+    ]
+    if "_accumulate(" in difference:
+        model = difference.split("_accumulate(")[1].split(",")[0]
+    else:
+        model = difference.split(" - ")[1]
     (statement,) = [line for line in lines if line.startswith(f"{model} = ")]
-    assert statement.endswith(".reshape((3, 4, 5))"), statement
+    # made as a (3, 4, 5) array in memory order: no transpose after the reshape
+    assert ".reshape((3, 4, 5))" in statement, statement
+    assert ".transpose(" not in statement.split(".reshape((3, 4, 5))")[-1], statement
     namespace: dict = {}
     exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102 - the module under test
     rng = np.random.default_rng(10)

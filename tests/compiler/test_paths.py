@@ -195,10 +195,14 @@ def test_the_cp_model_at_equal_lengths_is_laid_out_like_the_tensor():
     env: list = [None] * (bound.n_slots + 1)
     for slot, name in zip(bound.input_slots, compiled.inputs):
         env[slot] = data[name]
+    sums = []
     for op in bound.ops:
         env[op.slot] = op.fn(env)
-        if op.kind == "add":
-            model = [slot for slot in op.reads if slot not in bound.input_slots]
-            assert model and all(env[slot].flags.c_contiguous for slot in model)
+        if op.kind in ("add", "accumulate"):
+            sums.append(op)
+    (difference,) = sums
+    # the model a slot the sum reads, or computed into the sum's own buffer
+    model = [slot for slot in difference.reads if slot not in bound.input_slots] or [difference.slot]
+    assert all(env[slot].shape == (6, 6, 6) and env[slot].flags.c_contiguous for slot in model)
     for value, gradient in zip(compiled(data), gradients):
         np.testing.assert_allclose(value, tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)
