@@ -280,15 +280,16 @@ def test_the_transport_gradients_agree_with_the_interpreter_and_differences(n, m
 # ------------------------------------------------------------------ a product read by a sum
 
 
-def test_the_cp_model_is_laid_out_like_the_tensor_it_is_subtracted_from():
+@pytest.mark.parametrize("lengths", [(3, 4, 5), (6, 6, 6)])
+def test_the_cp_model_is_laid_out_like_the_tensor_it_is_subtracted_from(lengths):
     # T - C (A ⊙ B)ᵀ: the model computed in T's axis order, so the sum reads both arrays
-    # in memory order (laid (k, i, j), the sum strode across 1.7 M entries: 17.1 ms against 6.6)
+    # in memory order (laid (k, i, j), the sum strode across 1.7 M entries: 17.1 ms against 6.6);
+    # equal lengths tie the model's three-operand paths (choose_path breaks the tie for T's order)
     f = tc.parse(CP, {"T": 3, "A": 2, "B": 2, "C": 2})
     gradients = [tc.gradient(f, name) for name in "ABC"]
     compiled = tc.compile(gradients)
     rng = np.random.default_rng(9)
-    data = {"T": rng.standard_normal((3, 4, 5)), "A": rng.standard_normal((3, 2))}
-    data |= {"B": rng.standard_normal((4, 2)), "C": rng.standard_normal((5, 2))}
+    data = {"T": rng.standard_normal(lengths)} | {name: rng.standard_normal((n, 2)) for name, n in zip("ABC", lengths)}
     bound = compiled._bind({name: value.shape for name, value in data.items()})
     env: list = [None] * (bound.n_slots + 1)
     for slot, name in zip(bound.input_slots, compiled.inputs):
@@ -303,7 +304,7 @@ def test_the_cp_model_is_laid_out_like_the_tensor_it_is_subtracted_from():
         model = [difference.slot]
     else:
         model = [slot for slot in difference.reads if slot not in bound.input_slots]
-    assert model and all(env[slot].shape == (3, 4, 5) and env[slot].flags.c_contiguous for slot in model)
+    assert model and all(env[slot].shape == lengths and env[slot].flags.c_contiguous for slot in model)
     for _ in range(2):
         for value, gradient in zip(compiled(data), gradients):
             np.testing.assert_allclose(value, tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)

@@ -182,27 +182,3 @@ def opt_einsum_path(eq, shapes):
     import opt_einsum
 
     return opt_einsum.contract_path(eq, *shapes, shapes=True, optimize="auto")
-
-
-def test_the_cp_model_at_equal_lengths_is_laid_out_like_the_tensor():
-    cp = "(T - (A *(ir,jr->ijr) B) *(ijr,kr->ijk) C) *(ijk,ijk->) (T - (A *(ir,jr->ijr) B) *(ijr,kr->ijk) C)"
-    f = tc.parse(cp, {"T": 3, "A": 2, "B": 2, "C": 2})
-    gradients = [tc.gradient(f, name) for name in "ABC"]
-    compiled = tc.compile(gradients)
-    rng = np.random.default_rng(5)
-    data = {"T": rng.standard_normal((6, 6, 6))} | {name: rng.standard_normal((6, 2)) for name in "ABC"}
-    bound = compiled._bind({name: value.shape for name, value in data.items()})
-    env: list = [None] * (bound.n_slots + 1)
-    for slot, name in zip(bound.input_slots, compiled.inputs):
-        env[slot] = data[name]
-    sums = []
-    for op in bound.ops:
-        env[op.slot] = op.fn(env)
-        if op.kind in ("add", "accumulate"):
-            sums.append(op)
-    (difference,) = sums
-    # the model a slot the sum reads, or computed into the sum's own buffer
-    model = [slot for slot in difference.reads if slot not in bound.input_slots] or [difference.slot]
-    assert all(env[slot].shape == (6, 6, 6) and env[slot].flags.c_contiguous for slot in model)
-    for value, gradient in zip(compiled(data), gradients):
-        np.testing.assert_allclose(value, tc.evaluate(gradient, data), rtol=1e-12, atol=1e-12)
