@@ -7,10 +7,13 @@ step of a plan bound to shapes has shape ``()``, :func:`scalar_program` writes t
 as one straight-line Python function over floats and the ``math`` module (~50 ns per
 operation), compiled once with :func:`compile` and kept beside the NumPy program.
 
-The function computes exactly what the NumPy program computes, in the same order:
-sums add their summands in the binder's order, a product multiplies along the same
-opt_einsum path, then by the term's factor, then by its order-0 constants
-(:func:`.program._bind_term`).  Wherever Python's float semantics would differ from
+The function computes exactly what the NumPy program computes, in the same order,
+because it is written from that program's records, not from the plan again: its
+lowered ops in their order (:mod:`.lowered`), the plan as bound (squares folded,
+shared factors taken out), each sum's ufunc chain as the binder describes it, and
+each term's :class:`~.terms.TermPlan` (the path a product multiplies along, where
+the factor goes, the order-0 constants after) that the binder made and kept in the
+resolver.  Wherever Python's float semantics would differ from
 NumPy's, the call falls back to the NumPy program (same values, same warnings):
 
 * an input that is not a float64 number, or not finite (complex, float32, nan, inf);
@@ -20,8 +23,8 @@ NumPy's, the call falls back to the NumPy program (same values, same warnings):
   NumPy warns), or an inf reaching a step that could turn it into a finite number
   (``1 / inf``, ``exp(-inf)``, ``tanh``), where NumPy would have warned earlier.
 
-A plan with a step this module cannot write (a constant with axes, an unknown
-function) is never given the fast path.  Results are handed out as the NumPy
+A program with an op this module cannot write (a constant with axes, an unknown
+function, a shared pair or band) is never given the fast path.  Results are handed out as the NumPy
 program hands them out (0-d arrays, through the backend's ``finish``).
 
 >>> import numpy as np, tenscalc as tc
@@ -36,18 +39,20 @@ program hands them out (0-d arrays, through the backend's ``finish``).
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..core.functions import FUNCTIONS
-from .plan import Plan, Step
-from .program import Program, ShapeResolver, _items_of, _terms_of, choose_path, step_shape
+from .fused import Chain, Const, Slot, Temp
+from .lowered import Op
+from .plan import Plan, Step, Term, step_reads
+from .program import Program, ShapeResolver, _items_of, _terms_of
 from .source import literal
+from .terms import TermPlan
 
 __all__ = ["ScalarProgram", "scalar_program", "scalar_source"]
 
@@ -84,10 +89,16 @@ class _Decline(Exception):
 
 
 class ScalarSource:
-    """Writes the statements of a plan whose every slot is a number."""
+    """Writes the statements of a bound program whose every slot is a number, op by op
+    from the program's own records: its lowered ops (:mod:`.lowered`, in their order),
+    the steps of the plan as bound, the sums' ufunc chains (``Op.inline``) and the
+    terms' records (:class:`.terms.TermPlan`: path, factor placement, order-0 constants)
+    that the binder made, looked up, never decided again."""
 
-    def __init__(self, plan: Plan, resolver: ShapeResolver):
-        self.plan = plan
+    def __init__(self, program: Program, resolver: ShapeResolver):
+        assert program.bound_plan is not None
+        self.program = program
+        self.plan = program.bound_plan
         self.resolver = resolver
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
@@ -116,29 +127,30 @@ class ScalarSource:
             self.finite.add(name)
 
     def write(self) -> list[str]:
-        for step in self.plan.steps:
-            if step_shape(step, self.resolver) != ():
+        steps = self.plan.steps
+        for slot in self.plan.inputs.values():
+            self.names[slot] = f"_s{slot}"
+            self.finite.add(self.names[slot])
+        for op in self.program.ops:  # the binder's ops, in the order the loop runs them
+            rule = SCALAR_RULES.get(op.kind)
+            if rule is None or op.shape != () or op.slot >= len(steps) or steps[op.slot].index != op.slot:
+                raise _Decline  # a pair, band, twin, accumulate, factor ...: not a number's op
+            step = steps[op.slot]
+            if any(self.program.dense[slot] != () for slot in step_reads(step)):
                 raise _Decline
-            if step.kind == "input":
-                self.names[step.index] = f"_s{step.index}"
-                self.finite.add(self.names[step.index])
-                continue
-            rule = SCALAR_RULES.get(step.kind)
-            if rule is None:
-                raise _Decline
-            name = f"_s{step.index}"
-            rule(self, step, name)
-            self.names[step.index] = name
+            name = f"_s{op.slot}"
+            rule(self, step, op, name)
+            self.names[op.slot] = name
         return self.lines
 
     # ------------------------------------------------------------------ steps
-    def _constant(self, step: Step, name: str) -> None:
+    def _constant(self, step: Step, op: Op, name: str) -> None:
         value = np.asarray(self.resolver.constant(step.node, ()))
         if value.dtype != np.float64:  # the NumPy program would hand out its own dtype
             raise _Decline
         self.lines.append(f"{name} = {self.number(value)}")
 
-    def _func(self, step: Step, name: str) -> None:
+    def _func(self, step: Step, op: Op, name: str) -> None:
         spec = FUNCTIONS.get(str(step.data))
         if spec is None:
             raise _Decline
@@ -147,7 +159,7 @@ class ScalarSource:
             self.guard(x)
         self.lines.append(f"{name} = {spec.float_source.format(x)}")
 
-    def _pow(self, step: Step, name: str) -> None:
+    def _pow(self, step: Step, op: Op, name: str) -> None:
         # as program._bind_pow: x*x, 1/x, 1/(x*x), sqrt or pow (math.pow raises where
         # np.power gives nan or inf; Python's ** would give a complex number)
         if len(step.args) == 2:
@@ -173,32 +185,57 @@ class ScalarSource:
                 text = f"_m.pow({x}, {self.number(e)})"
         self.lines.append(f"{name} = {text}")
 
-    def _add(self, step: Step, name: str) -> None:
-        # as program._bind_add at shape (): the number joins the first summand of
-        # coefficient ±1, else it is added last
+    def _add(self, step: Step, op: Op, name: str) -> None:
         items = _items_of(step)
         if any(it.kind not in ("slot", "scalar") and not (it.kind == "delta" and it.n == 0) for it in items):
             raise _Decline  # an embedding or a delta(n>0) has axes
-        arrays = [(self.names[it.slot], it.coef) for it in items if it.kind == "slot"]
+        chain = op.inline
+        if isinstance(chain, Chain):  # the binder's own ufunc calls, in its order (program._sum_chain)
+            self._calls(name, chain)
+            return
+        if chain is not None:
+            raise _Decline
+        # no chain: the sum is one summand as it is, or a number only
+        arrays = [it for it in items if it.kind == "slot"]
         scalar = sum(it.coef for it in items if it.kind != "slot")
         if not arrays:
             self.lines.append(f"{name} = {self.number(scalar)}")
-            return
-        pending = self.number(scalar) if scalar != 0 else None
-        (first, coef), rest = arrays[0], arrays[1:]
-        if pending is not None and coef in (1, -1):
-            head = f"{first} + {pending}" if coef == 1 else f"{pending} - {first}"
-            pending = None
-        elif coef == 1:
-            head = first
-        else:
-            head = f"-{first}" if coef == -1 else f"{self.number(coef)} * {first}"
-        parts = []
-        for x, c in rest:
-            parts.append(f" + {x}" if c == 1 else (f" - {x}" if c == -1 else f" + {self.number(c)} * {x}"))
-        if pending is not None:
-            parts.append(f" + {pending}")
-        self._chain(name, head, parts)
+        elif len(arrays) == 1 and arrays[0].coef == 1 and scalar == 0:
+            self.lines.append(f"{name} = {self.names[arrays[0].slot]}")
+        else:  # pragma: no cover - _bind_add describes every other sum of numbers as a chain
+            raise _Decline
+
+    def _calls(self, name: str, chain: Chain) -> None:
+        """``name = `` the chain's calls as float arithmetic; every :data:`CHUNK` calls the
+        running value is stored (Python's compiler recurses on a long nesting)."""
+        texts: list[str] = []
+        for k, call in enumerate(chain.calls):
+            args = [self._arg(arg, texts) for arg in call.args]
+            operator = OPERATORS.get(call.ufunc)
+            if operator is None:
+                raise _Decline
+            text = f"-{args[0]}" if len(args) == 1 else f"({args[0]} {operator} {args[1]})"
+            if len(args) == 1 and operator != "-":  # pragma: no cover - only negative is unary
+                raise _Decline
+            if (k + 1) % CHUNK == 0 and k + 1 < len(chain.calls):
+                self.lines.append(f"{name} = {text}")
+                text = name
+            texts.append(text)
+        self.lines.append(f"{name} = {texts[-1]}")
+
+    def _arg(self, arg: Any, texts: list[str]) -> str:
+        if isinstance(arg, Slot):
+            return self.names[arg.index]
+        if isinstance(arg, Temp):
+            return texts[arg.index]
+        if isinstance(arg, Const):
+            return self.number(arg.value)
+        raise _Decline  # pragma: no cover - a chain's arguments are these three
+
+    def _product(self, step: Step, op: Op, name: str) -> None:
+        # the terms summed left to right, as program._bind_product adds their closures
+        terms = [self._term(term) for term in _terms_of(step)]
+        self._chain(name, terms[0], [f" + {text}" for text in terms[1:]])
 
     def _chain(self, name: str, head: str, parts: list[str]) -> None:
         """``name = head`` followed by ``parts`` (`` + x``), left to right, in statements
@@ -207,60 +244,53 @@ class ScalarSource:
         for start in range(CHUNK, len(parts), CHUNK):
             self.lines.append(f"{name} = {name}{''.join(parts[start : start + CHUNK])}")
 
-    def _product(self, step: Step, name: str) -> None:
-        terms = [self._term(term) for term in _terms_of(step)]
-        self._chain(name, terms[0], [f" + {text}" for text in terms[1:]])
-
-    def _term(self, term) -> str:
-        """One term as program._bind_term computes it at shape ()."""
-        if term.out or any(spec for _, spec in term.operands) or any(spec for _, spec in term.constants):
-            raise _Decline  # letters with lengths: not a plain number
-        # letters summed over constants only are length factors, multiplied in the
-        # binder's order (the same set, built the same way)
-        sizes: dict[int, int] = {}
-        for letter, (node, original) in term.refs:
-            if letter not in sizes:
-                length = self.resolver.letter_length(node, original)
-                if length is not None:
-                    sizes[letter] = length
-        factor = term.factor
-        for letter in set(sizes) | {letter for letter, _ in term.refs}:
-            if letter not in sizes:
-                raise _Decline  # the NumPy binder raises its clear error
-            factor *= sizes[letter]
-        operands = [self.names[slot] for slot, _ in term.operands]
-        after = 1.0
-        if operands:  # order-0 constants multiply the contraction after it
-            for node, _ in term.constants:
-                after = after * float(self.resolver.constant(node, ()))
-        else:  # constants only: they are the operands
-            operands = [self.number(self.resolver.constant(node, ())) for node, _ in term.constants]
-        if factor == 0 or not operands:
-            return self.number(0.0 if factor == 0 else factor)
-        # multiply along the path the NumPy binder takes (multiplication does not associate)
-        path = _number_path(len(operands))
-        stack = list(operands)
-        for positions in path:
+    def _term(self, term: Term) -> str:
+        """One term as program._bind_term computes it at shape (), from its record."""
+        record = bound_record(self.resolver, term, self.program.dense)
+        if record is None or record.gram is not None or record.diagonal_out or record.broadcast:
+            raise _Decline
+        if record.fill is not None:
+            return self.number(record.fill)
+        texts = []
+        for operand in record.operands:
+            if operand.letters or operand.diagonal is not None:
+                raise _Decline  # pragma: no cover - letters with lengths: not a number
+            if operand.constant is None:
+                texts.append(self.names[cast("int", operand.slot)])
+            else:  # a product of constants only: they are the operands
+                texts.append(self.number(self.resolver.constant(term.constants[operand.constant][0], ())))
+        factor = record.factor
+        if record.scale_at is not None and record.scale_at >= 0:
+            texts[record.scale_at] = f"({texts[record.scale_at]} * {self.number(factor)})"
+        # multiplied along the binder's path (multiplication does not associate)
+        stack = list(texts)
+        for positions in record.path:
             picked = [stack.pop(p) for p in sorted(positions, reverse=True)]
             stack.append(picked[0] if len(picked) == 1 else f"({picked[0]} * {picked[1]})")
         (text,) = stack
-        if factor != 1:
+        if record.scale_at == -1:
             text = f"({text} * {self.number(factor)})"
+        after = 1.0  # the order-0 constants, after the contraction, in the record's order
+        for number in record.scalars:
+            after = after * float(self.resolver.constant(term.constants[number][0], ()))
         if after != 1.0:
             text = f"({text} * {self.number(after)})"
         return text
 
 
-@functools.lru_cache(maxsize=64)
-def _number_path(count: int) -> tuple[tuple[int, ...], ...]:
-    """The contraction path the NumPy binder takes for a product of ``count`` numbers."""
-    path, _ = choose_path(",".join([""] * count) + "->", [()] * count, 1)
-    return tuple(tuple(positions) for positions in path)
+def bound_record(resolver: ShapeResolver, term: Term, dense: Sequence[tuple[int, ...]]) -> TermPlan | None:
+    """The record the NumPy binder made for ``term`` at shape ``()`` (:func:`.terms.plan_term`'s
+    memo in ``resolver.terms``), or None where it made none: it is read, never made here."""
+    key = (term, (), tuple([dense[slot] for slot, _ in term.operands]), True)
+    return resolver.terms.get(key)
 
 
-#: step kind -> the method writing its statement (``input`` needs none; ``inv``,
-#: ``det``, ``slice`` and ``embed`` always have axes somewhere in their step)
-SCALAR_RULES: dict[str, Callable[[ScalarSource, Step, str], None]] = {
+#: the Python operator of each ufunc a sum's chain calls (program._sum_chain)
+OPERATORS = {np.add: "+", np.subtract: "-", np.negative: "-", np.multiply: "*"}
+
+#: op kind -> the method writing its statement (``input`` needs none; every other op
+#: kind, ``pair``, ``band``, ``accumulate``, ``inv`` ..., has axes somewhere)
+SCALAR_RULES: dict[str, Callable[[ScalarSource, Step, Op, str], None]] = {
     "constant": ScalarSource._constant,
     "func": ScalarSource._func,
     "pow": ScalarSource._pow,
@@ -269,9 +299,10 @@ SCALAR_RULES: dict[str, Callable[[ScalarSource, Step, str], None]] = {
 }
 
 
-def scalar_source(plan: Plan, resolver: ShapeResolver) -> tuple[str, dict[str, float]] | None:
-    """The source of ``_scalar(*inputs)`` for ``plan`` bound by ``resolver`` and the
-    numbers it reads from its globals, or None when some step is not a number.
+def scalar_source(program: Program, resolver: ShapeResolver) -> tuple[str, dict[str, float]] | None:
+    """The source of ``_scalar(*inputs)`` for ``program`` (bound by ``resolver``, the
+    NumPy backend) and the numbers it reads from its globals, or None when some op is
+    not a number.
 
     The function takes the input slots' 0-d arrays in the order of ``plan.inputs``
     and returns the outputs as floats; it raises :class:`ScalarFallback` (an
@@ -279,10 +310,12 @@ def scalar_source(plan: Plan, resolver: ShapeResolver) -> tuple[str, dict[str, f
     is needed.
 
     >>> import tenscalc as tc
-    >>> from tenscalc.compiler.program import ShapeResolver
+    >>> from tenscalc.compiler.backends import get_backend
+    >>> from tenscalc.compiler.program import ShapeResolver, bind
     >>> from tenscalc.core.axes import axis_graph
     >>> f = tc.exp(tc.var("x", 0)) * 2
-    >>> source, _ = scalar_source(tc.compile(f).plan, ShapeResolver([axis_graph(f)], {"x": ()}))
+    >>> resolver = ShapeResolver([axis_graph(f)], {"x": ()})
+    >>> source, _ = scalar_source(bind(tc.compile(f).plan, resolver, get_backend("numpy")), resolver)
     >>> print(source)  # doctest: +NORMALIZE_WHITESPACE
     def _scalar(_a0):
         if _a0.dtype is not _F64: raise _Fallback
@@ -294,13 +327,14 @@ def scalar_source(plan: Plan, resolver: ShapeResolver) -> tuple[str, dict[str, f
         if not (_isfinite(_s2)): raise _Fallback
         return _r
     """
-    if len(plan.steps) > MAX_STEPS:
+    if len(program.ops) > MAX_STEPS or program.bound_plan is None:
         return None
-    writer = ScalarSource(plan, resolver)
+    writer = ScalarSource(program, resolver)
     try:
         body = writer.write()
     except _Decline:
         return None
+    plan = writer.plan
     slots = list(plan.inputs.values())
     params = [f"_a{k}" for k in range(len(slots))]
     lines = [f"def _scalar({', '.join(params)}):"]
@@ -352,11 +386,13 @@ class ScalarProgram(Program):
 
 
 def scalar_program(plan: Plan, resolver: ShapeResolver, program: Program) -> Program:
-    """``program`` with the scalar fast path when every step of ``plan`` is a number
-    at these shapes and the backend is NumPy; ``program`` itself otherwise."""
+    """``program`` (``plan`` bound by ``resolver``) with the scalar fast path when every
+    op of it is a number and the backend is NumPy; ``program`` itself otherwise.  The
+    float function is written from ``program``'s own records (its bound plan, ops and
+    term records), so it runs the operations the NumPy program runs, in its order."""
     if program.backend.name != "numpy" or resolver.estimate or program.densify:
         return program
-    written = scalar_source(plan, resolver)
+    written = scalar_source(program, resolver)
     if written is None:
         return program
     source, numbers = written
