@@ -245,6 +245,11 @@ class Backend:
         """A root's value as handed to the user."""
         return value
 
+    def placed(self, constants: list[Any]) -> Callable[[Any], list[Any]]:
+        """``constants`` (made once, at bind time) as a function of a call's dtype/device
+        reference: the list itself where the library keeps one device per process."""
+        return lambda like: constants
+
     #: whether :meth:`whole_program` compiles unless the caller says ``jit=False``
     jit_default = False
 
@@ -493,6 +498,22 @@ class TorchBackend(Backend):
             return results
         return tuple(r.to(target) if needs_cast(numpy_dtype(r) or dtype, dtype) else r for r in results)
 
+    def placed(self, constants):
+        # a program is bound to shapes, not to a device: the constants baked on the host
+        # are copied to a call's device once, then kept (a CUDA call never meets a CPU tensor)
+        copies: dict[Any, list[Any]] = {}
+
+        def on(like):
+            device = getattr(like, "device", None)
+            if device is None or device.type == "cpu":
+                return constants
+            found = copies.get(device)
+            if found is None:
+                found = copies[device] = [None if c is None else c.to(device) for c in constants]
+            return found
+
+        return on
+
     def contraction(self, eq, shapes, path):
         # torch's tensordot and matmul refuse mixed dtypes (float32 inputs with a float64
         # constant): the operands are promoted first, as NumPy would
@@ -679,7 +700,51 @@ def _jax_dtype(like: Any) -> Any:
 
 
 class CupyBackend(Backend):
+    """CuPy: identities, filled arrays and diagonal writes are made on the GPU (the
+    generic ones are NumPy arrays copied over: at n = 8,000 the log-sum-exp Hessian
+    spent 115 ms of its 116 ms building and sending an n x n identity)."""
+
     name = "cupy"
+
+    @staticmethod
+    def _float_dtype(like: Any) -> Any:
+        import cupy
+
+        return like.dtype if like is not None and like.dtype.kind in "fc" else cupy.float64
+
+    def full(self, shape, value, like=None):
+        import cupy
+
+        return cupy.full(shape, float(value), dtype=self._float_dtype(like))
+
+    def zeros(self, shape, like):
+        import cupy
+
+        return cupy.zeros(shape, dtype=self._float_dtype(like))
+
+    def eye(self, shape, like=None):
+        import cupy
+
+        n = len(shape) // 2
+        return cupy.eye(math.prod(shape[:n]), dtype=self._float_dtype(like)).reshape(shape)
+
+    def _diagonal_view(self, full, out):
+        from cupy.lib.stride_tricks import as_strided
+
+        unique, strides = diagonal_strides(full.strides, out)
+        return as_strided(full, tuple(full.shape[out.index(u)] for u in unique), strides)
+
+    def write_diagonal(self, core, out, shape):
+        full = self.zeros(shape, core)
+        self._diagonal_view(full, out)[...] = core
+        return full
+
+    def add_diagonal(self, x, n, coef, shape, fresh):
+        import cupy
+
+        out = cupy.array(cupy.broadcast_to(x, shape), dtype=self._float_dtype(x))  # a new array: x is kept
+        self._diagonal_view(out, tuple(range(n)) * 2)[...] += coef
+        return out
 
 
 class DaskBackend(Backend):

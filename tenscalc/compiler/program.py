@@ -1317,7 +1317,8 @@ def _bind_term(
         flops += scaled
         multiplications += scaled
         n_ops += 1
-    fetch = [(op.slot, value, op.diagonal) for op, value in zip(operands, values)]
+    fetch = [(index, op.slot, op.diagonal) for index, op in enumerate(operands)]
+    on_device = backend.placed(values)  # the baked constants on the call's device (torch: CUDA too)
     plain = all(op.diagonal is None and op.slot is not None for op in operands)
     slots = [op.slot for op in operands]
     einsum = backend.einsum
@@ -1326,10 +1327,9 @@ def _bind_term(
         if plain:
             arrays = [env[s] for s in slots]
         else:
-            arrays = [
-                (env[s] if s is not None else baked) if d is None else einsum(d, env[s] if s is not None else baked)
-                for s, baked, d in fetch
-            ]
+            baked = on_device(env[-1])
+            arrays = [env[s] if s is not None else baked[i] for i, s, _ in fetch]
+            arrays = [a if d is None else einsum(d, a) for a, (_, _, d) in zip(arrays, fetch)]
         if scale_at is not None and scale_at >= 0:
             arrays[scale_at] = arrays[scale_at] * factor
         result = contract(*arrays)

@@ -156,3 +156,17 @@ def test_numpy_backend_does_not_need_optional_libraries():
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env)
     assert out.stdout.strip() == "3.0"
+
+
+def test_torch_constants_follow_the_calls_device():
+    """A product's constant operand is baked once on the host; a call on another
+    device (CUDA in use; ``meta`` here, which runs without a GPU) gets a copy made
+    once on that device, and a CPU call the constant itself."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    backend = get_backend("torch")
+    constant = torch.ones(3, dtype=torch.float64)
+    on = backend.placed([constant, None])
+    assert on(torch.zeros(1))[0] is constant
+    meta = on(torch.empty(0, device="meta"))
+    assert meta[0].device.type == "meta" and meta[1] is None
+    assert on(torch.empty(0, device="meta")) is meta  # copied once per device

@@ -149,3 +149,27 @@ def test_torch_compile_on_cuda():
     results = tc.compile(exprs, backend="torch", jit=True)(tensors)
     assert all(r.device.type == "cuda" for r in results)
     _compare(exprs, values, results, lambda t: t.detach().cpu().numpy())
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_structured_problems_on_the_gpu(library):
+    """Issue 27's problems at small distinct sizes: the A-optimal design's ``0.1 I``
+    is a constant operand of a product, baked on the host at bind time; on CUDA it
+    once met the GPU's tensors and raised ("found at least two devices")."""
+    from benchmarks import structured
+    from tests.test_bench_problems import STRUCTURED_SMALL
+
+    module = _torch_cuda() if library == "torch" else _cupy()
+    for problem in structured.problems():
+        data = problem.data(**STRUCTURED_SMALL[problem.name])
+        exprs = problem.build(tc)
+        compiled = tc.compile(exprs, backend=library, **problem.compile_options(tc))
+        if library == "torch":
+            torch = module
+            results = compiled({k: torch.as_tensor(np.asarray(data[k]), device="cuda") for k in compiled.inputs})
+            assert all(r.device.type == "cuda" for r in results)
+            _compare(exprs, data, results, lambda t: t.detach().cpu().numpy())
+        else:
+            cupy = module
+            results = compiled({k: cupy.asarray(np.asarray(data[k])) for k in compiled.inputs})
+            _compare(exprs, data, results, cupy.asnumpy)
