@@ -677,6 +677,14 @@ class JaxBackend(Backend):
     def embed(self, part, key, shape, like=None):
         return self.zeros(shape, part).at[key].set(part)  # JAX arrays are immutable
 
+    def write_diagonal(self, core, out, shape):
+        # a select over the output, in its own layout: the einsum with identity matrices
+        # of the base class is a batched outer product XLA lays out batch-first and then
+        # transposes, with the core's producers recomputed for every output entry
+        from .canonical_dots import jax_write_diagonal
+
+        return jax_write_diagonal(core, out, shape)
+
     def contraction(self, eq, shapes, path):
         from .canonical_dots import jax_contraction  # pairs as the dots XLA's fast kernels take
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["jax_contraction"]
+__all__ = ["jax_contraction", "jax_write_diagonal"]
 
 
 def jax_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: Sequence[tuple[int, ...]]) -> Callable[..., Any]:
@@ -107,3 +107,33 @@ def _laid(x: Any, spec: str, target: str, lax: Any) -> Any:
     import jax.numpy as jnp
 
     return lax.optimization_barrier(jnp.transpose(x, tuple(spec.index(letter) for letter in target)))
+
+
+def jax_write_diagonal(core: Any, out: Sequence[int], shape: tuple[int, ...]) -> Any:
+    """The array of ``shape`` laid out as ``out`` (repeated letters) that is ``core`` (laid
+    out as the unique letters, in the order they first occur) on its diagonal, 0 elsewhere.
+
+    One select in the output's own layout (``where(i == i', core, 0)``), which XLA fuses
+    into a single loop writing each entry once.  The einsum with identity matrices that
+    other libraries get is a batched outer product, which XLA computes batch-first and
+    then transposes: for the block-diagonal Hessian of the extended Rosenbrock function
+    (1000 2x2 blocks) that loop took twice the CPU time of this one."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    first: dict[int, int] = {}
+    for position, letter in enumerate(out):
+        first.setdefault(letter, position)
+    # the core's axes at each letter's first position, length 1 at the repeats
+    spread = tuple(n if first[letter] == position else 1 for position, (letter, n) in enumerate(zip(out, shape)))
+    mask = None
+    for position, letter in enumerate(out):
+        at = first[letter]
+        if at == position:
+            continue
+        sides = tuple(shape[p] if p in (at, position) else 1 for p in range(len(shape)))
+        same = lax.broadcasted_iota(jnp.int32, sides, at) == lax.broadcasted_iota(jnp.int32, sides, position)
+        mask = same if mask is None else mask & same
+    if mask is None:  # no letter repeated: the core is the array
+        return core.reshape(shape)
+    return jnp.where(mask, core.reshape(spread), jnp.zeros((), core.dtype))
