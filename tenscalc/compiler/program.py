@@ -254,6 +254,28 @@ class ShapeResolver:
         raise AssertionError("not a node of the compiled expressions")  # pragma: no cover
 
 
+@dataclass(frozen=True)
+class BoundStep:
+    """What the binder computes for one op that evaluates a step or a shared pair: the
+    step as bound, after every rewrite (reading hoisted pairs and dense twins, a diagonal
+    step's core terms, a transposed product's swapped term), read by the source writer
+    of ``tc.to_python(shapes=)`` (:mod:`.source`), which decides none of it again.
+
+    ``shape``: the array the step as bound computes (a diagonal core; the swapped shape
+    of a transposed product); ``pattern``: a diagonal step's pattern (its slot holds the
+    core, written out densely where it is handed out); ``transposed``: the slot holds the
+    transposed view of what the step computes; ``factor``: (input slot, ``inv``, ``det``,
+    ``logdet`` or ``unused``) for a step read off a declared positive-definite input's
+    Cholesky factor (:mod:`.cholesky`).
+    """
+
+    step: Step
+    shape: tuple[int, ...]
+    pattern: tuple[int, ...] | None = None
+    transposed: bool = False
+    factor: tuple[int, str] | None = None
+
+
 @dataclass
 class Program:
     """A plan bound to shapes: the lowered ops (:mod:`.lowered`), and their estimated cost."""
@@ -289,6 +311,12 @@ class Program:
     dense: list[tuple[int, ...]] = field(default_factory=list)
     skipped: frozenset[int] = frozenset()
     layouts: dict[int, Layout] = field(default_factory=dict)
+    #: op slot -> the step the op computes, as bound (every op but band, twin and cholesky)
+    steps: dict[int, BoundStep] = field(default_factory=dict)
+    #: the array each slot holds (a diagonal core, a band vector where the step is structured)
+    held: list[tuple[int, ...]] = field(default_factory=list)
+    #: every einsum term's record the binder bound (.terms.plan_term's key -> TermPlan)
+    terms: dict[tuple, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.loop = [(op.fn, op.slot, op.release) for op in self.ops]
@@ -379,6 +407,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
     densify: dict[int, Callable[[Any], Any]] = {}
     first_use: dict[int, list[_Pair]] = {}
     release: dict[int, list[int]] = {}
+    bound_steps: dict[int, BoundStep] = {}  # op slot -> the step as bound (for the source writer)
     # the size guard's limit, read once (the checks below raise past it); a lazy backend
     # (dask) holds no whole array, only chunks: its own chunking bounds them, and the
     # steps it computes in one block (inv, det, adj) check that block themselves
@@ -406,10 +435,14 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
             check_shape(shape, what=f"the result of a {step.kind} step")
         for pair in first_use.get(step.index, ()):  # shared sub-products, computed once
             shapes[pair.slot] = pair.shape
+            # a product of its two operands (node: its first reader's, for the step's type only)
+            pair_step = Step(pair.slot, "product", step.node, data=(pair.term,))
             if pair.slot in transposed:
                 fn, cost = _bind_transposed(pair.term, pair.shape, shapes, resolver, backend)
+                bound_steps[pair.slot] = _transposed_step(pair_step, pair.shape)
             else:
                 fn, cost = _bind_term(pair.term, pair.shape, shapes, resolver, backend)
+                bound_steps[pair.slot] = BoundStep(pair_step, pair.shape)
             account("pair", fn, pair.slot, (), cost, pair.shape, [s for s, _ in pair.term.operands])
         for matrix in factors.first.get(step.index, ()):  # before its first reader
             shapes[factors.slots[matrix]] = shapes[matrix]
@@ -454,19 +487,23 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
                 densify[step.index] = _densifier(backend, pattern, shape)
                 size = math.prod(shape)
                 cost = cost + OpCost(size, 1, size, size + math.prod(core_shape))
+            bound_steps[step.index] = BoundStep(step, core_shape, pattern)
             shape = core_shape
         elif step.index in transposed:
             shapes[step.index] = shape
             fn, cost = _bind_transposed(_terms_of(step)[0], shape, shapes, resolver, backend)
+            bound_steps[step.index] = _transposed_step(step, shape)
         elif step.index in factors.readers:  # inv, det or log det from the factorisation
             shapes[step.index] = shape
             matrix, what = factors.readers[step.index]
             fn, cost = bind_reader(what, factors.slots[matrix], shapes[matrix][0], backend)
+            bound_steps[step.index] = BoundStep(step, shape, factor=(matrix, what))
             account(step.kind, fn, step.index, dead, cost, shape, [factors.slots[matrix]])
             continue
         else:
             shapes[step.index] = shape
             fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
+            bound_steps[step.index] = BoundStep(step, shape)
         if cost.flags:
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
         # a sum written into one buffer (:mod:`.accumulate`) is an op kind of its own
@@ -477,6 +514,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
     program = Program(ops, input_slots, plan.outputs, n_slots, backend, program_cost(ops), densify)
     program.bound_plan, program.dense, program.skipped = plan, dense, folded
     program.layouts = {slot: band_step.layout for slot, band_step in banded.items()}
+    program.steps, program.held, program.terms = bound_steps, shapes, resolver.terms
     if backend.name == "numpy" and not resolver.estimate:
         program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
         program.fuse_later = partial(fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify)
@@ -891,11 +929,21 @@ def _is_matrix_term(term: Term) -> bool:
     return len(term.out) == 2 and term.out[0] != term.out[1] and not term.constants
 
 
+def _swapped(term: Term) -> Term:
+    """The matrix term ``term`` with its output axes swapped."""
+    return replace(term, out=term.out[::-1])
+
+
+def _transposed_step(step: Step, shape: tuple[int, ...]) -> BoundStep:
+    """The record of a one-term matrix product bound by :func:`_bind_transposed`."""
+    return BoundStep(replace(step, data=(_swapped(_terms_of(step)[0]),)), shape[::-1], transposed=True)
+
+
 def _bind_transposed(term: Term, shape: tuple[int, ...], shapes, resolver: ShapeResolver, backend: Backend):
     """A one-term matrix product computed with its axes swapped (the kernel lays the
     result out in the term's order), handed on as a transposed view: same values,
     same cost, the other memory layout (see :func:`_transposed_slots`)."""
-    compute, cost = _bind_term(replace(term, out=term.out[::-1]), shape[::-1], shapes, resolver, backend)
+    compute, cost = _bind_term(_swapped(term), shape[::-1], shapes, resolver, backend)
     # not described for the fused function: a view, whose buffer it must never reuse
     return (lambda env: compute(env).T), cost
 

@@ -1,17 +1,17 @@
 """The compiler's program as Python source: what ``tc.to_python(..., shapes=...)`` writes.
 
-The plan of :mod:`.plan` (fusion, sharing, deltas and constants removed) is walked
-step by step, and each step is written as the NumPy statement the compiler's
-binder in :mod:`.program` would run for the given shapes: contraction paths are
-searched here, once, with opt_einsum, and every pairwise contraction is written
-as the ``matmul`` / broadcast ``multiply`` that :mod:`.kernels` would call, with
-its permutations and reshapes spelled out; ``Xᵀ diag(d) X`` goes through the same
-Gram kernel.  The plan walked is the one :func:`.program.bind` prepares for the
-shapes (squares folded, shared factors taken out), and the steps it binds as bands
-(:mod:`.banded`) or as tiled sums are written from its own records with the fused
-function's writer (:func:`.fused.band_tuple`, :func:`.fused.tiles_lines`): a banded
-Hessian is a tuple of band vectors until its dense value is written once, as in
-``tc.compile``.  The generated module needs NumPy only.
+The plan of :mod:`.plan` is bound for the given shapes by :func:`.program.bind`, as
+``tc.compile`` binds it (squares folded, shared factors taken out, shared pairs
+hoisted, diagonal cores, transposed layouts, bands, tiled sums, Cholesky factors),
+and the bound program is written op by op from the binder's own records, deciding
+nothing again: each step as bound (:class:`.program.BoundStep`), each einsum term's
+record (:class:`.terms.TermPlan`: its path, Gram form and factor placement), each
+pairwise contraction's layout as :mod:`.kernels` lays it out (``matmul`` / broadcast
+``multiply`` with its permutations and reshapes spelled out), and each op's releases.
+The banded steps and tiled sums are written with the fused function's writer
+(:func:`.fused.band_tuple`, :func:`.fused.tiles_lines`): a banded Hessian is a tuple
+of band vectors until its dense value is written once, as in ``tc.compile``.  The
+generated module needs NumPy only.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, block_rows, parts
 from .backends import letters
-from .cholesky import plan_factors
 from .fused import BandSum, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import (
     ALIASES,
@@ -43,9 +42,9 @@ from .generated import (
 from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, is_identity_permutation
 from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
-from .plan import AddItem, Plan, Step, Term
-from .program import Program, ShapeResolver, choose_path, step_shape, variable_orders
-from .terms import TermPlan, plan_term
+from .plan import AddItem, Step, Term
+from .program import Program, ShapeResolver, variable_orders
+from .terms import TermPlan
 
 # helpers the generated module defines when it uses them (NumPy only)
 HELPERS = {
@@ -151,54 +150,38 @@ def array_literal(value: np.ndarray) -> str:
 
 
 class ProgramSource:
-    """Writes the statements of one plan bound to one set of shapes.
+    """Writes the statements of the program :func:`.program.bind` bound, op by op.
 
-    ``bound``: the program :func:`.program.bind` made of the same plan for these shapes, and
-    ``planner`` the resolver it bound with: each einsum term is written from the binder's
-    record of it (:func:`.terms.plan_term`: path, Gram form, factor placement), read, not
-    decided again;
-    its banded steps (and their dense twins) and its tiled sums are written from its own
-    records, with the fused function's writer (:func:`.fused.band_tuple`,
-    :func:`.fused.tiles_lines`), so the module computes what ``tc.compile`` runs.
+    ``bound``: the program bound for the shapes; ``resolver``: a resolver of the same
+    shapes that makes the constants' values.  Each op is written from the binder's own
+    records, decided nothing again: the step as bound (:class:`.program.BoundStep`:
+    shared pairs hoisted, diagonal cores, transposed layouts, Cholesky readers), each
+    einsum term's record (:class:`.terms.TermPlan`: path, Gram form, factor placement),
+    the banded steps, their dense twins and tiled sums (with the fused function's
+    writer, :func:`.fused.band_tuple` and :func:`.fused.tiles_lines`), and the ops'
+    releases, so the module computes what ``tc.compile`` runs, with its peak memory.
+    ``pd``: the slots of the inputs declared positive definite, with their names.
     """
 
-    def __init__(
-        self,
-        plan: Plan,
-        resolver: ShapeResolver,
-        dense: Sequence[tuple[int, ...]] = (),
-        skip: frozenset[int] = frozenset(),
-        bound: Program | None = None,
-        pd: Mapping[int, str] | None = None,
-        planner: ShapeResolver | None = None,
-    ):
-        self.plan = plan
-        # the resolver the binder bound ``bound`` with: its term records (.terms) are read,
-        # not decided again; ``resolver`` (which makes real constants) where none is given
-        self.planner = planner if planner is not None else resolver
-        self.records: list[TermPlan] = []  # every term's record, in the order written
-        # the inv, det and log det of the inputs declared positive definite (slot -> name)
-        # read one Cholesky factor each, as in tc.compile (.cholesky)
-        self.pd = dict(pd or {})
-        self.factors = plan_factors(plan, frozenset(self.pd), 0)
-        self.factor_names = {slot: f"_f{matrix}" for matrix, slot in self.factors.slots.items()}
+    def __init__(self, bound: Program, resolver: ShapeResolver, pd: Mapping[int, str] | None = None):
+        assert bound.bound_plan is not None, "a program bound from a plan"
+        self.plan = bound.bound_plan
+        self.bound = bound
         self.resolver = resolver
-        # the shape of each slot where a rewrite (factoring.factor_shared) changed it, and
-        # the slots it no longer computes
-        self.dense = list(dense)
-        self.skip: frozenset[int] = skip
+        self.records: list[TermPlan] = []  # every term's record, in the order written
+        self.pd = dict(pd or {})
+        # the dense shape of each plan slot, and the array each slot holds as bound
+        self.dense = bound.dense
+        self.shapes: list[tuple[int, ...]] = bound.held
         self.lines: list[str] = []
         self.constants: list[str] = []  # module-level lines
         self.helpers: set[str] = set()
-        self.shapes: list[tuple[int, ...]] = []
         self.names: dict[int, str] = {}
         self._temp = 0
-        ops: list[Op] = bound.ops if bound is not None else []
-        self.layouts = bound.layouts if bound is not None else {}
-        # slot -> what the bound program computes there, for the steps written from its records
-        self.band_ops = {op.slot: op for op in ops if op.kind == "band"}
-        self.twin_ops = {op.reads[0]: op for op in ops if op.kind == "twin"}
-        self.tiled = {op.slot: op.inline for op in ops if op.kind == "add" and isinstance(op.inline, Tiles)}
+        self.layouts = bound.layouts
+        # band slot -> its dense twin's slot; slot -> the tiles of a sum written tile by tile
+        self.twins = {op.reads[0]: op.slot for op in bound.ops if op.kind == "twin"}
+        self.tiled = {op.slot: op.inline for op in bound.ops if op.kind == "add" and isinstance(op.inline, Tiles)}
         self.bands: dict[int, str] = {}  # banded slot -> the name of its tuple of band values
         self.spelling = Spelling(
             slot=lambda slot: self.bands.get(slot) or self.names[slot],
@@ -207,7 +190,8 @@ class ProgramSource:
             call=_undescribed,
             stretch="_stretch",
             multiply="_np.multiply",
-            term=lambda band: self._term(band.term, band.shape, False),
+            # a band's core term is bound over the dense shapes (.banded)
+            term=lambda band: self._term(band.term, band.shape, self.dense),
         )
 
     # ------------------------------------------------------------------ plumbing
@@ -224,74 +208,82 @@ class ProgramSource:
         return name
 
     def write(self, input_names: Mapping[int, str]) -> list[str]:
-        outputs = set(self.plan.outputs)
-        steps = self.plan.steps
-        self.shapes = self.dense or [step_shape(step, self.resolver) for step in steps]
-        # every input is there from the start (a factored sum may read one before its step)
-        self.names.update({step.index: input_names[step.index] for step in steps if step.kind == "input"})
-        for step in steps:
-            shape = self.shapes[step.index]
-            if step.index in self.skip or step.kind == "input":
-                continue
-            name = f"_s{step.index}"
+        """The function body computing the bound program from the inputs (slot -> name)."""
+        self.names.update(input_names)
+        for op in self.bound.ops:
             temps = self._temp
-            dead: list[str] = []
-            for matrix in self.factors.first.get(step.index, ()):  # before its first reader, as bind does
-                self.lines.append(f"_f{matrix} = _cholesky({self._arg(matrix)}, {self.pd[matrix]!r})")
-                self.helpers.update(("_cholesky", "_lapack"))
-            reader = self.factors.readers.get(step.index)
-            if reader is not None and reader[1] == "unused":
-                pass  # a det whose log reads the factor: not computed
-            elif step.index in self.band_ops:
-                dead += self._banded(step.index, name, shape)
-            elif step.index in self.tiled and self.tiled[step.index].shape == shape:
-                self._tiles(step.index, name)
-            else:
-                if reader is not None:  # inv, det or log det from the factor of a declared pd input
-                    text = self._from_factor(*reader)
-                else:
-                    text = SOURCE_RULES[step.kind](self, step, shape, step.index in outputs)
-                self.lines.append(f"{name} = {text}")
-                self.names[step.index] = name
-            # what the compiled program releases after this step is deleted here too (and the
-            # step's own path intermediates), so the function's peak memory is the program's
-            dead = [f"_p{k}" for k in range(temps + 1, self._temp + 1)] + dead
-            for slot in self.plan.release[step.index]:
-                dead += [names[slot] for names in (self.names, self.bands) if slot in names]
-            dead += [self.factor_names[slot] for slot in self.factors.last.get(step.index, ())]
+            self._op(op)
+            # what the compiled program releases after this op is deleted here too (and the
+            # op's own path intermediates), so the function's peak memory is the program's
+            dead = [f"_p{k}" for k in range(temps + 1, self._temp + 1)]
+            for slot in op.release:
+                dead += [names.pop(slot) for names in (self.names, self.bands) if slot in names]
             if dead:
                 self.lines.append("del " + ", ".join(dict.fromkeys(dead)))
         return self.lines
+
+    def _op(self, op: Op) -> None:
+        """The statement(s) of one op, naming its slot's value."""
+        name = f"_s{op.slot}"
+        if op.kind == "cholesky":  # before its first reader, as bind runs it
+            (matrix,) = op.reads
+            self.lines.append(f"_f{matrix} = _cholesky({self._arg(matrix)}, {self.pd[matrix]!r})")
+            self.helpers.update(("_cholesky", "_lapack"))
+            self.names[op.slot] = f"_f{matrix}"
+            return
+        if op.kind == "band":
+            self._banded(op, name)
+            return
+        if op.kind == "twin":  # the dense array of a banded slot, for its dense readers
+            self.lines.append(f"{name} = {self._dense_bands(op.reads[0])}")
+            self.names[op.slot] = name
+            return
+        bound = self.bound.steps[op.slot]
+        if bound.factor is not None:
+            matrix, what = bound.factor
+            if what == "unused":  # a det whose log reads the factor: not computed
+                return
+            text = self._from_factor(matrix, what)
+        elif op.slot in self.tiled and self.tiled[op.slot].shape == bound.shape:
+            self._tiles(op.slot, name)
+            return
+        else:
+            # the binder hands an output out as it is where it is neither a core nor a view
+            is_output = op.slot in self.plan.outputs and bound.pattern is None
+            text = SOURCE_RULES[bound.step.kind](self, bound.step, bound.shape, is_output)
+        if bound.transposed:  # computed with its axes swapped, handed on as the transposed view
+            text = f"{_atom(text)}.T"
+        self.lines.append(f"{name} = {text}")
+        self.names[op.slot] = name
 
     def _arg(self, slot: int) -> str:
         return self.names[slot]
 
     def result(self, slot: int) -> str:
-        """A result's dense value (a banded output's bands written into zeros, as compile does)."""
-        if slot in self.bands and slot not in self.twin_ops:
+        """A result's dense value: a banded output's dense twin or its bands written into
+        zeros, a diagonal output's core written on its diagonal, as compile hands them out."""
+        twin = self.twins.get(slot)
+        if twin is not None and twin in self.names:
+            return self.names[twin]
+        if slot in self.bands:
             return self._dense_bands(slot)
+        bound = self.bound.steps.get(slot)
+        if bound is not None and bound.pattern is not None:
+            self.helpers.add("_write_diagonal")
+            eq = letters(bound.pattern) + "->" + letters(tuple(dict.fromkeys(bound.pattern)))
+            return f"_write_diagonal({self.names[slot]}, {eq!r}, {self.dense[slot]!r})"
         return self.names[slot]
 
     # ------------------------------------------------------------------ bound records
-    def _banded(self, slot: int, name: str, shape: tuple[int, ...]) -> list[str]:
-        """``name = `` the band values of a banded step; its dense twin after it where
-        another step reads it densely.  Returns the names dead once the twin is written."""
-        inline = self.band_ops[slot].inline
+    def _banded(self, op: Op, name: str) -> None:
+        """``name = `` the band values of a banded step."""
+        inline = op.inline
         if isinstance(inline, BandSum):
             text = band_tuple(inline, self.spelling)
         else:  # a banded constant: its band numbers
             text = self._band_number(inline.value)
         self.lines.append(f"{name} = {text}")
-        self.bands[slot] = name
-        twin = self.twin_ops.get(slot)
-        if twin is None:
-            return []
-        self.lines.append(f"_w{slot} = {self._dense_bands(slot)}")
-        self.names[slot] = f"_w{slot}"
-        if slot not in twin.release:
-            return []
-        del self.bands[slot]  # only the twin is read from now on
-        return [name]
+        self.bands[op.slot] = name
 
     def _dense_bands(self, slot: int) -> str:
         self.helpers.add("_write_bands")
@@ -409,7 +401,7 @@ class ProgramSource:
         if len(terms) > 1 and len(shape) >= 2:
             if any(not isinstance(part, Dense) for part in parts(terms, shape)):
                 return self._accumulate(terms, shape)
-        return " + ".join(self._term(term, shape, is_output and len(terms) == 1) for term in terms)
+        return " + ".join(self._term(term, shape) for term in terms)
 
     def _accumulate(self, terms: Sequence[Term], shape: tuple[int, ...]) -> str:
         """A sum of terms written into one buffer, as the compiled program adds it
@@ -418,7 +410,7 @@ class ProgramSource:
 
         def held(term: Term, term_shape: tuple[int, ...]) -> str:
             name = self._fresh()
-            self.lines.append(f"{name} = {self._term(term, term_shape, False)}")
+            self.lines.append(f"{name} = {self._term(term, term_shape)}")
             return name
 
         rows = [f"({held(p.row, shape[:1])}, {held(p.col, shape[1:])})" for p in found if isinstance(p, Outer)]
@@ -437,7 +429,7 @@ class ProgramSource:
                 scales.append(" * ".join([literal(p.factor), *(self._arg(slot) for slot in p.scalars)]))
         buf = "None"
         for k, p in enumerate(p for p in found if isinstance(p, Dense)):
-            text = self._term(p.term, shape, False)
+            text = self._term(p.term, shape)
             if k == 0:
                 buf = self._fresh()
                 reads = "".join(f"{self._arg(slot)}, " for slot, _ in p.term.operands)
@@ -451,9 +443,15 @@ class ProgramSource:
         return f"_accumulate({buf}, {shape!r}, {lists}, {block_rows(shape)})"
 
     # ------------------------------------------------------------------ one einsum
-    def _term(self, term: Term, shape: tuple[int, ...], is_output: bool) -> str:
-        # the binder's own record of the term (.terms): its path, Gram form, factor placement
-        record = plan_term(term, shape, self.shapes, self.planner, True, choose_path)
+    def _term(self, term: Term, shape: tuple[int, ...], shapes: Sequence[tuple[int, ...]] | None = None) -> str:
+        """The value of one einsum term, written from the record the binder bound it with
+        (its path, Gram form, factor placement); ``shapes``: the slots' arrays as the
+        binder read them (those the slots hold, unless given)."""
+        shapes = self.shapes if shapes is None else shapes
+        key = (term, shape, tuple([shapes[slot] for slot, _ in term.operands]), True)
+        record = self.bound.terms.get(key)
+        if record is None:  # the writer writes what the binder bound, nothing else
+            raise AssertionError(f"the binder bound no record of the term {term} at shape {shape}")
         self.records.append(record)
         diagonal_eq = letters(record.out) + "->" + letters(record.unique)
         if record.fill is not None:
@@ -657,11 +655,11 @@ def program_source(
     # the plan as compile binds it for these shapes (squares folded, X (P + Q) factored, banded
     # steps and tiled sums chosen): an estimate's binding, which allocates nothing
     planner = ShapeResolver(graphs, fixed, estimate=True)
-    bound = bind(plan, planner, get_backend("numpy"))
+    bound = bind(plan, planner, get_backend("numpy"), pd)
     assert bound.bound_plan is not None
     plan = bound.bound_plan
     pd_slots = {slot: n for n, slot in plan.inputs.items() if n in pd}
-    writer = ProgramSource(plan, resolver, bound.dense, bound.skipped, bound, pd_slots, planner)
+    writer = ProgramSource(bound, resolver, pd_slots)
     body = writer.write({slot: names[var_name] for var_name, slot in plan.inputs.items()})
     # _result: the inputs' dtype (see .generated), an array the caller may write to
     results = [f"_result({writer.result(slot)}, _dtype)" for slot in plan.outputs]

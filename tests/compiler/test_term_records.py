@@ -9,13 +9,13 @@ the writer's records are the very objects the binder built its closures from.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
 
 import tenscalc as tc
 from tenscalc.compiler import program as program_module
-from tenscalc.compiler import source as source_module
 from tenscalc.compiler import terms as terms_module
 from tenscalc.compiler.backends import get_backend
 from tenscalc.compiler.plan import build_plan
@@ -42,7 +42,6 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, Counter]:
 
     monkeypatch.setattr(terms_module, "_plan", counted_plan)
     monkeypatch.setattr(program_module, "choose_path", counted_search)
-    monkeypatch.setattr(source_module, "choose_path", counted_search)
     return planned, searched
 
 
@@ -67,19 +66,14 @@ def _bound_and_written(name: str) -> tuple[dict, list]:
     bound = bind(build_plan(list(roots)), planner, get_backend("numpy"))
     assert bound.bound_plan is not None
     made = {id(record): record for record in planner.terms.values()}
-    writer = ProgramSource(
-        bound.bound_plan, ShapeResolver(graphs, shapes), bound.dense, bound.skipped, bound, {}, planner
-    )
+    writer = ProgramSource(bound, ShapeResolver(graphs, shapes))
     writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
     return made, writer.records
 
 
-# the cases whose every product the binder binds as the plan has it (no shared pair
-# hoisted, no diagonal core, no transposed layout): the writer reads only its records
-PLAIN = ["quadratic", "logreg (Gram Hessian)", "chained Rosenbrock (slices, banded Hessian)", "scalars"]
-
-
-@pytest.mark.parametrize("name", PLAIN)
+# every case: those whose products the binder rewrites too (shared pairs hoisted: mlp,
+# Rayleigh; diagonal cores: matfac, order 4, broadcast sum; Cholesky readers: inv and det)
+@pytest.mark.parametrize("name", NAMES)
 def test_source_writes_the_binders_own_records(name):
     made, written = _bound_and_written(name)
     assert written, "the writer wrote einsum terms"
@@ -91,3 +85,21 @@ def test_the_gram_hessian_is_written_from_the_binders_gram_record():
     grams = [record for record in written if record.gram is not None]
     assert len(grams) == 1 and id(grams[0]) in made
     assert grams[0].scale_at is None  # the Gram kernel takes the factor itself
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_source_writes_each_op_of_the_bound_program_once(name):
+    """The generated function is the bound program op by op: one statement naming each
+    op's slot (a shared pair hoisted once, a diagonal core, a dense twin), none other."""
+    build, shapes = CORPUS[name]
+    roots = build()
+    graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]
+    bound = bind(build_plan(list(roots)), ShapeResolver(graphs, shapes, estimate=True), get_backend("numpy"))
+    writer = ProgramSource(bound, ShapeResolver(graphs, shapes))
+    lines = writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
+    named = Counter(line.split(" = ")[0] for line in lines if re.match(r"_[sf]\d+ = ", line))
+    unused = {slot for slot, step in bound.steps.items() if step.factor is not None and step.factor[1] == "unused"}
+    expected = Counter(
+        f"_f{op.reads[0]}" if op.kind == "cholesky" else f"_s{op.slot}" for op in bound.ops if op.slot not in unused
+    )
+    assert named == expected
