@@ -127,21 +127,6 @@ def test_counter_reports_what_it_cannot_see():
 
 # ---------------------------------------------------------------- the corpus
 
-#: corpus cases whose generated module makes more contraction multiply-adds than compile:
-#: the module recomputes a pair the binder hoisted (``pair`` ops), to be fixed by the
-#: source writer reading the binder's records of hoisted pairs
-RECOMPUTES_PAIRS = {
-    "Rayleigh quotient (low-rank GEMM, copies)": "to_python(shapes=) 120 multiply-adds, compile 72: it recomputes "
-    "the hoisted pairs x·x (twice, +4), x·(xA) (four times, +12) and x Aᵀ (three times, +32)",
-    "inv and det": "to_python(shapes=) 30 multiply-adds, compile 21: it recomputes the hoisted pair inv(A) x (+9)",
-}
-
-
-def _param(name: str, known: dict[str, str]):
-    if name in known:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=known[name]))
-    return name
-
 
 @pytest.mark.parametrize("name", NAMES)
 def test_loop_and_fused_function_do_the_same_arithmetic(name):
@@ -159,7 +144,7 @@ def test_loop_and_fused_function_do_the_same_arithmetic(name):
             assert fused.total(kind) == loop.total(kind), (kind, _calls(fused, kind), _calls(loop, kind))
 
 
-@pytest.mark.parametrize("name", [_param(name, RECOMPUTES_PAIRS) for name in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_generated_module_makes_the_contractions_compile_makes(name):
     """Call for call: the same multiply-adds (a vector pair is ``np.dot`` in compile and a
     (1, k) @ (k, 1) ``matmul`` in the module; the count is the same)."""
@@ -174,7 +159,7 @@ def test_generated_module_makes_the_contractions_compile_makes(name):
     assert generated.linalg == loop.linalg
 
 
-@pytest.mark.parametrize("name", [_param(name, {"inv and det": RECOMPUTES_PAIRS["inv and det"]}) for name in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_counted_contractions_are_within_the_cost_model(name):
     """``cost().multiplications`` counts every multiplication of a contraction path (and
     scalings and squares), ``cost().flops`` two per multiply-add (opt_einsum's
