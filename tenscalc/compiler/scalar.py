@@ -129,6 +129,8 @@ class ScalarSource:
     def write(self) -> list[str]:
         steps = self.plan.steps
         for slot in self.plan.inputs.values():
+            if self.program.dense[slot] != ():  # an array input (a program of no ops hands it out)
+                raise _Decline
             self.names[slot] = f"_s{slot}"
             self.finite.add(self.names[slot])
         for op in self.program.ops:  # the binder's ops, in the order the loop runs them

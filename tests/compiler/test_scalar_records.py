@@ -76,3 +76,12 @@ def test_the_float_function_is_written_from_the_bound_plan():
     got = run(**values)
     for g, e in zip(got, run.exprs, strict=True):
         np.testing.assert_allclose(float(g), tc.evaluate(e, values), rtol=1e-14)
+
+
+def test_a_program_without_ops_gives_an_array_input_to_the_numpy_program():
+    # x itself: no op at all, so only the input's shape says it is no number
+    run = tc.compile(tc.var("x", 1))
+    np.testing.assert_array_equal(run(x=np.arange(3.0)), np.arange(3.0))
+    assert type(run._last[1]) is Program
+    scalar = tc.compile(tc.var("x", 0))
+    assert float(scalar(x=2.5)) == 2.5 and isinstance(scalar._last[1], ScalarProgram)
