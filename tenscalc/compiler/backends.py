@@ -53,6 +53,29 @@ def diagonal_strides(strides: Sequence[int], out: Sequence[int]) -> tuple[tuple[
     return unique, tuple(sum(s for s, letter in zip(strides, out) if letter == u) for u in unique)
 
 
+def torch_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> Callable[..., Any]:
+    """The contraction as ``torch.einsum`` calls, one per step of the chosen path.
+
+    Not opt_einsum's expression: ``torch.compile`` breaks its graph inside
+    opt_einsum's dispatch (backend inference, a thread lock), so a compiled
+    program ran as many small graphs; ``torch.einsum`` of one or two operands is
+    one traced op, and it needs no path search of its own
+    (``tests/compiler/test_backends.py`` runs it).
+    """
+    _, info = opt_einsum.contract_path(eq, *shapes, optimize=path, shapes=True)
+    steps = [(tuple(indices), spec) for indices, _, spec, *_ in info.contraction_list]
+
+    def contract(*arrays: Any) -> Any:
+        import torch
+
+        operands = list(arrays)
+        for indices, spec in steps:  # indices in descending order: each pop leaves the rest in place
+            operands.append(torch.einsum(spec, *[operands.pop(i) for i in indices]))
+        return operands[0]
+
+    return contract
+
+
 class Backend:
     """What a compiled plan needs from an array library.
 
@@ -517,7 +540,7 @@ class TorchBackend(Backend):
     def contraction(self, eq, shapes, path):
         # torch's tensordot and matmul refuse mixed dtypes (float32 inputs with a float64
         # constant): the operands are promoted first, as NumPy would
-        contract = super().contraction(eq, shapes, path)
+        contract = torch_contraction(eq, shapes, path)
 
         def promoted(*arrays):
             dtype = arrays[0].dtype

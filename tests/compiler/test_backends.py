@@ -170,3 +170,34 @@ def test_torch_constants_follow_the_calls_device():
     meta = on(torch.empty(0, device="meta"))
     assert meta[0].device.type == "meta" and meta[1] is None
     assert on(torch.empty(0, device="meta")) is meta  # copied once per device
+
+
+def test_torch_contraction_follows_the_path_in_einsum_steps():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    from tenscalc.compiler.backends import torch_contraction
+
+    rng = np.random.default_rng(4)
+    a, b, c = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    for path in ([(1, 2), (0, 1)], [(0, 1), (0, 1)]):
+        contract = torch_contraction("ij,jk,k->i", [(2, 3), (3, 4), (4,)], path)
+        got = contract(*map(torch.as_tensor, (a, b, c)))
+        np.testing.assert_allclose(got.numpy(), a @ b @ c, rtol=1e-12)
+    transpose = torch_contraction("ij->ji", [(2, 3)], [(0,)])
+    np.testing.assert_array_equal(transpose(torch.as_tensor(a)).numpy(), a.T)
+
+
+def test_torch_compile_traces_the_program_as_one_graph():
+    """``jit=True`` on torch: no graph break in the contractions (opt_einsum's
+    dispatch broke the graph before, so the program ran as many small graphs)."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    dynamo = pytest.importorskip("torch._dynamo")
+
+    exprs = GROUPS[-4]  # logistic regression: value, gradient, Hessian, HVP
+    values = random_values(exprs)
+    compiled = tc.compile(exprs, backend="torch")
+    tensors = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in values.items()}
+    compiled(tensors)
+    program = compiled._last[1]
+    arrays = [tensors[name] for name in compiled.inputs]
+    explained = dynamo.explain(program.run_steps)(arrays[: compiled._slot_count], arrays[0])
+    assert explained.graph_break_count == 0, [b.reason for b in explained.break_reasons]
