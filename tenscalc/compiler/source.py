@@ -73,7 +73,7 @@ def _embed(part, key, shape):
 def _add_embedded(x, part, key, coef, shape):
     """``x`` (broadcast to ``shape``) plus ``coef * part`` at the basic index ``key``."""
     x = _np.array(_np.broadcast_to(x, shape), dtype=_np.result_type(x, part, 0.0))
-    x[key] += coef * part
+    x[key] += part if coef == 1 else coef * part
     return x
 ''',
     "_gram": '''
@@ -364,12 +364,19 @@ class ProgramSource:
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
         items = cast("tuple[AddItem, ...]", step.data)
+        # delta(0) is the number 1, as in the compiled program
+        scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
+        slots = [it for it in items if it.kind == "slot"]
+        # `1 - x` and `x + 2` are one operation, as the binder writes them (program._bind_add)
+        join = scalar != 0 and bool(slots) and slots[0].coef in (1, -1) and self.shapes[slots[0].slot] == shape
+        embeds = [it for it in items if it.kind == "embed"]
+        first = None  # the embedded part written first, into zeros
         text = ""
-        for item in items:
-            if item.kind != "slot":
-                continue
+        for item in slots:
             x, coef = self._arg(item.slot), item.coef
-            if not text:
+            if not text and join:
+                text = f"{x} + {literal(scalar)}" if coef == 1 else f"{literal(scalar)} - {x}"
+            elif not text:
                 text = x if coef == 1 else (f"-{x}" if coef == -1 else f"{literal(coef)} * {x}")
             elif coef == 1:
                 text += f" + {x}"
@@ -377,16 +384,19 @@ class ProgramSource:
                 text += f" - {x}"
             else:
                 text += f" + {literal(coef)} * {x}"
-        # delta(0) is the number 1, as in the compiled program
-        scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
-        if not text:
+        if not text and scalar == 0 and embeds:  # the first part written into zeros, as the binder does
+            first = embeds[0]
+            self.helpers.add("_embed")
+            part = self._arg(first.slot) if first.coef == 1 else f"{literal(first.coef)} * {self._arg(first.slot)}"
+            text = f"_embed({part}, _np.s_[{slice_text(first.items)}], {shape!r})"
+        elif not text:
             text = f"_np.full({shape!r}, {literal(scalar)})"
-        elif scalar != 0:
+        elif scalar != 0 and not join:
             text += f" + {literal(scalar)}"
-        if not any(self.shapes[it.slot] == shape for it in items if it.kind == "slot"):
+        if not any(self.shapes[it.slot] == shape for it in slots) and not text.startswith("_embed("):
             text = f"_np.broadcast_to({text}, {shape!r})"
         for item in items:
-            if item.kind == "embed":  # a part written into its slice of the sum
+            if item.kind == "embed" and item is not first:  # a part written into its slice of the sum
                 self.helpers.add("_add_embedded")
                 key = f"_np.s_[{slice_text(item.items)}]"
                 text = f"_add_embedded({text}, {self._arg(item.slot)}, {key}, {literal(item.coef)}, {shape!r})"

@@ -69,6 +69,11 @@ def source_counts(exprs: list, values: dict) -> tuple[Tally, tuple]:
         return _snapshot(tally), results
 
 
+def _random(shapes: dict[str, tuple[int, ...]], seed: int = 5) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {name: rng.uniform(0.5, 1.5, shape) for name, shape in shapes.items()}
+
+
 def _macs(tally: Tally) -> list[int]:
     """The multiply-adds of each contraction call made, sorted."""
     return sorted(r.amount for r in tally.records if r.kind == "contraction")
@@ -160,6 +165,35 @@ def test_generated_module_makes_the_contractions_compile_makes(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_generated_module_writes_the_entries_compile_writes(name):
+    """The same entries written by elementwise work and read by reductions, in total (on
+    arrays of one axis or more: one form's NumPy scalar is another's 0-d array)."""
+    exprs, values = _values(name)
+    loop = compile_counts(exprs, values)["loop"][0]
+    generated = source_counts(exprs, values)[0]
+    for kind in ("elementwise", "reduction"):
+        message = f"to_python(shapes=): {_calls(generated, kind)}\ncompile: {_calls(loop, kind)}"
+        assert generated.total(kind) == loop.total(kind), message
+
+
+#: the memory test's sizes (paths, Gram forms and bands are chosen by size), mlp smaller:
+#: its Hessian there is 10^8 entries
+AT_SCALE = {**MEMORY, "mlp": {"X": (60, 40), "W": (30, 40), "v": (30,)}}
+
+
+@pytest.mark.parametrize("name", list(AT_SCALE))
+def test_generated_module_counts_like_compile_at_scale(name):
+    exprs = CORPUS[name][0]()
+    values = _random(AT_SCALE[name])
+    loop = compile_counts(exprs, values)["loop"][0]
+    generated = source_counts(exprs, values)[0]
+    _sound(generated, "to_python(shapes=)")
+    assert _macs(generated) == _macs(loop)
+    for kind in ("elementwise", "reduction", "linalg"):
+        assert generated.total(kind) == loop.total(kind), (kind, generated.total(kind), loop.total(kind))
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_counted_contractions_are_within_the_cost_model(name):
     """``cost().multiplications`` counts every multiplication of a contraction path (and
     scalings and squares), ``cost().flops`` two per multiply-add (opt_einsum's
@@ -185,11 +219,6 @@ SCALING: dict[str, tuple[Callable[[int], dict[str, tuple[int, ...]]], int]] = {
     "quadratic": (lambda n: {"x": (n,), "A": (n, n)}, 2),
     "log-sum-exp Hessian (one accumulate op)": (lambda n: {"x": (n,)}, 2),
 }
-
-
-def _random(shapes: dict[str, tuple[int, ...]], seed: int = 5) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {name: rng.uniform(0.5, 1.5, shape) for name, shape in shapes.items()}
 
 
 @pytest.mark.parametrize("name", list(SCALING))
