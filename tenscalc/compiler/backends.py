@@ -350,8 +350,19 @@ def foreign_library(value: Any) -> str | None:
 
 
 def mixed_dtypes_error(names: Sequence[str], arrays: Sequence[Any], backend: str, exc: Exception) -> Exception | None:
-    """An ``EvaluationError`` naming the variables when the inputs' dtypes differ (torch does
-    not mix float32 and float64 where NumPy promotes), else None (the error is another one)."""
+    """An ``EvaluationError`` naming the variables when the inputs lie on different devices
+    (a CUDA tensor beside a NumPy array, which is moved in on the CPU) or their dtypes differ
+    (torch does not mix float32 and float64 where NumPy promotes), else None (the error is
+    another one)."""
+    devices = {name: str(a.device) for name, a in zip(names, arrays) if hasattr(a, "device")}
+    if len(set(devices.values())) > 1:
+        listed = ", ".join(f"{name}: {device}" for name, device in devices.items())
+        target = next(device for device in devices.values() if device != "cpu")
+        return EvaluationError(
+            f"the inputs lie on different devices ({listed}) and backend {backend!r} does not move them "
+            f"(NumPy arrays and numbers are made on the CPU); put every input on one device, "
+            f"e.g. torch.as_tensor(value, device={target!r})"
+        )
     dtypes = {name: getattr(a, "dtype", None) for name, a in zip(names, arrays)}
     if len({str(d) for d in dtypes.values() if d is not None}) < 2:
         return None

@@ -173,3 +173,12 @@ def test_structured_problems_on_the_gpu(library):
             cupy = module
             results = compiled({k: cupy.asarray(np.asarray(data[k])) for k in compiled.inputs})
             _compare(exprs, data, results, cupy.asnumpy)
+
+
+def test_torch_inputs_on_two_devices_get_a_clear_error():
+    torch = _torch_cuda()
+    run = tc.compile(tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), backend="torch")
+    x = torch.ones(3, dtype=torch.float64, device="cuda")
+    with pytest.raises(tc.EvaluationError, match="different devices.*x: cuda:0.*A: cpu"):
+        run(x=x, A=np.eye(3))  # a NumPy array is moved in on the CPU
+    assert float(run(x=x, A=torch.eye(3, dtype=torch.float64, device="cuda"))) == 3.0
