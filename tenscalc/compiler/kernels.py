@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -50,19 +51,77 @@ def _preparer(reduce: Callable[[np.ndarray], np.ndarray], perm: tuple[int, ...] 
     return lambda x: reduce(x).transpose(perm)
 
 
+@dataclass(frozen=True)
+class PairLayout:
+    """How one pairwise contraction of a path is laid out, decided once (by
+    :func:`oriented_pair`): the kernel (:func:`pair_kernel`) and the source writer of
+    ``tc.to_python(shapes=)`` (:mod:`.source`) both read it.
+
+    ``a`` and ``b``: the operands' labels in the order the kernel takes them; ``swapped``:
+    that order is the path's pair reversed (it lays the result out closer to where it is
+    read next); ``drop_a``/``drop_b``: letters only one side has and nothing later needs,
+    summed first; then ``batch`` letters (both sides, kept), ``inner`` (both, summed: a
+    ``matmul``), ``left`` (``a``'s own) and ``right`` (``b``'s own); the result is laid
+    out as ``result``, ``batch + left + right``.
+
+    >>> layout = oriented_pair("ij", "jk", {"i", "k"}, {"k": 0, "i": 1})  # wanted (k, i): Bᵀ Aᵀ
+    >>> layout.swapped, layout.a, layout.b, layout.inner, layout.result
+    (True, 'jk', 'ij', ('j',), 'ki')
+    """
+
+    a: str
+    b: str
+    drop_a: str
+    drop_b: str
+    batch: tuple[str, ...]
+    inner: tuple[str, ...]
+    left: tuple[str, ...]
+    right: tuple[str, ...]
+    swapped: bool = False
+
+    @property
+    def result(self) -> str:
+        return "".join(self.batch + self.left + self.right)
+
+    @property
+    def reduced(self) -> tuple[str, str]:
+        """The operands' labels once the dropped letters are summed away."""
+        return _without(self.a, self.drop_a), _without(self.b, self.drop_b)
+
+
+def _without(spec: str, drop: str) -> str:
+    return "".join(c for c in spec if c not in drop)
+
+
+def pair_layout(a: str, b: str, keep: set[str]) -> PairLayout:
+    """The layout of contracting ``a`` and ``b`` (in this order) into the letters of
+    ``keep`` they carry."""
+    drop_a = "".join(c for c in a if c not in b and c not in keep)
+    drop_b = "".join(c for c in b if c not in a and c not in keep)
+    a2, b2 = _without(a, drop_a), _without(b, drop_b)
+    batch = tuple(c for c in a2 if c in b2 and c in keep)
+    inner = tuple(c for c in a2 if c in b2 and c not in keep)
+    left = tuple(c for c in a2 if c not in b2)
+    right = tuple(c for c in b2 if c not in a2)
+    return PairLayout(a, b, drop_a, drop_b, batch, inner, left, right)
+
+
 def pair_kernel(
     a: str, b: str, keep: set[str], sizes: dict[str, int]
 ) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], str]:
     """A function contracting arrays labelled ``a`` and ``b`` into the letters of
     ``keep`` they carry; returns it with the result's labels."""
-    reduce_a, a2 = _reducer(a, "".join(c for c in a if c not in b and c not in keep))
-    reduce_b, b2 = _reducer(b, "".join(c for c in b if c not in a and c not in keep))
-    batch = [c for c in a2 if c in b2 and c in keep]
-    inner = [c for c in a2 if c in b2 and c not in keep]
-    left = [c for c in a2 if c not in b2]
-    right = [c for c in b2 if c not in a2]
-    result = "".join(batch + left + right)
-    out_shape = tuple(sizes[c] for c in result)
+    layout = pair_layout(a, b, keep)
+    return layout_kernel(layout, sizes), layout.result
+
+
+def layout_kernel(layout: PairLayout, sizes: dict[str, int]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The function contracting arrays labelled ``layout.a`` and ``layout.b`` as ``layout`` says."""
+    a, b = layout.a, layout.b
+    reduce_a, a2 = _reducer(a, layout.drop_a)
+    reduce_b, b2 = _reducer(b, layout.drop_b)
+    batch, inner, left, right = list(layout.batch), list(layout.inner), list(layout.left), list(layout.right)
+    out_shape = tuple(sizes[c] for c in layout.result)
     if inner:
         perm_a = [a2.index(c) for c in batch + left + inner]
         perm_b = [b2.index(c) for c in batch + inner + right]
@@ -80,7 +139,7 @@ def pair_kernel(
         ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
         tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
         if not batch and not left and not right and a == a2 == b == b2 and len(a) == 1:
-            return np.dot, result  # two vectors: np.dot itself (a NumPy scalar, see below)
+            return np.dot  # two vectors: np.dot itself (a NumPy scalar, see below)
         if not batch and not left and not right:  # a full inner product: one dot, no reshapes to 2-D
             # a NumPy scalar, not a 0-d array: scaling and adding it costs ~0.1 µs, not
             # ~1 µs of a ufunc call (the result is made an array when handed out)
@@ -90,9 +149,9 @@ def pair_kernel(
             def inner_product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
                 return dot(prepare_a(x).reshape(nk), prepare_b(y).reshape(nk))
 
-            return inner_product, result
+            return inner_product
         if not batch and min(nl, nr) == 1 and nl * nk * nr >= MATVEC_EINSUM_SIZE:
-            return _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape), result
+            return _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape)
         matmul = np.matmul
 
         prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
@@ -100,17 +159,17 @@ def pair_kernel(
         def contract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             return matmul(prepare_a(x).reshape(shape_a), prepare_b(y).reshape(shape_b)).reshape(out_shape)
 
-        return contract, result
+        return contract
     perm_a = [a2.index(c) for c in batch + left]
     perm_b = [b2.index(c) for c in batch + right]
     ta = None if is_identity_permutation(perm_a) else tuple(perm_a)
     tb = None if is_identity_permutation(perm_b) else tuple(perm_b)
     if a2 == a and b2 == b and a == b and ta is None and tb is None and not left and not right:
-        return np.multiply, result  # the same labels in the same order: elementwise, no wrapper
+        return np.multiply  # the same labels in the same order: elementwise, no wrapper
     nl = math.prod(sizes[c] for c in left)
     nr = math.prod(sizes[c] for c in right)
     if not batch and left and right and nr <= COLUMN_OUTER_MAX and nl >= COLUMN_OUTER_MIN_ROWS:
-        return _column_outer(reduce_a, reduce_b, ta, tb, tuple(sizes[c] for c in left), nr, out_shape), result
+        return _column_outer(reduce_a, reduce_b, ta, tb, tuple(sizes[c] for c in left), nr, out_shape)
     index_a = (slice(None),) * (len(batch) + len(left)) + (None,) * len(right)
     index_b = (slice(None),) * len(batch) + (None,) * len(left) + (slice(None),) * len(right)
     need_a, need_b = bool(right), bool(left)
@@ -127,7 +186,7 @@ def pair_kernel(
             y = y[index_b]
         return multiply(x, y)
 
-    return outer, result
+    return outer
 
 
 #: An outer product whose trailing group has at most this many entries (and whose
@@ -197,25 +256,24 @@ def _inversions(labels: str, rank: dict[str, int]) -> int:
     return sum(1 for k, r in enumerate(order) for later in order[k + 1 :] if r > later)
 
 
-def _oriented_pair(
-    a: str, b: str, keep: set[str], sizes: dict[str, int], rank: dict[str, int]
-) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], str, bool]:
-    """``pair_kernel`` for ``(a, b)`` or ``(b, a)``, whichever lays its result out
-    closer to ``rank`` (the target's order); True when swapped.
+def oriented_pair(a: str, b: str, keep: set[str], rank: dict[str, int]) -> PairLayout:
+    """The layout of ``(a, b)`` or of ``(b, a)`` (``swapped``), whichever lays its result
+    out closer to ``rank`` (the target's order): the one place a pair's orientation is
+    decided.
 
     ``A @ B`` and ``(Bᵀ @ Aᵀ)ᵀ`` cost the same, but a result in the transposed layout
     is read strided by every later elementwise step (a 256x64 multiply with one
     transposed operand: 38 us against 4 us), and handed out as a transposed view.
     Swapping is considered only where it adds no copy: a plain 2-D product (one
     letter per group, no batch) or a broadcast multiply."""
-    fn, labels = pair_kernel(a, b, keep, sizes)
-    here = _inversions(labels, rank)
+    layout = pair_layout(a, b, keep)
+    here = _inversions(layout.result, rank)
     if here == 0 or not _swappable(a, b, keep):
-        return fn, labels, False
-    other, other_labels = pair_kernel(b, a, keep, sizes)
-    if _inversions(other_labels, rank) < here:
-        return other, other_labels, True
-    return fn, labels, False
+        return layout
+    other = pair_layout(b, a, keep)
+    if _inversions(other.result, rank) < here:
+        return replace(other, swapped=True)
+    return layout
 
 
 def _flipped(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -239,13 +297,89 @@ def _parse(eq: str) -> tuple[list[str], str]:
     return lhs.split(","), target
 
 
+@dataclass(frozen=True)
+class PathStep:
+    """One step of a contraction path: the operands it pops (positions, in the order
+    popped), and either the pair's layout or, for one operand, its labels and the
+    letters summed away."""
+
+    positions: tuple[int, ...]
+    pair: PairLayout | None
+    spec: str = ""
+    drop: str = ""
+
+
+@dataclass(frozen=True)
+class ContractionLayout:
+    """``np.einsum(eq, ...)`` along a path as pairwise kernels, decided once
+    (:func:`contraction_layout`); the closure (:func:`contraction_kernel`) and the
+    generated source (:mod:`.source`) are both made from it.  ``final``: the last
+    result's labels as laid out (summed over the letters not in ``target``, then
+    transposed to it)."""
+
+    steps: tuple[PathStep, ...]
+    final: str
+    target: str
+    sizes: tuple[tuple[str, int], ...]
+
+
+def contraction_layout(eq: str, shapes: Sequence[tuple[int, ...]], path: Sequence[Sequence[int]]) -> ContractionLayout:
+    """The layout of every pairwise step of ``path`` (an opt_einsum path) for ``eq``
+    (distinct letters per operand) at ``shapes``."""
+    specs, target = _parse(eq)
+    sizes: dict[str, int] = {}
+    for spec, shape in zip(specs, shapes):
+        sizes.update(zip(spec, shape))
+    current = list(specs)
+    rank = _layout_rank(specs, target)
+    steps: list[PathStep] = []
+    held = Counter("".join(specs))  # letter -> operands still carrying it
+    for positions in path:
+        positions = tuple(sorted(positions, reverse=True))
+        picked = [current[p] for p in positions]
+        for p in positions:
+            current.pop(p)
+        held.subtract("".join(picked))
+        # the picked letters still needed (a set over all remaining operands per step
+        # was quadratic in the operands of a long product)
+        keep = {c for c in "".join(picked) if c in target or held[c] > 0}
+        if len(picked) == 1:
+            drop = "".join(c for c in picked[0] if c not in keep)
+            steps.append(PathStep(positions, None, picked[0], drop))
+            labels = _without(picked[0], drop)
+        else:
+            # positions are popped in reverse: (later, earlier), unless swapped
+            pair = oriented_pair(picked[0], picked[1], keep, _reference(current, keep, rank))
+            steps.append(PathStep(positions, pair))
+            labels = pair.result
+        current.append(labels)
+        held.update(labels)
+    if len(current) != 1:
+        raise AssertionError("a contraction path must leave one operand")
+    return ContractionLayout(tuple(steps), current[-1], target, tuple(sizes.items()))
+
+
 def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> Kernel:
     """A callable computing ``np.einsum(eq, *arrays)`` (distinct letters per operand)
     along ``path`` (an opt_einsum path) with matmul and multiply."""
-    specs, target = _parse(eq)
-    program, final = _pair_program(specs, target, shapes, path)
-    drop = "".join(c for c in final if c not in target)
-    reduce_final, final = _reducer(final, drop)
+    return contraction_kernel(contraction_layout(eq, shapes, path))
+
+
+def contraction_kernel(layout: ContractionLayout) -> Kernel:
+    """The callable computing the contraction ``layout`` lays out."""
+    sizes = dict(layout.sizes)
+    program: list[tuple[tuple[int, ...], Callable]] = []
+    for step in layout.steps:
+        if step.pair is None:
+            fn: Callable = _reducer(step.spec, step.drop)[0]
+        else:
+            fn = layout_kernel(step.pair, sizes)
+            if step.pair.swapped:  # the kernel takes (earlier, later)
+                fn = _flipped(fn)
+        program.append((step.positions, fn))
+    target = layout.target
+    drop = "".join(c for c in layout.final if c not in target)
+    reduce_final, final = _reducer(layout.final, drop)
     perm = tuple(final.index(c) for c in target)
     transpose = None if is_identity_permutation(perm) else perm
     single = len(program) == 1 and len(program[0][0]) == 2
@@ -272,43 +406,6 @@ def numpy_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: list) ->
     return run
 
 
-def _pair_program(
-    specs: Sequence[str], target: str, shapes: Sequence[tuple[int, ...]], path: list
-) -> tuple[list[tuple[tuple[int, ...], Callable]], str]:
-    """The kernels of ``path``'s steps (positions popped, kernel) and the labels of the
-    last result, in the order its kernel lays it out."""
-    sizes: dict[str, int] = {}
-    for spec, shape in zip(specs, shapes):
-        sizes.update(zip(spec, shape))
-    current = list(specs)
-    rank = _layout_rank(specs, target)
-    program: list[tuple[tuple[int, ...], Callable]] = []
-    held = Counter("".join(specs))  # letter -> operands still carrying it
-    for positions in path:
-        positions = tuple(sorted(positions, reverse=True))
-        picked = [current[p] for p in positions]
-        for p in positions:
-            current.pop(p)
-        held.subtract("".join(picked))
-        # the picked letters still needed (a set over all remaining operands per step
-        # was quadratic in the operands of a long product)
-        keep = {c for c in "".join(picked) if c in target or held[c] > 0}
-        if len(picked) == 1:
-            fn, labels = _reducer(picked[0], "".join(c for c in picked[0] if c not in keep))
-        else:
-            # positions are popped in reverse: the kernel takes (later, earlier)
-            fn, labels, swapped = _oriented_pair(picked[0], picked[1], keep, sizes, _reference(current, keep, rank))
-            if swapped:  # the kernel takes (earlier, later)
-                fn = _flipped(fn)
-        program.append((positions, fn))
-        current.append(labels)
-        held.update(labels)
-    final = current[-1] if current else ""
-    if len(current) != 1:
-        raise AssertionError("a contraction path must leave one operand")
-    return program, final
-
-
 def laid_in_order(eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> bool:
     """Whether :func:`numpy_contraction` along ``path`` leaves its result in ``eq``'s
     output order (no transposed view for the elementwise steps that read it).
@@ -318,9 +415,8 @@ def laid_in_order(eq: str, shapes: Sequence[tuple[int, ...]], path: list) -> boo
     >>> laid_in_order("ir,kr,jr->ijk", [(4, 2), (3, 2), (5, 2)], [(0, 1), (0, 1)])  # (i, k) then j
     False
     """
-    specs, target = _parse(eq)
-    final = _pair_program(specs, target, shapes, path)[1]
-    return [c for c in final if c in target] == list(target)
+    layout = contraction_layout(eq, shapes, path)
+    return [c for c in layout.final if c in layout.target] == list(layout.target)
 
 
 class GramPattern(NamedTuple):

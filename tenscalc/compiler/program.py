@@ -33,7 +33,7 @@ from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
-from .kernels import gram_contraction, laid_in_order
+from .kernels import contraction_kernel, gram_contraction, laid_in_order
 from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
 from .terms import plan_term
@@ -1341,9 +1341,12 @@ def _bind_term(
     target, eq, core_size, gram, scale_at = record.target, record.eq, record.core_size, record.gram, record.scale_at
     op_shapes = list(record.op_shapes)
     memo = resolver.contractions[(eq, record.op_shapes, core_size)]
-    path, info, contract = memo
+    path, info, contract = memo[:3]  # (a NumPy term's layout after them: .terms)
     specs = [op.letters for op in operands]
-    if gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
+    if record.layout is not None:  # NumPy: the kernels of the record's layout, which to_python writes too
+        if contract is None:  # the same equation, shapes and path have the same layout
+            contract = memo[2] = contraction_kernel(record.layout)
+    elif gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
         contract = memo[2] = backend.contraction(eq, op_shapes, path)
     flops = float(info.opt_cost)
     multiplications = path_multiplications(info)

@@ -39,7 +39,7 @@ from .generated import (
     python_names,
     signature,
 )
-from .kernels import GramPattern, _layout_rank, _oriented_pair, _reference, is_identity_permutation
+from .kernels import ContractionLayout, GramPattern, PairLayout, is_identity_permutation
 from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Step, Term
@@ -169,6 +169,7 @@ class ProgramSource:
         self.bound = bound
         self.resolver = resolver
         self.records: list[TermPlan] = []  # every term's record, in the order written
+        self.pairs: list[PairLayout] = []  # every pairwise contraction's layout, in the order written
         self.pd = dict(pd or {})
         # the dense shape of each plan slot, and the array each slot holds as bound
         self.dense = bound.dense
@@ -487,7 +488,8 @@ class ProgramSource:
         else:
             if scale_at is not None and scale_at >= 0:
                 texts[scale_at] = f"{_atom(texts[scale_at])} * {literal(factor)}"
-            core = self._contraction(record.eq, record.op_shapes, list(record.path), texts)
+            assert record.layout is not None, "a NumPy term's record lays its contraction out"
+            core = self._contraction(record.layout, texts)
             if scale_at == -1:
                 core = f"{_atom(core)} * {literal(factor)}"
         after = 1.0  # the order-0 constants, multiplied in after the contraction as the binder does
@@ -512,43 +514,29 @@ class ProgramSource:
         d = " * ".join(lines) if lines else "None"
         return f"_gram({x}, {d}, {scale})"
 
-    def _contraction(self, eq: str, shapes: Sequence[tuple[int, ...]], path: list, texts: list[str]) -> str:
-        """``np.einsum(eq, *texts)`` along ``path``, as matmul/multiply source."""
-        lhs, target = eq.split("->")
-        specs = lhs.split(",")
-        sizes: dict[str, int] = {}
-        for spec, shape in zip(specs, shapes):
-            sizes.update(zip(spec, shape))
-        current = list(specs)
+    def _contraction(self, layout: ContractionLayout, texts: list[str]) -> str:
+        """The contraction of ``texts`` as matmul/multiply source, step by step as the
+        kernels of the same ``layout`` (:mod:`.kernels`) compute it: the same pairs, in
+        the same orientation, laid out the same way."""
+        sizes = dict(layout.sizes)
         values = list(texts)
-        rank = _layout_rank(specs, target)
-        for number, positions in enumerate(path):
-            positions = tuple(sorted(positions, reverse=True))
-            picked = [current.pop(p) for p in positions]
-            picked_values = [values.pop(p) for p in positions]
-            keep = set(target).union(*current)
-            if len(picked) == 1:
-                drop = "".join(c for c in picked[0] if c not in keep)
-                text, labels = _reduce(picked_values[0], picked[0], drop)
+        for number, step in enumerate(layout.steps):
+            picked = [values.pop(p) for p in step.positions]
+            if step.pair is None:
+                text = _reduce(picked[0], step.spec, step.drop)[0]
             else:
-                # the pair in the order the compiled program multiplies it (kernels: the
-                # result laid out as it is read next, a sum's T - M included)
-                needed = {c for c in picked[0] + picked[1] if c in keep}
-                _, _, swapped = _oriented_pair(picked[0], picked[1], needed, sizes, _reference(current, needed, rank))
-                first, second = (1, 0) if swapped else (0, 1)
-                text, labels = _pair(
-                    picked[first], picked[second], keep, sizes, picked_values[first], picked_values[second]
-                )
-            if number < len(path) - 1:  # an intermediate of the path: its own statement
+                # positions are popped in reverse: (later, earlier); a swapped pair is taken (earlier, later)
+                first, second = (picked[1], picked[0]) if step.pair.swapped else (picked[0], picked[1])
+                text = _pair(step.pair, sizes, first, second)
+                self.pairs.append(step.pair)
+            if number < len(layout.steps) - 1:  # an intermediate of the path: its own statement
                 name = self._fresh()
                 self.lines.append(f"{name} = {text}")
                 text = name
-            current.append(labels)
             values.append(text)
-        (final,) = current
-        text = values[0]
-        drop = "".join(c for c in final if c not in target)
-        text, final = _reduce(text, final, drop)
+        (text,) = values
+        target = layout.target
+        text, final = _reduce(text, layout.final, "".join(c for c in layout.final if c not in target))
         perm = tuple(final.index(c) for c in target)
         if not is_identity_permutation(perm):
             text = f"{_atom(text)}.transpose({perm!r})"
@@ -572,17 +560,15 @@ def _reduce(text: str, spec: str, drop: str) -> tuple[str, str]:
     return f"{_atom(text)}.sum(axis={axes!r})", rest
 
 
-def _pair(a: str, b: str, keep: set[str], sizes: dict[str, int], xa: str, xb: str) -> tuple[str, str]:
-    """Source contracting ``xa`` (labels ``a``) and ``xb`` (labels ``b``), as
-    :func:`.kernels.pair_kernel` does it; returns it with the result's labels."""
-    xa, a2 = _reduce(xa, a, "".join(c for c in a if c not in b and c not in keep))
-    xb, b2 = _reduce(xb, b, "".join(c for c in b if c not in a and c not in keep))
-    batch = [c for c in a2 if c in b2 and c in keep]
-    inner = [c for c in a2 if c in b2 and c not in keep]
-    left = [c for c in a2 if c not in b2]
-    right = [c for c in b2 if c not in a2]
-    result = "".join(batch + left + right)
-    out_shape = tuple(sizes[c] for c in result)
+def _pair(layout: PairLayout, sizes: dict[str, int], xa: str, xb: str) -> str:
+    """Source contracting ``xa`` (labels ``layout.a``) and ``xb`` (``layout.b``) as
+    :func:`.kernels.layout_kernel` does it (a ``matmul`` over the inner letters, else a
+    broadcast ``multiply``), with its permutations and reshapes spelled out."""
+    a2, b2 = layout.reduced
+    xa = _reduce(xa, layout.a, layout.drop_a)[0]
+    xb = _reduce(xb, layout.b, layout.drop_b)[0]
+    batch, inner, left, right = list(layout.batch), list(layout.inner), list(layout.left), list(layout.right)
+    out_shape = tuple(sizes[c] for c in layout.result)
 
     def prepared(x: str, spec: str, order: list[str], shape: tuple[int, ...]) -> str:
         perm = tuple(spec.index(c) for c in order)
@@ -597,20 +583,20 @@ def _pair(a: str, b: str, keep: set[str], sizes: dict[str, int], xa: str, xb: st
         nl = math.prod(sizes[c] for c in left)
         nk = math.prod(sizes[c] for c in inner)
         nr = math.prod(sizes[c] for c in right)
-        # always 2-D without a batch (see kernels.pair_kernel: BLAS gemv stalls on shared cores)
+        # always 2-D without a batch (see kernels.layout_kernel: BLAS gemv stalls on shared cores)
         shape_a, shape_b = ((nb, nl, nk), (nb, nk, nr)) if batch else ((nl, nk), (nk, nr))
         left_factor = _atom(prepared(xa, a2, batch + left + inner, shape_a))
         product = f"{left_factor} @ {_atom(prepared(xb, b2, batch + inner + right, shape_b))}"
         if (shape_a[:-1] + shape_b[-1:]) != out_shape:
             product = f"({product}).reshape({out_shape!r})"
-        return product, result
+        return product
     xa = prepared(xa, a2, batch + left, tuple(sizes[c] for c in batch + left))
     xb = prepared(xb, b2, batch + right, tuple(sizes[c] for c in batch + right))
     if right:
         xa = f"{_atom(xa)}[{', '.join([':'] * (len(batch) + len(left)) + ['None'] * len(right))}]"
     if left:
         xb = f"{_atom(xb)}[{', '.join([':'] * len(batch) + ['None'] * len(left) + [':'] * len(right))}]"
-    return f"{_atom(xa)} * {_atom(xb)}", result
+    return f"{_atom(xa)} * {_atom(xb)}"
 
 
 #: step kind -> the method writing the step's value as Python source

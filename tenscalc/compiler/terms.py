@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import EvaluationError
 from .backends import letters
-from .kernels import GramPattern, gram_pattern
+from .kernels import ContractionLayout, GramPattern, contraction_layout, gram_pattern
 from .plan import Term
 
 __all__ = ["TermOperand", "TermPlan", "plan_term"]
@@ -81,6 +81,8 @@ class TermPlan:
     info: Any = field(default=None, compare=False, repr=False)  # opt_einsum's path info
     gram: GramPattern | None = None
     scale_at: int | None = None
+    #: NumPy, no Gram form: each pairwise step's layout (.kernels), read by the kernel and the source writer
+    layout: ContractionLayout | None = field(default=None, repr=False)
 
     @property
     def broadcast(self) -> bool:
@@ -171,8 +173,15 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
         smallest = min(range(len(sizes_in)), key=sizes_in.__getitem__)
         scale_at = smallest if sizes_in[smallest] < core_size and abs(factor) <= 1 else -1
     path = tuple([tuple(step) for step in memo[0]])
+    # the kernels' layout of each pair (NumPy's, as gram_ok says the backend is), one per
+    # equation, shapes and path: kept after the path and the kernel in the memo
+    layout = None
+    if gram_ok and gram is None:
+        if len(memo) < 4:
+            memo.append(contraction_layout(eq, op_shapes, path))
+        layout = memo[3]
     return replace(plan, target=target, eq=eq, op_shapes=op_shapes, core_size=core_size, path=path, info=memo[1],
-                   gram=gram, scale_at=scale_at)  # fmt: skip
+                   gram=gram, scale_at=scale_at, layout=layout)  # fmt: skip
 
 
 def _distinct(spec: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:

@@ -59,6 +59,12 @@ def test_to_python_decides_each_term_once(name, monkeypatch):
 
 def _bound_and_written(name: str) -> tuple[dict, list]:
     """The binder's records (by id) and those the source writer wrote, for one corpus case."""
+    made, writer = _binder_and_writer(name)
+    return made, writer.records
+
+
+def _binder_and_writer(name: str) -> tuple[dict, ProgramSource]:
+    """The binder's records (by id) and the source writer that wrote its program."""
     build, shapes = CORPUS[name]
     roots = build()
     graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]
@@ -68,7 +74,7 @@ def _bound_and_written(name: str) -> tuple[dict, list]:
     made = {id(record): record for record in planner.terms.values()}
     writer = ProgramSource(bound, ShapeResolver(graphs, shapes))
     writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
-    return made, writer.records
+    return made, writer
 
 
 # every case: those whose products the binder rewrites too (shared pairs hoisted: mlp,
@@ -103,3 +109,31 @@ def test_source_writes_each_op_of_the_bound_program_once(name):
         f"_f{op.reads[0]}" if op.kind == "cholesky" else f"_s{op.slot}" for op in bound.ops if op.slot not in unused
     )
     assert named == expected
+
+
+def _pairs(name: str) -> tuple[list, list]:
+    """The pairwise layouts the source writer wrote, and those the binder made its NumPy
+    kernels from, for one corpus case."""
+    built: list = []
+    make = program_module.contraction_kernel
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(program_module, "contraction_kernel", lambda layout: built.append(layout) or make(layout))
+        _, writer = _binder_and_writer(name)
+    return writer.pairs, [step.pair for layout in built for step in layout.steps if step.pair is not None]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_source_and_kernels_lay_out_every_pair_alike(name):
+    """Each pairwise contraction's orientation and layout is decided once
+    (:func:`.kernels.oriented_pair`, kept in the term's record): the generated source
+    writes exactly the pairs the binder's kernels were made from, oriented alike."""
+    written, kernels = _pairs(name)
+    assert set(written) == set(kernels)
+    assert {pair for pair in written if pair.swapped} == {pair for pair in kernels if pair.swapped}
+
+
+@pytest.mark.parametrize("name", ["matfac (diagonal Hessian)", "order 3 of sum(exp(Ax))"])
+def test_the_corpus_has_pairs_taken_the_other_way_round(name):
+    """The orientation test meets pairs the kernels take swapped (Bᵀ Aᵀ laid out as wanted)."""
+    written, _ = _pairs(name)
+    assert any(pair.swapped for pair in written)
