@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..calculus.elimination import COST_MODELS
@@ -51,6 +51,24 @@ CACHE_SIZE = 16
 JIT_MAX_OPS = 500
 
 _shape_of = operator.attrgetter("shape")
+
+#: a bound program compiled whole (``Backend.whole_call``): every input in order -> the
+#: results, cast to the inputs' promoted dtype, one array or a tuple
+WholeCall = Callable[..., Any]
+#: (shape key, program, its whole call or None): what a call looks up by its shapes
+Bound = tuple[tuple, Program, "WholeCall | None"]
+
+
+def _run_form(call: WholeCall, single: bool) -> Callable[[Sequence[Any], Any], tuple[Any, ...]]:
+    """``call`` as :meth:`.Program.run` calls ``Program.whole``: of the slot arrays and the
+    dtype reference, to a tuple (the inputs read only for their shapes are not among the
+    slot arrays: their dtypes do not promote here, as they do on a call of the function)."""
+
+    def whole(arrays: Sequence[Any], like: Any) -> tuple[Any, ...]:
+        results = call(*(arrays or ([] if like is None else [like])))
+        return (results,) if single else results
+
+    return whole
 
 
 def _one_dtype(arrays: Sequence[Any], results: Sequence[Any]) -> bool:
@@ -160,11 +178,17 @@ class CompiledFunction:
             checked = self.symmetric - factored(self.plan, self.pd)
         self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
         self._slot_count = len(self.plan.inputs)
-        self._programs: OrderedDict[tuple, Program] = OrderedDict()
+        #: shape key -> (key, bound program, its whole-program call or None): see _bind
+        self._programs: OrderedDict[tuple, Bound] = OrderedDict()
         self._lock = threading.Lock()  # one function may be called from many threads
-        #: (shape key, program) of the latest call: repeated calls with the same
+        #: (shape key, program, whole call) of the latest call: repeated calls with the same
         #: shapes (an optimiser's loop) skip the locked LRU lookup
-        self._last: tuple[tuple, Program] | None = None
+        self._last: Bound | None = None
+        #: the backend's test that a call's values need no conversion (JAX arrays to the JAX
+        #: backend), None where it has none; a function of no inputs promotes the dtypes of
+        #: whatever it was given (see __call__), so it always takes the general path
+        native = backend.native if type(backend).native is not Backend.native else None
+        self._native = native if names else None
 
     # pickling (multiprocessing) sends the expressions and rebuilds the plan: the
     # bound programs are closures, and cheap to bind again
@@ -194,27 +218,38 @@ class CompiledFunction:
             values = {**values, **kwargs}
         inputs = self.inputs
         try:  # map rather than a comprehension: C loops, no frame per call
-            arrays = list(map(self._backend.convert, inputs, map(values.__getitem__, inputs)))
+            given = list(map(values.__getitem__, inputs))
         except KeyError as exc:
             name = exc.args[0]
             raise EvaluationError(
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
-        except ForeignArray as exc:  # a torch (jax, cupy) array given to the NumPy backend
-            if self._auto:
-                return self._twin(exc.library)(values)
-            arrays = [numeric(name, values[name]) for name in inputs]  # backend="numpy" was asked for
-        for i, name, pd in self._checks:  # the declared structure, on the data (never a silent wrong number)
-            check_symmetric(name, arrays[i], pd)
-        key = tuple(map(_shape_of, arrays))
-        last = self._last  # one read of an immutable pair: safe without the lock
-        if last is not None and last[0] == key:
-            program = last[1]
+        native = self._native
+        if native is not None and native(given):  # the backend's own arrays: nothing to convert
+            arrays = given
         else:
-            program = self._cached(key) or self._bind(dict(zip(self.inputs, key)))
-            self._last = (key, program)
+            try:
+                arrays = list(map(self._backend.convert, inputs, given))
+            except ForeignArray as exc:  # a torch (jax, cupy) array given to the NumPy backend
+                if self._auto:
+                    return self._twin(exc.library)(values)
+                arrays = [numeric(name, value) for name, value in zip(inputs, given)]  # backend="numpy" was asked
+            for i, name, pd in self._checks:  # the declared structure, on the data (never a silent wrong number)
+                check_symmetric(name, arrays[i], pd)
+        key = tuple(map(_shape_of, arrays))
+        last = self._last  # one read of an immutable triple: safe without the lock
+        if last is None or last[0] != key:
+            last = self._cached(key) or self._bound(dict(zip(self.inputs, key)))
+            self._last = last
+        _, program, call = last
         try:
-            results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
+            if call is not None:  # one compiled function: cast and packed inside
+                results = call(*arrays)
+                if arrays is given:  # the values went in as they are: their dtypes are the promoted ones
+                    return results if self._keys is None else dict(zip(self._keys, results))
+                results = (results,) if self._single else results
+            else:
+                results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
         except (RuntimeError, TypeError) as exc:
             named = mixed_dtypes_error(inputs, arrays, self.backend, exc)
             if named is None:
@@ -223,9 +258,7 @@ class CompiledFunction:
         if not program.fresh:
             results = self._backend.unalias(results, arrays)
         if not _one_dtype(arrays, results):  # float32 in, float32 out (see tenscalc.dtypes)
-            results = self._backend.cast(
-                results, promoted_dtype(map(values.__getitem__, inputs) if inputs else values.values())
-            )
+            results = self._backend.cast(results, promoted_dtype(given if inputs else values.values()))
         if self._keys is not None:
             return dict(zip(self._keys, results))
         return results[0] if self._single else results
@@ -254,6 +287,11 @@ class CompiledFunction:
         )
 
     def _bind(self, shapes: Mapping[str, tuple[int, ...]]) -> Program:
+        """The program bound to ``shapes`` (and cached for the calls with them)."""
+        return self._bound(shapes)[1]
+
+    def _bound(self, shapes: Mapping[str, tuple[int, ...]]) -> Bound:
+        """(key, program, whole call) bound to ``shapes``, cached for the calls with them."""
         for name, shape in shapes.items():
             order = self.orders[name]
             if len(shape) != order:
@@ -267,23 +305,29 @@ class CompiledFunction:
             # every step a number (NumPy): one straight-line float function, the program its fallback
             program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend, self.pd))
             logged.done(f"a {self._backend.name} program")
+        call = None
         if self.jit and (self._jit_request or len(program.ops) <= JIT_MAX_OPS):
-            program.whole = self._backend.whole_program(program.run_steps)
+            call = self._backend.whole_call(program.run_steps, self._slot_count, self._single)
+            if call is None:
+                program.whole = self._backend.whole_program(program.run_steps)
+            else:  # Program.run (and whoever calls it) runs the same compiled function
+                program.whole = _run_form(call, self._single)
         key = tuple(tuple(shapes[name]) for name in self.inputs)
+        bound = (key, program, call)
         with self._lock:
-            self._programs[key] = program
+            self._programs[key] = bound
             self._programs.move_to_end(key)
             while len(self._programs) > CACHE_SIZE:
                 self._programs.popitem(last=False)
-        return program
+        return bound
 
-    def _cached(self, key: tuple) -> Program | None:
-        """The program bound to ``key`` if cached, marked most recently used."""
+    def _cached(self, key: tuple) -> Bound | None:
+        """The (key, program, whole call) bound to ``key`` if cached, marked most recently used."""
         with self._lock:
-            program = self._programs.get(key)
-            if program is not None:
+            bound = self._programs.get(key)
+            if bound is not None:
                 self._programs.move_to_end(key)
-            return program
+            return bound
 
     # ---------------------------------------------------------------- cost
     def cost(self, shapes: Mapping[str, Any]) -> Cost:
@@ -315,9 +359,9 @@ class CompiledFunction:
                         f"the shape of '{name}' must be a tuple of lengths or an array, not {value!r}"
                     ) from None
         key = tuple(resolved[name] for name in self.inputs)
-        program = self._cached(key)
-        if program is not None:
-            return program.cost
+        bound = self._cached(key)
+        if bound is not None:
+            return bound[1].cost
         for name, shape in resolved.items():
             if len(shape) != self.orders[name]:
                 raise EvaluationError(

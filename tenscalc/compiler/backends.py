@@ -29,7 +29,7 @@ import opt_einsum
 
 from ..core.functions import FUNCTIONS
 from ..core.text import einsum_letters as letters
-from ..dtypes import cast_numpy, needs_cast, numpy_dtype
+from ..dtypes import cast_numpy, needs_cast, numpy_dtype, promoted_dtype
 from ..errors import EvaluationError, TensCalcWarning
 from ..linalg import lapack_dtype, numpy_det, numpy_inv
 
@@ -281,6 +281,22 @@ class Backend:
         reference) compiled as one function by the library's own compiler, or None
         where the library has none (the loop runs as it is)."""
         return None
+
+    def whole_call(
+        self, run: Callable[[Sequence[Any], Any], tuple[Any, ...]], slots: int, single: bool
+    ) -> Callable | None:
+        """The lean form of :meth:`whole_program`, or None where the backend has none: one
+        compiled function of every input in order (the first ``slots`` are ``run``'s inputs,
+        the others matter only by their dtype), whose results come already cast to the
+        inputs' promoted dtype (:meth:`cast`), as one array when ``single``, else a tuple.
+        A call then hands the arrays straight to it (see :meth:`native`)."""
+        return None
+
+    def native(self, arrays: Sequence[Any]) -> bool:
+        """Whether ``arrays`` (a call's values, in input order) are all the backend's own
+        arrays as :meth:`convert` returns them unchanged, with no warning due: the call may
+        skip converting them one by one.  Only backends that override it are asked."""
+        return False
 
     def cast(self, results: tuple[Any, ...], dtype: np.dtype | None) -> tuple[Any, ...]:
         """The results in ``dtype``, the inputs' promoted dtype (see :mod:`tenscalc.dtypes`):
@@ -671,6 +687,29 @@ class JaxBackend(Backend):
 
         return jax.jit(run)
 
+    def whole_call(self, run, slots, single):
+        # the inputs as jit's own positional arguments (a list and a dtype reference cost
+        # jit ~5 us more per call to flatten), and the dtype cast traced with the program:
+        # on a call, nothing is left in Python but the shape key and jit's own dispatch
+        import jax
+
+        cast = self.cast
+
+        def program(*arrays: Any) -> Any:
+            results = cast(run(arrays[:slots], arrays[0] if arrays else None), promoted_dtype(arrays))
+            return results[0] if single else results
+
+        return jax.jit(program)
+
+    def native(self, arrays):
+        array_type = self._array_type
+        for array in arrays:
+            if type(array) is not array_type:  # NumPy, numbers, tracers (jit of a caller): convert
+                return False
+        if JaxBackend.warned_x64 or self._config.jax_enable_x64:
+            return True
+        return not any(_downcast(array.dtype) for array in arrays)  # convert gives the warning
+
     def full(self, shape, value, like=None):
         import jax.numpy as jnp
 
@@ -690,7 +729,7 @@ class JaxBackend(Backend):
 
         if not jax.config.jax_enable_x64 and not JaxBackend.warned_x64:
             dtype = numpy_dtype(value)
-            if dtype is not None and (dtype.itemsize == 8 and dtype.kind in "fiub" or dtype == np.complex128):
+            if dtype is not None and _downcast(dtype):
                 JaxBackend.warned_x64 = True
                 warnings.warn(
                     f"backend 'jax' computes in float32: the value of '{name}' ({dtype}) was downcast because "
@@ -724,13 +763,30 @@ class JaxBackend(Backend):
 
         return jax_contraction(eq, shapes, path)
 
+    #: the type of a concrete JAX array, which :meth:`native` passes as it is (None: every
+    #: value is converted); ``jax.Array`` is its base, which tracers claim too
+    _array_type: type | None = None
+
     def load(self) -> None:
         super().load()
+        import jax
+
+        self._config = jax.config
+        try:
+            from jax._src.array import ArrayImpl
+        except ImportError:  # moved in another JAX release: calls convert each value, as before
+            return
+        self._array_type = ArrayImpl
 
     def namespace(self, x):
         import jax.numpy as jnp
 
         return jnp
+
+
+def _downcast(dtype: np.dtype) -> bool:
+    """Whether JAX without 64-bit mode holds a value of ``dtype`` in 32 bits."""
+    return dtype.itemsize == 8 and dtype.kind in "fiub" or dtype == np.complex128
 
 
 def _jax_dtype(like: Any) -> Any:

@@ -1,0 +1,239 @@
+"""The per-call path of ``backend="jax"`` jitted functions: JAX arrays go straight into one
+``jax.jit`` function (no conversion per input, no step loop, no cast in Python), and every
+other call (NumPy arrays, numbers, mixed dtypes, inputs read for their shape only, keys,
+positional values, threads) gives what the general path gives.
+
+The work per call is counted (calls of ``convert``, of the jitted function, of the traced
+step loop, of ``Program.run``), never timed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc.compiler.backends import JaxBackend
+from tenscalc.compiler.program import Program
+from tenscalc.errors import EvaluationError
+
+ORDERS = {"c": 0, "x": 1, "y": 1, "A": 2}
+#: c, y read as values; x only for its shape (the Hessian of c·|x|² is 2c times the identity)
+F = "c * sum(x.^2) + sum(y.^3) + y *(i,ij->j) A *(j,j->) x"
+
+
+@pytest.fixture(scope="module")
+def jnp(jax_numpy):
+    return jax_numpy
+
+
+def _exprs() -> list[tc.Expr]:
+    f = tc.parse(F, ORDERS)
+    return [f, tc.gradient(f, "y"), tc.hessian(f, "x")]
+
+
+def _values(n: int = 3, m: int = 4) -> dict[str, np.ndarray]:
+    r = np.random.default_rng(0)
+    return {"c": np.array(1.5), "x": r.standard_normal(m), "y": r.standard_normal(n), "A": r.standard_normal((n, m))}
+
+
+class Counter:
+    """Counts the calls of the functions it wraps (one count per name)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def wrap(self, name, fn):
+        self.counts.setdefault(name, 0)
+
+        def counted(*args, **kwargs):
+            self.counts[name] += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture
+def counted(monkeypatch, jnp):
+    """Counts ``convert``, ``Program.run``, the jitted function and its traces (the step loop
+    run in Python) of the functions compiled while it is active."""
+    counter = Counter()
+    monkeypatch.setattr(JaxBackend, "convert", counter.wrap("convert", JaxBackend.convert))
+    monkeypatch.setattr(Program, "run", counter.wrap("Program.run", Program.run))
+    whole_call = JaxBackend.whole_call
+
+    def counting_whole_call(self, run, slots, single):
+        return counter.wrap("jitted", whole_call(self, counter.wrap("traced", run), slots, single))
+
+    monkeypatch.setattr(JaxBackend, "whole_call", counting_whole_call)
+    return counter
+
+
+def test_jax_arrays_go_straight_into_one_jitted_function(counted, jnp):
+    exprs = _exprs()
+    compiled = tc.compile(exprs, backend="jax")
+    arrays = {name: jnp.asarray(value) for name, value in _values().items()}
+    first = compiled(arrays)
+    for _ in range(4):
+        got = compiled(arrays)
+    assert counted.counts == {"convert": 0, "Program.run": 0, "jitted": 5, "traced": 1}
+    for expr, a, b in zip(exprs, first, got):
+        assert type(b) is type(jnp.asarray(1.0))
+        np.testing.assert_allclose(np.asarray(b), tc.evaluate(expr, _values()), rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_numpy_values_are_converted_once_each_and_run_the_same_function(counted, jnp):
+    compiled = tc.compile(_exprs(), backend="jax")
+    values = _values()
+    compiled(values)
+    compiled({name: jnp.asarray(value) for name, value in values.items()})
+    # four inputs converted on the NumPy call only; one trace serves both calls (one dtype)
+    assert counted.counts == {"convert": 4, "Program.run": 0, "jitted": 2, "traced": 1}
+
+
+def test_a_new_dtype_or_shape_traces_anew(counted, jnp):
+    compiled = tc.compile(_exprs(), backend="jax")
+    for values in (_values(), _values(5, 2)):
+        for dtype in (jnp.float64, jnp.float32, jnp.float64):
+            compiled({name: jnp.asarray(value, dtype=dtype) for name, value in values.items()})
+    assert counted.counts["traced"] == 4 and counted.counts["jitted"] == 6 and counted.counts["convert"] == 0
+    assert len(compiled._programs) == 2
+
+
+def _dtypes_of(results) -> list[str]:
+    return [str(r.dtype) for r in results]
+
+
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        {"c": "float32", "x": "float32", "y": "float32", "A": "float32"},
+        {"c": "float32", "x": "float64", "y": "float32", "A": "float32"},  # x read for its shape only
+        {"c": "float64", "x": "float32", "y": "float32", "A": "float32"},
+        {"c": "float", "x": "float32", "y": "float32", "A": "float32"},  # a Python number: weak
+        {"c": "int", "x": "float32", "y": "float32", "A": "float32"},
+        {"c": "numpy", "x": "float32", "y": "float32", "A": "float32"},  # a NumPy float64 array
+        {"c": "complex64", "x": "float32", "y": "float32", "A": "float32"},
+    ],
+    ids=lambda d: "-".join(f"{k}:{v}" for k, v in d.items()),
+)
+def test_dtypes_as_the_general_path_gives_them(dtypes, jnp):
+    """The jitted call's dtypes and values against the op-by-op run (the general path)."""
+    values = _values()
+    given = {}
+    for name, dtype in dtypes.items():
+        if dtype == "float":
+            given[name] = float(values[name])
+        elif dtype == "int":
+            given[name] = 2
+        elif dtype == "numpy":
+            given[name] = values[name]
+        else:
+            given[name] = jnp.asarray(values[name], dtype=dtype)
+    exprs = _exprs()
+    jitted, eager = tc.compile(exprs, backend="jax"), tc.compile(exprs, backend="jax", jit=False)
+    got, expected = jitted(given), eager(given)
+    assert _dtypes_of(got) == _dtypes_of(expected)
+    # XLA fuses the single-precision parts in another order than the op-by-op run
+    tolerance = 1e-5 if any(d in ("float32", "complex64") for d in dtypes.values()) else 1e-12
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tolerance, atol=tolerance)
+
+
+def test_keys_single_and_positional_calls(jnp):
+    f = tc.parse(F, ORDERS)
+    values = {name: jnp.asarray(value) for name, value in _values().items()}
+    keyed = tc.compile({"zeta": f, "alpha": tc.gradient(f, "y")}, backend="jax")
+    got = keyed(values)
+    assert list(got) == ["zeta", "alpha"]  # the order given, not sorted
+    np.testing.assert_allclose(np.asarray(got["alpha"]), tc.evaluate(tc.gradient(f, "y"), _values()), rtol=1e-12)
+    single = tc.compile(f, backend="jax")
+    value = single(values)
+    assert value.shape == () and float(value) == pytest.approx(float(tc.evaluate(f, _values())), rel=1e-12)
+    g = tc.parse("sum(x.^2)", ORDERS)
+    x = jnp.asarray(_values()["x"])
+    gradient = tc.compile(tc.gradient(g, "x"), backend="jax")
+    np.testing.assert_allclose(np.asarray(gradient(x)), 2 * np.asarray(x), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gradient(x=x)), 2 * np.asarray(x), rtol=1e-12)
+
+
+def test_bad_calls_are_refused_as_before(jnp):
+    compiled = tc.compile(_exprs(), backend="jax")
+    values = {name: jnp.asarray(value) for name, value in _values().items()}
+    compiled(values)  # bound and jitted: the refusals below come after a fast call
+    with pytest.raises(EvaluationError, match="no value given for variable 'A'"):
+        compiled({name: value for name, value in values.items() if name != "A"})
+    with pytest.raises(EvaluationError, match="'y' is declared with order 1 but the array given has 2 axes"):
+        compiled({**values, "y": jnp.ones((3, 1))})
+    with pytest.raises(EvaluationError, match="pass them by name"):
+        compiled(values["x"])
+    with pytest.raises(EvaluationError):  # y of 3 against A of 3 x 4 read as 5 x 4
+        compiled({**values, "y": jnp.ones(5)})
+
+
+def test_threads_with_alternating_shapes(jnp):
+    compiled = tc.compile(_exprs(), backend="jax")
+    cases = [_values(), _values(5, 2), _values(2, 6)]
+    expected = [[tc.evaluate(e, v) for e in _exprs()] for v in cases]
+    arrays = [{name: jnp.asarray(value) for name, value in v.items()} for v in cases]
+    failures: list[str] = []
+
+    def work(offset: int) -> None:
+        for i in range(30):
+            k = (i + offset) % len(cases)
+            for got, want in zip(compiled(arrays[k]), expected[k]):
+                if not np.allclose(np.asarray(got), want, rtol=1e-10, atol=1e-12):
+                    failures.append(f"case {k}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_program_run_runs_the_same_jitted_function(counted, jnp):
+    """``Program.run`` (the loop's callers, ``Program.whole``) reaches the one jitted function."""
+    compiled = tc.compile(_exprs(), backend="jax")
+    values = {name: jnp.asarray(value) for name, value in _values().items()}
+    expected = compiled(values)
+    program = compiled._last[1]
+    arrays = [values[name] for name in compiled.inputs]
+    got = program.run(arrays[: compiled._slot_count], arrays[0])
+    assert counted.counts["traced"] == 1 and counted.counts["jitted"] == 2
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_without_x64_jax_arrays_pass_and_float64_is_still_warned():
+    """JAX's default (x64 off), in a fresh process: float32 JAX arrays are not converted; a
+    float64 JAX array (made while x64 was on) is converted, with the downcast warning."""
+    code = (
+        "import warnings, numpy as np, jax, jax.numpy as jnp, tenscalc as tc\n"
+        "from tenscalc.compiler.backends import JaxBackend\n"
+        "jax.config.update('jax_enable_x64', True)\n"
+        "wide = jnp.ones(3)\n"
+        "jax.config.update('jax_enable_x64', False)\n"
+        "calls = []\n"
+        "convert = JaxBackend.convert\n"
+        "JaxBackend.convert = lambda self, n, v: calls.append(n) or convert(self, n, v)\n"
+        "f = tc.parse('sum(x.^2)', {'x': 1})\n"
+        "run = tc.compile([f, tc.gradient(f, 'x')], backend='jax')\n"
+        "value, grad = run(x=jnp.ones(3))\n"
+        "assert calls == [] and str(grad.dtype) == 'float32', (calls, grad.dtype)\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    value, grad = run(x=wide)\n"
+        "assert calls == ['x'] and str(grad.dtype) == 'float32', (calls, grad.dtype)\n"
+        "assert any('downcast' in str(w.message) for w in caught), [str(w.message) for w in caught]\n"
+        "print('ok')\n"
+    )
+    pytest.importorskip("jax")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
