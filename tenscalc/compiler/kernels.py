@@ -477,19 +477,31 @@ def gram_contraction(
         d = None
         for m in lines:
             d = arrays[m] if d is None else d * arrays[m]
-        if d is None:
-            gram = x.T @ x
-            return gram if scale == 1.0 else gram * scale
-        if scale != 1.0:
-            d = d * scale
-        if d.size == 0 or d.min() >= 0:  # an empty batch: min() of nothing raises
-            b = x * np.sqrt(d)[:, None]
-            return b.T @ b
-        if d.max() <= 0:
-            b = x * np.sqrt(-d)[:, None]
-            gram = b.T @ b
-            np.negative(gram, out=gram)
-            return gram
-        return (x * d[:, None]).T @ x
+        return gram(x, d, scale)
 
     return run
+
+
+#: ``scale * xᵀ diag(d) x``: the Gram kernel's one text, run here and written into the
+#: modules ``tc.to_python(shapes=)`` generates (:mod:`.source`)
+GRAM_SOURCE = '''
+def _gram(x, d, scale):
+    """``scale * xᵀ diag(d) x`` (``d`` None: ``xᵀ x``); through ``bᵀ b`` when ``d`` has one sign."""
+    if d is None:
+        gram = x.T @ x
+        return gram if scale == 1.0 else gram * scale
+    if scale != 1.0:
+        d = d * scale
+    if d.size == 0 or d.min() >= 0:  # an empty batch: min() of nothing raises
+        b = x * _np.sqrt(d)[:, None]
+        return b.T @ b
+    if d.max() <= 0:
+        b = x * _np.sqrt(-d)[:, None]
+        gram = b.T @ b
+        _np.negative(gram, out=gram)
+        return gram
+    return (x * d[:, None]).T @ x
+'''
+_namespace: dict = {"_np": np}
+exec(compile(GRAM_SOURCE, "<tenscalc gram>", "exec"), _namespace)  # noqa: S102 - the text above
+gram: Callable[[np.ndarray, np.ndarray | None, float], np.ndarray] = _namespace["_gram"]

@@ -39,7 +39,7 @@ from .generated import (
     python_names,
     signature,
 )
-from .kernels import ContractionLayout, GramPattern, PairLayout, is_identity_permutation
+from .kernels import GRAM_SOURCE, ContractionLayout, GramPattern, PairLayout, is_identity_permutation
 from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Step, Term
@@ -76,24 +76,7 @@ def _add_embedded(x, part, key, coef, shape):
     x[key] += part if coef == 1 else coef * part
     return x
 ''',
-    "_gram": '''
-def _gram(x, d, scale):
-    """``scale * xᵀ diag(d) x`` (``d`` None: ``xᵀ x``); through ``bᵀ b`` when ``d`` has one sign."""
-    if d is None:
-        gram = x.T @ x
-        return gram if scale == 1.0 else gram * scale
-    if scale != 1.0:
-        d = d * scale
-    if d.size == 0 or d.min() >= 0:  # an empty batch: min() of nothing raises
-        b = x * _np.sqrt(d)[:, None]
-        return b.T @ b
-    if d.max() <= 0:
-        b = x * _np.sqrt(-d)[:, None]
-        gram = b.T @ b
-        _np.negative(gram, out=gram)
-        return gram
-    return (x * d[:, None]).T @ x
-''',
+    "_gram": GRAM_SOURCE,  # the Gram kernel's own text (.kernels)
     "_lapack": LAPACK_HELPER,
     # banded steps (:mod:`.banded`): a slot holds a tuple of band values, numbers or vectors
     "_stretch": '''

@@ -84,6 +84,8 @@ def test_source_writes_the_binders_own_records(name):
     made, written = _bound_and_written(name)
     assert written, "the writer wrote einsum terms"
     assert all(id(record) in made for record in written), [r.eq for r in written if id(r) not in made]
+    # and every record the binder bound is written: no term of the program is left out
+    assert {id(record) for record in written} == set(made)
 
 
 def test_the_gram_hessian_is_written_from_the_binders_gram_record():
