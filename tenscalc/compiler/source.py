@@ -231,6 +231,8 @@ class ProgramSource:
         elif op.slot in self.tiled and self.tiled[op.slot].shape == bound.shape:
             self._tiles(op.slot, name)
             return
+        elif op.kind == "accumulate":  # the binder adds this sum's terms into one buffer
+            text = self._accumulate(cast("tuple[Term, ...]", bound.step.data), bound.shape)
         else:
             # the binder hands an output out as it is where it is neither a core nor a view
             is_output = op.slot in self.plan.outputs and bound.pattern is None
@@ -391,10 +393,7 @@ class ProgramSource:
         return text
 
     def _product(self, step: Step, shape, is_output: bool) -> str:
-        terms = cast("tuple[Term, ...]", step.data)
-        if len(terms) > 1 and len(shape) >= 2:
-            if any(not isinstance(part, Dense) for part in parts(terms, shape)):
-                return self._accumulate(terms, shape)
+        terms = cast("tuple[Term, ...]", step.data)  # a sum the binder adds term by term (else: _accumulate)
         return " + ".join(self._term(term, shape) for term in terms)
 
     def _accumulate(self, terms: Sequence[Term], shape: tuple[int, ...]) -> str:
