@@ -12,6 +12,18 @@ proportion to its operands and its result is named in ``flagged``.  This is
 what the cheap-gradient tests check: the gradient of an O(N) function must be
 O(N), with no N×N array anywhere.
 
+The conventions, checked against the arithmetic a call performs (the tests count the
+NumPy calls of ``tc.compile``'s loop, its fused function and the ``tc.to_python(...,
+shapes=)`` module, and find the three equal): a pairwise contraction that sums a
+letter costs two flops per multiply-add (opt_einsum's), a broadcast product or an
+elementwise step one per entry written, a sum of an array's entries two per entry
+(a contraction to opt_einsum; NumPy reads each entry once), building a result one
+per entry (a dense Hessian written from bands included, so the model exceeds the
+arithmetic there: 40x for the chained Rosenbrock Hessian at n = 1,000), ``n^3`` per
+inverse or determinant.  ``multiplications`` bounds the multiply-adds of the
+contraction calls made; the counted arithmetic stays within 1.25x ``flops`` (1.2x
+where a sum's buffer is first filled by a multiplication by 1.0).
+
 >>> import tenscalc as tc
 >>> f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
 >>> c = tc.compile(f).cost({"x": (100,), "A": (100, 100)})

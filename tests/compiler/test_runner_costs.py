@@ -193,19 +193,31 @@ def test_generated_module_counts_like_compile_at_scale(name):
         assert generated.total(kind) == loop.total(kind), (kind, generated.total(kind), loop.total(kind))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_counted_contractions_are_within_the_cost_model(name):
+#: the counted arithmetic (2 per multiply-add, 1 per entry written or read) may exceed the
+#: model's flops by this factor: the quadratic's Hessian A + Aᵀ is copied into its buffer
+#: by a multiply by 1.0 and then added to (2 n² counted, n² modelled: 1.17x at n = 4,
+#: 1.20x at n = 300), the Gram form takes a min and square roots of its weights (1.015x)
+UNDERESTIMATE = 1.25
+
+
+@pytest.mark.parametrize(
+    "name, shapes", [(name, None) for name in NAMES] + [(name, shapes) for name, shapes in AT_SCALE.items()]
+)
+def test_counted_arithmetic_is_within_the_cost_model(name, shapes):
     """``cost().multiplications`` counts every multiplication of a contraction path (and
     scalings and squares), ``cost().flops`` two per multiply-add (opt_einsum's
     convention): the multiply-adds the calls make are within both, for compile and for
-    the generated module."""
-    exprs, values = _values(name)
+    the generated module; and the whole counted arithmetic is at most
+    ``UNDERESTIMATE`` times the model's flops (it is often far less: the model counts
+    every entry of a result constructed, an n x n Hessian of bands included)."""
+    exprs, values = _values(name) if shapes is None else (CORPUS[name][0](), _random(shapes))
     cost = tc.compile(exprs).cost({name: np.shape(value) for name, value in values.items()})
     tallies = {"compile": compile_counts(exprs, values)["loop"][0]}
     tallies["to_python(shapes=)"] = source_counts(exprs, values)[0]
     for form, tally in tallies.items():
         assert tally.contraction <= cost.multiplications, (form, tally.contraction, cost.multiplications)
         assert 2 * tally.contraction + tally.linalg <= cost.flops, (form, tally.flops, cost.flops)
+        assert tally.flops <= UNDERESTIMATE * cost.flops, (form, tally.flops, cost.flops)
 
 
 # ---------------------------------------------------------------- growth with n
