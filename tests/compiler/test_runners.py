@@ -191,8 +191,12 @@ MEMORY = {
     "extended Rosenbrock (tiles)": {"x": (1000,)},
     "chained Rosenbrock (slices, banded Hessian)": {"x": (1000,)},
 }
-#: the generated module may allocate this much more than compile (factor, and bytes)
-MEMORY_FACTOR, MEMORY_SLACK = 1.5, 256 * 1024
+#: the generated module may allocate this much more than compile (factor, and bytes): it is
+#: the bound program op by op, with its releases (measured: within 0.2% on these cases; the
+#: mlp's was 3% over before the shared pairs were written once)
+MEMORY_FACTOR, MEMORY_SLACK = 1.02, 256 * 1024
+#: compile's call may allocate this much more than the cost model's peak (factor)
+COST_FACTOR = 1.5
 
 
 @pytest.mark.parametrize("name", list(MEMORY))
@@ -211,7 +215,7 @@ def test_generated_module_peaks_like_compile(name):
     assert theirs <= MEMORY_FACTOR * ours + MEMORY_SLACK, message
     # the cost model's peak (entries, inputs excluded) bounds what the call allocated, within the same slack
     cost = compiled.cost(shapes)
-    assert ours <= 8 * cost.peak_memory * MEMORY_FACTOR + MEMORY_SLACK, (ours, cost.peak_memory)
+    assert ours <= 8 * cost.peak_memory * COST_FACTOR + MEMORY_SLACK, (ours, cost.peak_memory)
 
 
 @pytest.mark.parametrize("name", ["chained Rosenbrock (slices, banded Hessian)", "extended Rosenbrock (tiles)"])
