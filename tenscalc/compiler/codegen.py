@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..adjugate import ADJUGATE_SOURCE
 from ..core.axes import AxisGraph, axis_graph
@@ -45,21 +45,56 @@ from .generated import (
     signature,
 )
 from .numpy_names import numpy_call
+from .program import DP_MAX_OPERANDS, PROPORTION
 
-#: the generic code's contraction: opt_einsum's path searched once per spec and
-#: shapes, as tc.compile does (a search per call costs more than small contractions)
-CACHED_CONTRACT = '''_expressions = {}
+#: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
+#: opt_einsum's ``auto``, or a ``dp``/``greedy`` path of fewer flops where ``auto`` would build
+#: an intermediate far larger than the operands and the result, as ``branch-2`` does on a
+#: 3-layer network's HVP), searched once per spec and shapes, as tc.compile does
+CACHED_CONTRACT = f'''_expressions = {{}}
+
+
+def _path(spec, shapes):
+    """opt_einsum's ``auto`` path; from 4 operands its ``dp`` path ({DP_MAX_OPERANDS} operands at most,
+    else ``greedy``) where that has fewer flops or ``auto`` builds an intermediate over {PROPORTION}
+    times the largest operand or result."""
+    auto = _contract_path(spec, *shapes, shapes=True, optimize="auto")
+    if _len(shapes) < 4:
+        return auto[0]
+    other = _DynamicProgramming(minimize="combo") if _len(shapes) <= {DP_MAX_OPERANDS} else "greedy"
+    candidates = [auto, _contract_path(spec, *shapes, shapes=True, optimize=other)]
+    sizes = auto[1].size_dict
+    largest = 1
+    for letter in spec.split("->")[1]:
+        largest *= sizes[letter]
+    for shape in shapes:
+        size = 1
+        for n in shape:
+            size *= n
+        largest = max(largest, size)
+
+    def key(candidate):
+        info = candidate[1]
+        return (info.largest_intermediate > {PROPORTION} * largest, float(info.opt_cost), info.largest_intermediate)
+
+    return min(candidates, key=key)[0]
 
 
 def _contract(spec, *operands):
-    """opt_einsum's contract, its path searched once per spec and shapes (512 kept)."""
+    """opt_einsum's contract along :func:`_path`'s path, searched once per spec and shapes (512 kept)."""
     key = (spec, *[operand.shape for operand in operands])
     expression = _expressions.get(key)
     if expression is None:
         if _len(_expressions) >= 512:
             _expressions.clear()
-        expression = _expressions[key] = _contract_expression(spec, *key[1:])
+        path = _path(spec, key[1:])
+        expression = _expressions[key] = _contract_expression(spec, *key[1:], optimize=path)
     return expression(*operands)'''
+CONTRACT_IMPORTS = (
+    "from opt_einsum import DynamicProgramming as _DynamicProgramming\n"
+    "from opt_einsum import contract_expression as _contract_expression\n"
+    "from opt_einsum import contract_path as _contract_path"
+)
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
 
 
@@ -120,6 +155,7 @@ class _Writer:
         self.orders: dict[str, int] = {}
         self.checks: list[tuple[str, str]] = []
         self.names: dict[str, str] = {}  # variable -> its Python name (a keyword renamed)
+        self.helpers: set[str] = set()  # helper functions the module defines (.source.HELPERS)
 
     # -- sizes -------------------------------------------------------------------------
     def bind_sizes(self) -> list[str]:
@@ -375,7 +411,7 @@ class _Writer:
         body.extend(with_releases(lines, keep=keep))
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         head, *reads = signature(self.name, names)
-        imports = ["import numpy as _np", "from opt_einsum import contract_expression as _contract_expression"]
+        imports = ["import numpy as _np", CONTRACT_IMPORTS]
         # a variable or the function may be named ValueError, len or range: the code uses private aliases
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):
@@ -388,10 +424,316 @@ class _Writer:
             imports += [CHOLESKY_HELPER.rstrip()]
         if "_adjugate(" in "\n".join(body):
             imports += ["", ADJUGATE_SOURCE.rstrip()]
+        if self.helpers:
+            from .source import HELPERS  # the same helpers to_python(shapes=) writes
+
+            helpers = {**HELPERS, "_add_parts": PARTS_HELPER, "_sum": SUM_HELPER}
+            imports += [helpers[helper].rstrip() for helper in sorted(self.helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
         return "\n".join(lines) + "\n"
 
+
+#: the plan writer's sum of embedded parts and diagonals (one buffer, no copy per part)
+PARTS_HELPER = '''
+def _add_parts(x, fresh, shape, parts):
+    """``x`` (broadcast to ``shape``) plus, in order, each ``coef * part`` written at its basic
+    index ``key`` and each ``coef`` on its diagonal (``part`` None, ``key`` the einsum reading
+    it); added into ``x`` itself where it is an array of the sum just made (``fresh``), of the
+    shape and dtype of the sum, else into one copy."""
+    dtype = _np.result_type(x, *[part for part, _, _ in parts if part is not None], 0.0)
+    if not (fresh and _np.shape(x) == shape and x.dtype == dtype):
+        x = _np.array(_np.broadcast_to(x, shape), dtype=dtype)
+    for part, key, coef in parts:
+        if part is None:
+            _np.einsum(key, x)[...] += coef
+        elif coef == 1.0:
+            x[key] += part
+        else:
+            x[key] += coef * part
+    return x'''
+
+
+#: the plan writer's sum of arrays: one buffer, as the compiled program adds into one
+SUM_HELPER = '''
+def _sum(parts):
+    """The sum of ``coef * x`` over ``parts``, in order, added into the first array it makes
+    (a new one where NumPy's promotion of a later summand needs it: complex after real)."""
+    acc, fresh = None, False
+    for coef, x in parts:
+        if acc is None:
+            acc = x if coef == 1.0 else (-x if coef == -1.0 else coef * x)
+            fresh = coef != 1.0
+        elif fresh and _np.shape(x) == acc.shape and _np.result_type(acc, x) == acc.dtype:
+            if coef == 1.0:
+                acc += x
+            elif coef == -1.0:
+                acc -= x
+            else:
+                acc += coef * x
+        else:
+            acc = acc + x if coef == 1.0 else (acc - x if coef == -1.0 else acc + coef * x)
+            fresh = True
+    return acc'''
+
+
+class _PlanDecline(Exception):
+    """A step the plan writer does not write: the DAG walker writes the function."""
+
+
+class _PlanWriter(_Writer):
+    """Writes the compiler's shape-free plan (:func:`.plan.build_plan`): one statement per
+    plan step, in the plan's order, with the plan's decisions (products fused into one
+    einsum per term, deltas absorbed into letters, shared subexpressions computed once)
+    and its liveness (a slot is deleted after its last reader, as the compiled program
+    releases it).  Lengths are read from the arguments (``x.shape[k]``) as the DAG
+    walker reads them; a constant-only step is written by the walker's rules."""
+
+    def __init__(self, roots: list[Expr], name: str, declared: Declared | None = None):
+        super().__init__(roots, name, declared)
+        from .plan import build_plan
+
+        self.plan = build_plan(roots)
+        self.slots: dict[int, _Value] = {}
+        self.constant_slots: set[int] = set()
+        #: whether the step being written may be a view of a slot (a slice, a relabelling)
+        self.view = False
+
+    def write(self) -> list[_Value]:
+        plan = self.plan
+        outputs = set(plan.outputs)
+        for step in plan.steps:
+            shape = self._node_shape(step.node)
+            if step.kind == "input":
+                self.slots[step.index] = _Value(self.names[str(step.data)], False, shape)
+                continue
+            rule = PLAN_RULES.get(step.kind)
+            if rule is None:  # pragma: no cover - every plan step kind has a rule
+                raise _PlanDecline(step.kind)
+            self.view = step.kind == "slice"
+            text = rule(self, step, shape)
+            name = f"_s{step.index}"
+            if self.view and step.index in outputs:
+                text = f"_np.array({text})"  # a view of an argument: the caller's result is its own
+            self.lines.append(f"{name} = {text}")
+            self.slots[step.index] = _Value(name, False, shape)
+            dead = [f"_s{slot}" for slot in plan.release[step.index] if plan.steps[slot].kind != "input"]
+            dead = [name for name in dead if int(name[2:]) not in outputs]
+            if dead:
+                self.lines.append("del " + ", ".join(dead))
+        return [self.slots[slot] for slot in plan.outputs]
+
+    def _node_shape(self, node: Expr) -> tuple[str | None, ...]:
+        graph = self.graphs.get(node)
+        if graph is None:  # pragma: no cover - every plan node is a node of the roots
+            raise _PlanDecline("a node outside the expressions")
+        return self._shape(graph, graph.classes(node))
+
+    def _walk(self, node: Expr) -> _Value:
+        """A constant-only node's value by the walker's rules (a scalar stands for a tensor)."""
+        for sub in topological([node]):
+            if sub not in self.values:
+                graph = self.graphs[sub]
+                kids = [self.values[child] for child in sub.children]
+                self.values[sub] = self.build(sub, kids, self._shape(graph, graph.classes(sub)))
+        return self.values[node]
+
+    def _read(self, slot: int) -> str:
+        return self.slots[slot].text
+
+    def _helper(self, name: str) -> None:
+        self.helpers.add(name)
+
+    # -- steps -------------------------------------------------------------------------
+    def _plan_constant(self, step, shape) -> str:
+        self.constant_slots.add(step.index)
+        node = step.node
+        value = self._walk(node)
+        return self.full(node, value) if node.order > 0 else value.text
+
+    def _plan_func(self, step, shape) -> str:
+        return numpy_call(str(step.data), self._read(step.args[0]))
+
+    def _plan_pow(self, step, shape) -> str:
+        base = self._read(step.args[0])
+        if step.args[0] in self.constant_slots and not self.plan.steps[step.args[0]].node.order:
+            base = f"_np.float64({base})"  # a Python number: as NumPy's, 1 / 0 is inf
+        if len(step.args) == 2:
+            return f"_np.power({base}, {self._read(step.args[1])})"
+        e = step.data
+        if e == 2:
+            return f"{base} * {base}"
+        if e == -1:
+            return f"1.0 / {base}"
+        return f"_np.power({base}, {_literal(cast(float, e))})"
+
+    def _plan_inv(self, step, shape) -> str:
+        return f"_lapack(_np.linalg.inv, {self._read(step.args[0])})"
+
+    def _plan_det(self, step, shape) -> str:
+        return f"_lapack(_np.linalg.det, {self._read(step.args[0])})"
+
+    def _plan_adj(self, step, shape) -> str:
+        return f"_lapack(lambda _m: _adjugate(_m, {int(cast(int, step.data))}), {self._read(step.args[0])})"
+
+    def _plan_slice(self, step, shape) -> str:
+        return f"{self._read(step.args[0])}[{_index_text(step.data)}]"
+
+    def _plan_embed(self, step, shape) -> str:
+        items, _dims = cast(tuple, step.data)
+        self._helper("_embed")
+        return f"_embed({self._read(step.args[0])}, _np.s_[{_index_text(items)}], {_shape_text(step.node, shape)})"
+
+    def _plan_add(self, step, shape) -> str:
+        items = step.data
+        slots = {self._read(item.slot) for item in items if item.kind == "slot"}
+        parts: list[str] = []
+        scalar = 0.0
+        for item in items:
+            if item.kind == "slot":
+                coef, text = item.coef, self._read(item.slot)
+                term = text if abs(coef) == 1 else f"{_literal(float(abs(coef)))} * {_operand(text)}"
+                if not parts:
+                    parts.append(term if coef > 0 else f"-{_operand(term)}")
+                else:
+                    parts.append(f" + {term}" if coef > 0 else f" - {_operand(term)}")
+            elif item.kind == "scalar" or (item.kind == "delta" and item.n == 0):
+                scalar += item.coef
+        text = "".join(parts)
+        arrays = [item for item in items if item.kind == "slot"]
+        if shape and len(arrays) >= 2:  # one buffer, each summand added into it (no temporary per +)
+            self._helper("_sum")
+            pairs = [f"({_literal(float(item.coef))}, {self._read(item.slot)})" for item in arrays]
+            if scalar != 0:
+                pairs.append(f"(1.0, {_literal(scalar)})")
+            text, scalar = f"_sum(({''.join(p + ', ' for p in pairs)}))", 0.0
+        if scalar != 0 and text:
+            text += f" + {_literal(scalar)}" if scalar > 0 else f" - {_literal(-scalar)}"
+        elif not text:
+            text = f"_np.full({_shape_text(step.node, shape)}, {_literal(scalar)}, dtype=_dtype)" if shape else ""
+            text = text or _literal(scalar)
+        # the embedded parts and diagonals, added into one buffer in the summands' order
+        extras = []
+        for item in items:
+            coef = _literal(float(item.coef))
+            if item.kind == "delta" and item.n > 0:
+                eq = _letters(tuple(range(item.n)) * 2) + "->" + _letters(tuple(range(item.n)))
+                extras.append(f"(None, {eq!r}, {coef})")
+            elif item.kind == "embed":
+                extras.append(f"({self._read(item.slot)}, _np.s_[{_index_text(item.items)}], {coef})")
+        if not extras:
+            self.view = text in slots  # x + 0
+            return text
+        self._helper("_add_parts")
+        fresh = text not in slots and bool(shape)  # an array this statement makes: added into in place
+        return f"_add_parts({text}, {fresh}, {_shape_text(step.node, shape)}, ({''.join(e + ', ' for e in extras)}))"
+
+    def _plan_product(self, step, shape) -> str:
+        return " + ".join(self._plan_term(term, step.node, shape) for term in step.data)
+
+    def _plan_term(self, term, node: Expr, shape: tuple[str | None, ...]) -> str:
+        out = term.out
+        if term.factor == 0:  # zero even against inf or nan, as in evaluate and compile
+            return f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)" if shape else "0.0"
+        operands: list[tuple[str, tuple[int, ...]]] = [(self._read(slot), spec) for slot, spec in term.operands]
+        after: list[str] = []  # order-0 constants: multiplied into the result after the contraction
+        for constant, spec in term.constants:
+            value = self._walk(constant)
+            if not spec:
+                after.append(_operand(value.text))
+            elif len(spec) == constant.order:
+                operands.append((self.full(constant, value), spec))
+            else:  # pragma: no cover - a constant read at a shape not its own
+                raise _PlanDecline("a constant read at another shape")
+        present = {letter for _, spec in operands for letter in spec}
+        factor = [_literal(float(term.factor))] if term.factor != 1 else []
+        for letter, (ref, original) in dict(term.refs).items():  # lengths summed over constants only
+            if letter not in present and letter not in out:
+                factor.append(self._letter_length(ref, original))
+        unique = tuple(dict.fromkeys(out))
+        if not operands:
+            text = " * ".join([*factor, *after]) or "1.0"
+            if unique:
+                text = f"_np.full({self._letters_shape(unique, out, node, shape)}, {text}, dtype=_dtype)"
+        else:
+            text = self._contraction(operands, unique)
+            if factor or after:
+                text = " * ".join([text, *factor, *after])
+            target = tuple(letter for letter in unique if letter in present)
+            if len(target) != len(unique):  # output letters no operand has: broadcast
+                index = ", ".join(":" if letter in present else "None" for letter in unique)
+                text = (
+                    f"_np.broadcast_to(_np.asarray({text})[{index}], {self._letters_shape(unique, out, node, shape)})"
+                )
+        if len(unique) != len(out):  # repeated output letters: the core written on a diagonal
+            self._helper("_write_diagonal")
+            names = _canonical_letters(out)
+            eq = _letters(names) + "->" + _letters(tuple(dict.fromkeys(names)))
+            text = f"_write_diagonal({text}, {eq!r}, {_shape_text(node, shape)})"
+        return text
+
+    def _contraction(self, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...]) -> str:
+        """The plan's einsum of the operands (diagonals read first) giving the output's
+        letters that some operand has."""
+        names: dict[int, int] = {}
+        for _, spec in operands:
+            for letter in spec:
+                names.setdefault(letter, len(names))
+        present = set(names)
+        target = [names[letter] for letter in unique if letter in present]
+        texts, specs = [], []
+        for text, spec in operands:
+            renamed = tuple(names[letter] for letter in spec)
+            distinct = tuple(dict.fromkeys(renamed))
+            if len(distinct) != len(renamed):
+                text = f"_np.einsum({_letters(renamed) + '->' + _letters(distinct)!r}, {text})"
+            texts.append(text)
+            specs.append(distinct)
+        if len(texts) == 1 and set(specs[0]) == set(target):
+            self.view = True  # a relabelling: NumPy may hand out a view of the operand
+            if list(specs[0]) == target:
+                return texts[0]  # nothing to contract
+        eq = ",".join(_letters(spec) for spec in specs) + "->" + _letters(tuple(target))
+        return f'_contract("{eq}", {", ".join(texts)})'
+
+    def _letters_shape(self, unique, out, node: Expr, shape) -> str:
+        """The shape text of the output's distinct letters (each one's first axis)."""
+        lengths = tuple(shape[out.index(letter)] for letter in unique)
+        return _shape_text(node, lengths)
+
+    def _letter_length(self, ref: Expr, original: int) -> str:
+        """The length of letter ``original`` of product ``ref`` (a summed letter no operand has)."""
+        graph = self.graphs.get(ref)
+        slots = graph.letter_slots.get(ref) if graph is not None else None
+        if graph is None or slots is None or original not in slots:
+            raise _PlanDecline("a letter the axis graph does not size")
+        text = self.sources[id(graph)].get(graph.find(slots[original]))
+        if text is None:
+            raise TensCalcError(
+                "cannot tell the length of a summed index that only constants carry: no variable fixes it"
+            )
+        return text
+
+
+def _canonical_letters(spec: tuple[int, ...]) -> tuple[int, ...]:
+    """``spec`` renamed in order of first appearance (letters within the einsum alphabet)."""
+    names: dict[int, int] = {}
+    return tuple(names.setdefault(letter, len(names)) for letter in spec)
+
+
+#: plan step kind -> the plan writer's method giving the step's statement (``input``: none)
+PLAN_RULES: dict[str, Callable[[_PlanWriter, Any, tuple[str | None, ...]], str]] = {
+    "constant": _PlanWriter._plan_constant,
+    "product": _PlanWriter._plan_product,
+    "add": _PlanWriter._plan_add,
+    "func": _PlanWriter._plan_func,
+    "pow": _PlanWriter._plan_pow,
+    "inv": _PlanWriter._plan_inv,
+    "det": _PlanWriter._plan_det,
+    "adj": _PlanWriter._plan_adj,
+    "slice": _PlanWriter._plan_slice,
+    "embed": _PlanWriter._plan_embed,
+}
 
 _TEMP = re.compile(r"\b_t\d+\b")
 
@@ -585,7 +927,17 @@ def to_python(
         header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
         words = {n: "positive definite (pd)" if n in structure.pd else "symmetric" for n in structure.symmetric}
         return program_source(roots, name, shapes, single, header, words, structure.pd)
+    header = _describe(roots, name, single)
+    if not structure.pd:  # the plan's steps (the inv and det of a pd input read a factor: the walker's)
+        planned = _PlanWriter(roots, name, structure)
+        params = planned.bind_sizes()
+        try:
+            results = planned.write()
+        except _PlanDecline:  # pragma: no cover - every plan step kind has a rule
+            pass
+        else:
+            return planned.source(params, results, single, header)
     writer = _Writer(roots, name, structure)
     params = writer.bind_sizes()
     results = writer.write()
-    return writer.source(params, results, single, _describe(roots, name, single))
+    return writer.source(params, results, single, header)
