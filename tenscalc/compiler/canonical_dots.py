@@ -86,13 +86,42 @@ def _pair(a: Any, sa: str, b: Any, sb: str, result: str, sizes: dict[str, int]) 
     right = _laid(b, sb, batch + summed + free_b, lax)
     n_batch, n_summed = (math.prod(sizes[x] for x in letters) for letters in (batch, summed))
     n_a, n_b = math.prod(sizes[x] for x in free_a), math.prod(sizes[x] for x in free_b)
-    product = jnp.matmul(left.reshape(n_batch, n_a, n_summed), right.reshape(n_batch, n_summed, n_b))
+    right = right.reshape(n_batch, n_summed, n_b)
+    columns = _padded_columns(n_a, n_b)
+    if columns > n_b:  # zero columns appended (in the operand's producer) and cut off the result
+        right = jnp.pad(right, ((0, 0), (0, 0), (0, columns - n_b)))
+    product = jnp.matmul(left.reshape(n_batch, n_a, n_summed), right)
+    if columns > n_b:
+        product = product[:, :, :n_b]
     got = batch + free_a + free_b
     product = product.reshape(tuple(sizes[x] for x in got))
     if got == result:
         return product
     # the dot's own layout kept: a transpose folded into it would make it non-canonical again
     return jnp.transpose(lax.optimization_barrier(product), tuple(got.index(x) for x in result))
+
+
+#: XLA's CPU GEMM kernels (XNNPACK's) compute 8 result columns at a time (AVX-512: 8
+#: doubles a register); a remainder of columns takes a far slower path.  On one core,
+#: [1000,200] @ [200,n] in float64 takes as long for n = 10 as for n = 20 and 1.4x n = 16
+#: (the tall Jacobian's last product, 1000x10); float32 alike.  Zero columns up to the
+#: next multiple are cheaper than the remainder where the result has many rows.
+COLUMN_TILE = 8
+#: the fewest result rows (left free entries) for which the padding pays
+PAD_MIN_ROWS = 128
+#: no padding from this many columns on: the remainder is a small part of the work
+PAD_MAX_COLUMNS = 64
+
+
+def _padded_columns(rows: int, columns: int) -> int:
+    """The number of columns to compute a ``rows`` x ``columns`` product with.
+
+    >>> _padded_columns(1000, 10), _padded_columns(1000, 16), _padded_columns(10, 10), _padded_columns(1000, 1)
+    (16, 16, 10, 1)
+    """
+    if rows < PAD_MIN_ROWS or not COLUMN_TILE < columns < PAD_MAX_COLUMNS:
+        return columns
+    return -(-columns // COLUMN_TILE) * COLUMN_TILE
 
 
 def _moved(spec: str, target: str, x: Any) -> int:

@@ -113,3 +113,21 @@ def test_jax_diagonal_write_is_one_loop_in_the_output_layout():
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     assert cost["flops"] < 1.5 * np.prod(shape)
+
+
+@pytest.mark.parametrize(("rows", "columns", "padded"), [(300, 10, 16), (300, 17, 24), (300, 16, 16), (100, 10, 10)])
+def test_few_result_columns_are_computed_as_a_whole_tile(rows, columns, padded):
+    """A product with many rows and a few columns not a multiple of 8 (the tall Jacobian's
+    1000x200 by 200x10) reaches XLA as a dot with the columns padded to the next multiple
+    (XNNPACK's kernels take 8 at a time; a remainder is slower than zero columns), and
+    agrees with NumPy; under 128 rows it is left as it is."""
+    jax.config.update("jax_enable_x64", True)
+    shapes = [(rows, 20), (20, columns)]
+    rng = np.random.default_rng(columns)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    run = jax.jit(jax_contraction("ac,cb->ab", shapes, [(0, 1)]))
+    got = np.asarray(run(*arrays))
+    assert got.shape == (rows, columns)
+    assert np.allclose(got, arrays[0] @ arrays[1], rtol=1e-12, atol=1e-12)
+    dots = [line for line in run.lower(*arrays).as_text().splitlines() if "dot_general" in line]
+    assert len(dots) == 1 and f"tensor<{rows}x{padded}xf64>" in dots[0].split("->")[-1], dots
