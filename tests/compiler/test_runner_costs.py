@@ -21,7 +21,7 @@ import pytest
 
 import tenscalc as tc
 import tests.flops
-from tests.compiler.test_runners import CORPUS, MEMORY, NAMES, ROSEN, _values
+from tests.compiler.test_runners import CORPUS, MEMORY, NAMES, ROSEN, _values, random_values
 from tests.flops import Tally, counted, counting
 
 # ---------------------------------------------------------------- running the forms, counted
@@ -67,11 +67,6 @@ def source_counts(exprs: list, values: dict) -> tuple[Tally, tuple]:
         tally.clear()
         results = tuple(namespace["f"](**arrays))
         return _snapshot(tally), results
-
-
-def _random(shapes: dict[str, tuple[int, ...]], seed: int = 5) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {name: rng.uniform(0.5, 1.5, shape) for name, shape in shapes.items()}
 
 
 def _macs(tally: Tally) -> list[int]:
@@ -176,15 +171,14 @@ def test_generated_module_writes_the_entries_compile_writes(name):
         assert generated.total(kind) == loop.total(kind), message
 
 
-#: the memory test's sizes (paths, Gram forms and bands are chosen by size), mlp smaller:
-#: its Hessian there is 10^8 entries
-AT_SCALE = {**MEMORY, "mlp": {"X": (60, 40), "W": (30, 40), "v": (30,)}}
+#: the memory test's sizes (paths, Gram forms and bands are chosen by size)
+AT_SCALE = MEMORY
 
 
 @pytest.mark.parametrize("name", list(AT_SCALE))
 def test_generated_module_counts_like_compile_at_scale(name):
     exprs = CORPUS[name][0]()
-    values = _random(AT_SCALE[name])
+    values = random_values(AT_SCALE[name])
     loop = compile_counts(exprs, values)["loop"][0]
     generated = source_counts(exprs, values)[0]
     _sound(generated, "to_python(shapes=)")
@@ -210,7 +204,7 @@ def test_counted_arithmetic_is_within_the_cost_model(name, shapes):
     the generated module; and the whole counted arithmetic is at most
     ``UNDERESTIMATE`` times the model's flops (it is often far less: the model counts
     every entry of a result constructed, an n x n Hessian of bands included)."""
-    exprs, values = _values(name) if shapes is None else (CORPUS[name][0](), _random(shapes))
+    exprs, values = _values(name) if shapes is None else (CORPUS[name][0](), random_values(shapes))
     cost = tc.compile(exprs).cost({name: np.shape(value) for name, value in values.items()})
     tallies = {"compile": compile_counts(exprs, values)["loop"][0]}
     tallies["to_python(shapes=)"] = source_counts(exprs, values)[0]
@@ -244,7 +238,7 @@ def test_counts_grow_with_n_as_the_program_does(name):
     exprs = CORPUS[name][0]()
     counts: dict[str, list[float]] = {}
     for n in (400, 800):
-        values = _random(shapes_at(n))
+        values = random_values(shapes_at(n))
         compiled, compiled_results = compile_counts(exprs, values)["loop"]
         generated = source_counts(exprs, values)[0]
         model = tc.compile(exprs).cost(shapes_at(n))
@@ -269,8 +263,7 @@ def test_counts_grow_with_n_as_the_program_does(name):
 @pytest.mark.parametrize(
     "name, shapes",
     [
-        *((name, shapes) for name, shapes in MEMORY.items() if name != "mlp"),
-        ("mlp", {"X": (300, 40), "W": (50, 40), "v": (50,)}),  # MEMORY's takes ~50 s here: an 800 MB Hessian
+        *MEMORY.items(),
         ("chained Rosenbrock (slices, banded Hessian)", {"x": (2000,)}),  # refused at n >= 101 before issue 26
         ("extended Rosenbrock (tiles)", {"x": (2000,)}),
         ("quadratic", {"x": (700,), "A": (700, 700)}),
@@ -278,7 +271,7 @@ def test_counts_grow_with_n_as_the_program_does(name):
 )
 def test_generated_module_accepts_the_sizes_compile_accepts(name, shapes):
     exprs = CORPUS[name][0]()
-    values = _random(shapes)
+    values = random_values(shapes)
     expected = tc.compile(exprs)(values)
     namespace: dict = {}
     exec(compile(tc.to_python(exprs, shapes=shapes), "<generated>", "exec"), namespace)  # noqa: S102
@@ -290,7 +283,7 @@ def test_generated_rosenbrock_hessian_at_2000_counts_like_compile():
     """The chained Rosenbrock Hessian at n = 2,000 (once refused): the same multiply-adds,
     and linear work around the one dense n x n result."""
     exprs = [tc.hessian(tc.parse(ROSEN), "x")]
-    values = _random({"x": (2000,)})
+    values = random_values({"x": (2000,)})
     compiled, generated = compile_counts(exprs, values)["loop"][0], source_counts(exprs, values)[0]
     assert _macs(generated) == _macs(compiled)
     assert generated.elementwise < 20 * 2000 and compiled.elementwise < 20 * 2000

@@ -180,31 +180,53 @@ def test_torch_compiled_runner_agrees(name, inductor, monkeypatch):
 
 
 def _peak_bytes(fn: Callable[[], object]) -> int:
-    return traced_peak(fn)  # one warm call: binding, the fused function, imports
+    # two warm calls: the first binds and runs the loop, the second writes the fused function
+    # (its source and code objects were ~90 KiB of the order-4 derivative's 144 KiB)
+    return traced_peak(fn, warm=2)
 
 
-#: name -> shapes at which memory is compared (arrays of 10^4-10^6 entries)
+#: name -> shapes at which memory is compared (the largest arrays 10^5-10^6 entries)
 MEMORY = {
+    "quadratic": {"x": (600,), "A": (600, 600)},
     "logreg (Gram Hessian)": {"X": (4000, 300), "y": (4000,), "w": (300,)},
-    "mlp": {"X": (300, 200), "W": (50, 200), "v": (50,)},
     "matfac (diagonal Hessian)": {"T": (60, 80), "U": (60, 10), "V": (80, 10)},
-    "extended Rosenbrock (tiles)": {"x": (1000,)},
+    "mlp": {"X": (300, 40), "W": (50, 40), "v": (50,)},
     "chained Rosenbrock (slices, banded Hessian)": {"x": (1000,)},
+    "extended Rosenbrock (tiles)": {"x": (1000,)},
+    "order 3 of sum(exp(Ax))": {"A": (200, 60), "x": (60,)},
+    "order 4 of sum(sin(x)^2)": {"x": (20,)},
+    "log-sum-exp Hessian (one accumulate op)": {"x": (600,)},
+    "Rayleigh quotient (low-rank GEMM, copies)": {"x": (600,), "A": (600, 600)},
+    "broadcast sum u + v - C": {"u": (600,), "v": (300,), "C": (600, 300)},
+    "inv and det": {"A": (400, 400), "x": (400,)},
 }
+
+
+def random_values(shapes: dict[str, tuple[int, ...]], seed: int = 7) -> dict[str, np.ndarray]:
+    """Values of ``shapes`` in [0.5, 1.5]; a square ``A`` near the identity (its det neither
+    overflows nor vanishes at n = 400)."""
+    rng = np.random.default_rng(seed)
+    values = {k: rng.uniform(0.5, 1.5, shape) for k, shape in shapes.items()}
+    if "A" in values and values["A"].shape[0] == values["A"].shape[-1]:
+        values["A"] = np.eye(len(values["A"])) + values["A"] / (4 * len(values["A"]))
+    return values
+
+
 #: the generated module may allocate this much more than compile (factor, and bytes): it is
-#: the bound program op by op, with its releases (measured: within 0.2% on these cases; the
-#: mlp's was 3% over before the shared pairs were written once)
-MEMORY_FACTOR, MEMORY_SLACK = 1.02, 256 * 1024
-#: compile's call may allocate this much more than the cost model's peak (factor)
-COST_FACTOR = 1.5
+#: the bound program op by op, with its releases (measured in the steady state: within 0.2%
+#: on the five first cases, 1% on the order-3 derivative; the mlp's at X 300x200 was 3% over before the
+#: shared pairs were written once)
+MEMORY_FACTOR, MEMORY_SLACK = 1.02, 64 * 1024
+#: compile's call may allocate this much more than the cost model's peak (factor): measured
+#: up to 6.4% more (the quadratic at n = 600: 1.30 MiB against 1.22)
+COST_FACTOR = 1.1
 
 
 @pytest.mark.parametrize("name", list(MEMORY))
 def test_generated_module_peaks_like_compile(name):
     exprs = CORPUS[name][0]()
     shapes = MEMORY[name]
-    rng = np.random.default_rng(7)
-    values = {k: rng.uniform(0.5, 1.5, shape) for k, shape in shapes.items()}
+    values = random_values(shapes)
     compiled = tc.compile(exprs)
     namespace: dict = {}
     exec(compile(tc.to_python(exprs, shapes=shapes), "<generated>", "exec"), namespace)  # noqa: S102
