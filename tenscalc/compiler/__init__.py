@@ -71,6 +71,11 @@ def _run_form(call: WholeCall, single: bool) -> Callable[[Sequence[Any], Any], t
     return whole
 
 
+def _nothing(values: Mapping[str, Any]) -> tuple[()]:
+    """The values of a function of no inputs."""
+    return ()
+
+
 def _one_dtype(arrays: Sequence[Any], results: Sequence[Any]) -> bool:
     """Whether every input and result has one dtype (nothing to cast: the common case,
     decided by identity tests, as this runs on every call)."""
@@ -189,6 +194,10 @@ class CompiledFunction:
         #: whatever it was given (see __call__), so it always takes the general path
         native = backend.native if type(backend).native is not Backend.native else None
         self._native = native if names else None
+        #: a call's values in input order: a tuple for several inputs (and none), the value
+        #: itself for one
+        self._many = len(names) != 1
+        self._gather: Callable[[Mapping[str, Any]], Any] = operator.itemgetter(*names) if names else _nothing
 
     # pickling (multiprocessing) sends the expressions and rebuilds the plan: the
     # bound programs are closures, and cheap to bind again
@@ -212,13 +221,13 @@ class CompiledFunction:
         # paid on every call, and on small problems it is a visible share of the time
         if values is None and not args:
             values = kwargs
-        elif args or not isinstance(values, Mapping):
+        elif args or (type(values) is not dict and not isinstance(values, Mapping)):  # an ABC check costs
             values = self._positional((values, *args), kwargs)
         elif kwargs:
             values = {**values, **kwargs}
         inputs = self.inputs
-        try:  # map rather than a comprehension: C loops, no frame per call
-            given = list(map(values.__getitem__, inputs))
+        try:  # one C call (operator.itemgetter), no Python loop or frame
+            given = self._gather(values) if self._many else (self._gather(values),)
         except KeyError as exc:
             name = exc.args[0]
             raise EvaluationError(
@@ -236,7 +245,7 @@ class CompiledFunction:
                 arrays = [numeric(name, value) for name, value in zip(inputs, given)]  # backend="numpy" was asked
             for i, name, pd in self._checks:  # the declared structure, on the data (never a silent wrong number)
                 check_symmetric(name, arrays[i], pd)
-        key = tuple(map(_shape_of, arrays))
+        key = tuple(map(_shape_of, arrays)) if self._many else (arrays[0].shape,)
         last = self._last  # one read of an immutable triple: safe without the lock
         if last is None or last[0] != key:
             last = self._cached(key) or self._bound(dict(zip(self.inputs, key)))
