@@ -78,7 +78,6 @@ class TermPlan:
     op_shapes: tuple[tuple[int, ...], ...] = ()
     core_size: int = 1
     path: tuple[tuple[int, ...], ...] = ()
-    info: Any = field(default=None, compare=False, repr=False)  # opt_einsum's path info
     gram: GramPattern | None = None
     scale_at: int | None = None
     #: NumPy, no Gram form: each pairwise step's layout (.kernels), read by the kernel and the source writer
@@ -180,7 +179,7 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
         if len(memo) < 4:
             memo.append(contraction_layout(eq, op_shapes, path))
         layout = memo[3]
-    return replace(plan, target=target, eq=eq, op_shapes=op_shapes, core_size=core_size, path=path, info=memo[1],
+    return replace(plan, target=target, eq=eq, op_shapes=op_shapes, core_size=core_size, path=path,
                    gram=gram, scale_at=scale_at, layout=layout)  # fmt: skip
 
 
