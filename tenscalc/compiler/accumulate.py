@@ -381,7 +381,7 @@ def bind_accumulate(
             return buf
         return _accumulate(buf, shape, rows, cores, spread, sources, scales, block)
 
-    run.accumulates = True  # type: ignore[attr-defined]
+    run.parts = tuple(found)  # type: ignore[attr-defined]  # the binder keeps them: to_python writes these
     return describe(run, Fresh()), cost
 
 

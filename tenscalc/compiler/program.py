@@ -26,7 +26,7 @@ from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
-from .accumulate import Dense, bind_accumulate, gather_sums, parts
+from .accumulate import Dense, Part, bind_accumulate, gather_sums, parts
 from .backends import Backend
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
@@ -266,7 +266,8 @@ class BoundStep:
     core, written out densely where it is handed out); ``transposed``: the slot holds the
     transposed view of what the step computes; ``factor``: (input slot, ``inv``, ``det``,
     ``logdet`` or ``unused``) for a step read off a declared positive-definite input's
-    Cholesky factor (:mod:`.cholesky`).
+    Cholesky factor (:mod:`.cholesky`); ``parts``: the parts of a sum of terms added into
+    one buffer (:func:`.accumulate.bind_accumulate`).
     """
 
     step: Step
@@ -274,6 +275,7 @@ class BoundStep:
     pattern: tuple[int, ...] | None = None
     transposed: bool = False
     factor: tuple[int, str] | None = None
+    parts: tuple[Part, ...] | None = None  # a sum added into one buffer: its parts (.accumulate)
 
 
 @dataclass
@@ -507,7 +509,11 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
         if cost.flags:
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
         # a sum written into one buffer (:mod:`.accumulate`) is an op kind of its own
-        kind = "accumulate" if getattr(fn, "accumulates", False) else step.kind
+        kind = step.kind
+        found = getattr(fn, "parts", None)
+        if found is not None:
+            kind = "accumulate"
+            bound_steps[step.index] = replace(bound_steps[step.index], parts=found)
         account(kind, fn, step.index, dead, cost, shape, step_reads(step))
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too

@@ -26,7 +26,7 @@ import numpy as np
 from ..adjugate import ADJUGATE_SOURCE
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
-from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, block_rows, parts
+from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, Part, block_rows
 from .backends import letters
 from .fused import BandSum, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import (
@@ -231,8 +231,8 @@ class ProgramSource:
         elif op.slot in self.tiled and self.tiled[op.slot].shape == bound.shape:
             self._tiles(op.slot, name)
             return
-        elif op.kind == "accumulate":  # the binder adds this sum's terms into one buffer
-            text = self._accumulate(cast("tuple[Term, ...]", bound.step.data), bound.shape)
+        elif bound.parts is not None:  # the binder adds this sum's parts into one buffer
+            text = self._accumulate(bound.parts, bound.shape)
         else:
             # the binder hands an output out as it is where it is neither a core nor a view
             is_output = op.slot in self.plan.outputs and bound.pattern is None
@@ -396,10 +396,9 @@ class ProgramSource:
         terms = cast("tuple[Term, ...]", step.data)  # a sum the binder adds term by term (else: _accumulate)
         return " + ".join(self._term(term, shape) for term in terms)
 
-    def _accumulate(self, terms: Sequence[Term], shape: tuple[int, ...]) -> str:
+    def _accumulate(self, found: Sequence[Part], shape: tuple[int, ...]) -> str:
         """A sum of terms written into one buffer, as the compiled program adds it
-        (:mod:`.accumulate`: the same parts, the same run-time function)."""
-        found = parts(terms, shape)
+        (:mod:`.accumulate`: the binder's parts, the same run-time function)."""
 
         def held(term: Term, term_shape: tuple[int, ...]) -> str:
             name = self._fresh()

@@ -139,3 +139,24 @@ def test_the_corpus_has_pairs_taken_the_other_way_round(name):
     """The orientation test meets pairs the kernels take swapped (Bᵀ Aᵀ laid out as wanted)."""
     written, _ = _pairs(name)
     assert any(pair.swapped for pair in written)
+
+
+@pytest.mark.parametrize(
+    "name", ["log-sum-exp Hessian (one accumulate op)", "Rayleigh quotient (low-rank GEMM, copies)"]
+)
+def test_a_sum_into_one_buffer_is_written_from_the_binders_parts(name):
+    """Which sums go into one buffer, and as which parts, is the binder's record
+    (``BoundStep.parts``); the writer adds exactly those parts, deciding none."""
+    build, shapes = CORPUS[name]
+    roots = build()
+    graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]
+    bound = bind(build_plan(list(roots)), ShapeResolver(graphs, shapes, estimate=True), get_backend("numpy"))
+    buffered = [op.slot for op in bound.ops if op.kind == "accumulate"]
+    assert buffered and all(bound.steps[slot].parts for slot in buffered)
+    assert all(step.parts is None for slot, step in bound.steps.items() if slot not in buffered)
+    seen: list = []
+    writer = ProgramSource(bound, ShapeResolver(graphs, shapes))
+    accumulate = writer._accumulate
+    writer._accumulate = lambda found, shape: seen.append(found) or accumulate(found, shape)  # type: ignore[method-assign]
+    writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
+    assert [id(found) for found in seen] == [id(bound.steps[slot].parts) for slot in buffered]
