@@ -237,3 +237,17 @@ def test_without_x64_jax_arrays_pass_and_float64_is_still_warned():
     pytest.importorskip("jax")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_inside_jax_transforms_tracers_take_the_general_path(counted, jnp):
+    """Called inside the caller's jax.jit, grad or vmap, the values are tracers (not concrete
+    arrays): they are converted (as before) and the results agree with the closed form."""
+    import jax
+
+    compiled = tc.compile(tc.parse("sum(x.^3)", ORDERS), backend="jax")
+    x = jnp.asarray(_values()["x"])
+    np.testing.assert_allclose(float(jax.jit(lambda x: compiled(x=x))(x)), float(np.sum(np.asarray(x) ** 3)))
+    np.testing.assert_allclose(np.asarray(jax.grad(lambda x: compiled(x=x))(x)), 3 * np.asarray(x) ** 2, rtol=1e-12)
+    rows = jnp.stack([x, 2 * x])
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda x: compiled(x=x))(rows)), np.sum(np.asarray(rows) ** 3, 1))
+    assert counted.counts["convert"] == 3 and counted.counts["jitted"] == 3
