@@ -45,6 +45,7 @@ from .generated import (
     signature,
 )
 from .numpy_names import numpy_call
+from .plan import step_reads
 from .program import DP_MAX_OPERANDS, PROPORTION
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
@@ -373,7 +374,12 @@ class _Writer:
     def _write_embed(self, node, kids, shape):
         (kid,) = kids
         temp = self.bind(f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)")
-        self.lines.append(f"{temp}[{_index_text(node.arg[0])}] = {kid.text}")
+        child = node.children[0]
+        if child.op == "delta" and child.arg > 0:  # ones on the part's diagonal: no identity built
+            eq = _letters(tuple(range(child.arg)) * 2) + "->" + _letters(tuple(range(child.arg)))
+            self.lines.append(f"_np.einsum({eq!r}, {temp}[{_index_text(node.arg[0])}])[...] = 1.0")
+        else:
+            self.lines.append(f"{temp}[{_index_text(node.arg[0])}] = {kid.text}")
         return _Value(temp, False, shape)
 
     # -- the module --------------------------------------------------------------------
@@ -458,17 +464,26 @@ def _add_parts(x, fresh, shape, parts):
 SUM_HELPER = '''
 def _sum(parts):
     """The sum of ``coef * x`` over ``parts``, in order, added into the first array it makes
-    (a new one where NumPy's promotion of a later summand needs it: complex after real)."""
+    (a new one where NumPy's promotion of a later summand needs it: complex after real); an
+    ``x`` marked ``mine`` is dead after the sum: it is scaled in place, and may hold the sum."""
     acc, fresh = None, False
-    for coef, x in parts:
+    for coef, x, mine in parts:
+        scalable = mine and coef not in (1.0, -1.0) and _np.result_type(x, coef) == x.dtype
         if acc is None:
-            acc = x if coef == 1.0 else (-x if coef == -1.0 else coef * x)
-            fresh = coef != 1.0
+            if scalable:
+                x *= coef
+                acc, fresh = x, True
+            else:
+                acc = x if coef == 1.0 else (-x if coef == -1.0 else coef * x)
+                fresh = mine or coef != 1.0
         elif fresh and _np.shape(x) == acc.shape and _np.result_type(acc, x) == acc.dtype:
             if coef == 1.0:
                 acc += x
             elif coef == -1.0:
                 acc -= x
+            elif scalable:
+                x *= coef
+                acc += x
             else:
                 acc += coef * x
         else:
@@ -496,8 +511,19 @@ class _PlanWriter(_Writer):
         self.plan = build_plan(roots)
         self.slots: dict[int, _Value] = {}
         self.constant_slots: set[int] = set()
+        # nodes inside another constant, and the terms' constants (the walker's array of
+        # such a node may be read again: never written into)
+        terms = [t for step in self.plan.steps if step.kind == "product" for t in step.data]
+        held = {c for t in terms for c, _ in t.constants}
+        constants = [step.node for step in self.plan.steps if step.kind == "constant"] + list(held)
+        self.inner = held | {sub for c in constants for sub in topological([c]) if sub is not c}
+        self.made = False  # whether the constant step just written made its own array
         #: whether the step being written may be a view of a slot (a slice, a relabelling)
         self.view = False
+        #: slots holding an array this function made that no other name views: a step
+        #: after which one is dead may write into it (its summands, scaled in place)
+        self.owned: set[int] = set()
+        self.step = self.plan.steps[0]  # the step being written
 
     def write(self) -> list[_Value]:
         plan = self.plan
@@ -510,11 +536,17 @@ class _PlanWriter(_Writer):
             rule = PLAN_RULES.get(step.kind)
             if rule is None:  # pragma: no cover - every plan step kind has a rule
                 raise _PlanDecline(step.kind)
-            self.view = step.kind == "slice"
+            self.view, self.step = step.kind == "slice", step
             text = rule(self, step, shape)
             name = f"_s{step.index}"
             if self.view and step.index in outputs:
                 text = f"_np.array({text})"  # a view of an argument: the caller's result is its own
+            if self.view or (step.kind == "constant" and not self.made) or not shape:
+                # a view keeps its operand's memory alive (never written into); a constant may be
+                # the walker's array another constant shares
+                self.owned.difference_update(step_reads(step))
+            else:
+                self.owned.add(step.index)
             self.lines.append(f"{name} = {text}")
             self.slots[step.index] = _Value(name, False, shape)
             dead = [f"_s{slot}" for slot in plan.release[step.index] if plan.steps[slot].kind != "input"]
@@ -541,6 +573,17 @@ class _PlanWriter(_Writer):
     def _read(self, slot: int) -> str:
         return self.slots[slot].text
 
+    def _mine(self, slot: int) -> bool:
+        """Whether the step being written may overwrite ``slot``: an array this function
+        made, no view of it kept, read once by this step and dead after it."""
+        step = self.step
+        return (
+            slot in self.owned
+            and slot in self.plan.release[step.index]
+            and slot not in self.plan.outputs
+            and step_reads(step).count(slot) == 1
+        )
+
     def _helper(self, name: str) -> None:
         self.helpers.add(name)
 
@@ -548,7 +591,10 @@ class _PlanWriter(_Writer):
     def _plan_constant(self, step, shape) -> str:
         self.constant_slots.add(step.index)
         node = step.node
+        known = node in self.values
         value = self._walk(node)
+        # an array made here for this step alone (no other constant reads its node)
+        self.made = not known and node not in self.inner and _TEMP.fullmatch(value.text) is not None
         return self.full(node, value) if node.order > 0 else value.text
 
     def _plan_func(self, step, shape) -> str:
@@ -603,9 +649,9 @@ class _PlanWriter(_Writer):
         arrays = [item for item in items if item.kind == "slot"]
         if shape and len(arrays) >= 2:  # one buffer, each summand added into it (no temporary per +)
             self._helper("_sum")
-            pairs = [f"({_literal(float(item.coef))}, {self._read(item.slot)})" for item in arrays]
+            pairs = [f"({_literal(float(it.coef))}, {self._read(it.slot)}, {self._mine(it.slot)})" for it in arrays]
             if scalar != 0:
-                pairs.append(f"(1.0, {_literal(scalar)})")
+                pairs.append(f"(1.0, {_literal(scalar)}, False)")
             text, scalar = f"_sum(({''.join(p + ', ' for p in pairs)}))", 0.0
         if scalar != 0 and text:
             text += f" + {_literal(scalar)}" if scalar > 0 else f" - {_literal(-scalar)}"
@@ -629,12 +675,15 @@ class _PlanWriter(_Writer):
         return f"_add_parts({text}, {fresh}, {_shape_text(step.node, shape)}, ({''.join(e + ', ' for e in extras)}))"
 
     def _plan_product(self, step, shape) -> str:
-        return " + ".join(self._plan_term(term, step.node, shape) for term in step.data)
+        written = [self._plan_term(term, step.node, shape) for term in step.data]
+        self.view = len(written) == 1 and written[0][1]  # a sum of terms is a new array
+        return " + ".join(text for text, _ in written)
 
-    def _plan_term(self, term, node: Expr, shape: tuple[str | None, ...]) -> str:
+    def _plan_term(self, term, node: Expr, shape: tuple[str | None, ...]) -> tuple[str, bool]:
+        """One term's text, and whether it may be a view of an operand (a relabelling)."""
         out = term.out
         if term.factor == 0:  # zero even against inf or nan, as in evaluate and compile
-            return f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)" if shape else "0.0"
+            return (f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)" if shape else "0.0"), False
         operands: list[tuple[str, tuple[int, ...]]] = [(self._read(slot), spec) for slot, spec in term.operands]
         after: list[str] = []  # order-0 constants: multiplied into the result after the contraction
         for constant, spec in term.constants:
@@ -651,30 +700,31 @@ class _PlanWriter(_Writer):
             if letter not in present and letter not in out:
                 factor.append(self._letter_length(ref, original))
         unique = tuple(dict.fromkeys(out))
+        view = False
         if not operands:
             text = " * ".join([*factor, *after]) or "1.0"
             if unique:
                 text = f"_np.full({self._letters_shape(unique, out, node, shape)}, {text}, dtype=_dtype)"
         else:
-            text = self._contraction(operands, unique)
+            text, view = self._contraction(operands, unique)
             if factor or after:
-                text = " * ".join([text, *factor, *after])
+                text, view = " * ".join([text, *factor, *after]), False
             target = tuple(letter for letter in unique if letter in present)
             if len(target) != len(unique):  # output letters no operand has: broadcast
                 index = ", ".join(":" if letter in present else "None" for letter in unique)
-                text = (
-                    f"_np.broadcast_to(_np.asarray({text})[{index}], {self._letters_shape(unique, out, node, shape)})"
-                )
+                lengths = self._letters_shape(unique, out, node, shape)
+                text = f"_np.broadcast_to(_np.asarray({text})[{index}], {lengths})"
+                view = True  # a read-only view of the core (an operand's own array where nothing is summed)
         if len(unique) != len(out):  # repeated output letters: the core written on a diagonal
             self._helper("_write_diagonal")
             names = _canonical_letters(out)
             eq = _letters(names) + "->" + _letters(tuple(dict.fromkeys(names)))
-            text = f"_write_diagonal({text}, {eq!r}, {_shape_text(node, shape)})"
-        return text
+            text, view = f"_write_diagonal({text}, {eq!r}, {_shape_text(node, shape)})", False
+        return text, view
 
-    def _contraction(self, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...]) -> str:
+    def _contraction(self, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...]) -> tuple[str, bool]:
         """The plan's einsum of the operands (diagonals read first) giving the output's
-        letters that some operand has."""
+        letters that some operand has, and whether it may be a view of the operand."""
         names: dict[int, int] = {}
         for _, spec in operands:
             for letter in spec:
@@ -689,12 +739,11 @@ class _PlanWriter(_Writer):
                 text = f"_np.einsum({_letters(renamed) + '->' + _letters(distinct)!r}, {text})"
             texts.append(text)
             specs.append(distinct)
-        if len(texts) == 1 and set(specs[0]) == set(target):
-            self.view = True  # a relabelling: NumPy may hand out a view of the operand
-            if list(specs[0]) == target:
-                return texts[0]  # nothing to contract
+        view = len(texts) == 1 and set(specs[0]) == set(target)  # a relabelling: NumPy may hand out a view
+        if view and list(specs[0]) == target:
+            return texts[0], True  # nothing to contract
         eq = ",".join(_letters(spec) for spec in specs) + "->" + _letters(tuple(target))
-        return f'_contract("{eq}", {", ".join(texts)})'
+        return f'_contract("{eq}", {", ".join(texts)})', view
 
     def _letters_shape(self, unique, out, node: Expr, shape) -> str:
         """The shape text of the output's distinct letters (each one's first axis)."""
