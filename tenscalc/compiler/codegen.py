@@ -91,11 +91,19 @@ def _contract(spec, *operands):
         path = _path(spec, key[1:])
         expression = _expressions[key] = _contract_expression(spec, *key[1:], optimize=path)
     return expression(*operands)'''
+#: the contraction of a module whose einsums have at most 3 operands (opt_einsum's ``auto``
+#: path is then the compiler's choice too)
+AUTO_CONTRACT = CACHED_CONTRACT[: CACHED_CONTRACT.index("def _path(")] + CACHED_CONTRACT[
+    CACHED_CONTRACT.index("def _contract(") :
+].replace("along :func:`_path`'s path", "(its own path)").replace("optimize=path", 'optimize="auto"').replace(
+    "        path = _path(spec, key[1:])\n", ""
+)
 CONTRACT_IMPORTS = (
-    "from opt_einsum import DynamicProgramming as _DynamicProgramming\n"
     "from opt_einsum import contract_expression as _contract_expression\n"
+    "from opt_einsum import DynamicProgramming as _DynamicProgramming\n"
     "from opt_einsum import contract_path as _contract_path"
 )
+_CONTRACT_SPEC = re.compile(r'_contract\("([^"]*)"')
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
 
 
@@ -417,11 +425,13 @@ class _Writer:
         body.extend(with_releases(lines, keep=keep))
         body.append(f"return {texts[0]}" if single else f"return {_tuple_text(texts)}")
         head, *reads = signature(self.name, names)
-        imports = ["import numpy as _np", CONTRACT_IMPORTS]
+        # the path choice only where some einsum has 4 operands or more (else opt_einsum's own)
+        searched = any(spec.count(",") >= 3 for spec in _CONTRACT_SPEC.findall("\n".join(body)))
+        imports = ["import numpy as _np", CONTRACT_IMPORTS if searched else CONTRACT_IMPORTS.rsplit("\n", 1)[0]]
         # a variable or the function may be named ValueError, len or range: the code uses private aliases
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):
-            imports += ["", CACHED_CONTRACT]
+            imports += ["", CACHED_CONTRACT if searched else AUTO_CONTRACT]
         if "_lapack(" in "\n".join(body) or self.factors:
             imports += [LAPACK_HELPER.rstrip()]
         if self.declared.symmetric:
