@@ -314,6 +314,12 @@ class Backend:
         return results
 
 
+#: the functions :class:`Backend` looks up through ``autoray.do`` when a program runs
+RUNTIME_LOOKUPS = ("zeros", "broadcast_to", "transpose", "reshape", "linalg.inv", "linalg.det")
+#: a program's loop wrapped for ``torch.compile``, compiled afresh (one code object) per program
+_WHOLE_SOURCE = "def whole(arrays, like):\n    return run(arrays, like)\n"
+
+
 def positive_key(key: tuple, shape: Sequence[int]) -> tuple[tuple, tuple[int, ...]]:
     """``key`` with each negative-step slice replaced by the positive one over the same
     entries, and the axes of the result to flip back (for libraries without negative
@@ -635,9 +641,21 @@ class TorchBackend(Backend):
     def whole_program(self, run):
         # only when asked (compile(..., jit=True)): torch.compile's first call takes
         # seconds (see docs/performance.md), more than most derivatives are worth
+        import autoray
         import torch
 
-        return torch.compile(run, dynamic=False)
+        # the functions the loop looks up through autoray, resolved now: autoray imports a
+        # function's module on its first lookup, which Dynamo cannot trace (a graph break
+        # on which torch.compile skipped the whole program and compiled op by op instead)
+        for name in RUNTIME_LOOKUPS:
+            autoray.get_lib_fn(self.name, name)
+        # Dynamo keeps its compiled graphs per code object, at most 8 (recompile_limit): every
+        # program's loop is Program.run_steps, so from the ninth program (or shape signature) of
+        # a process on the loop ran uncompiled.  A wrapper with its own code object per program
+        # (run_steps inlined into it) keeps the programs apart.
+        namespace = {"run": run}
+        exec(compile(_WHOLE_SOURCE, "<tenscalc torch program>", "exec"), namespace)  # noqa: S102 - fixed source
+        return torch.compile(namespace["whole"], dynamic=False)
 
     def namespace(self, x):
         from ..adjugate import TorchNamespace

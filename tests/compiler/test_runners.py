@@ -179,6 +179,47 @@ def test_torch_compiled_runner_agrees(name, inductor, monkeypatch):
     _assert_same({"interpreter": expected, "torch compiled": tuple(r.numpy() for r in results)})
 
 
+#: run in a fresh process (autoray's lookups not yet cached, Dynamo's caches empty): ten
+#: shape signatures of one torch jit=True function, the graphs torch.compile made after each
+TORCH_PROGRAMS = """
+import functools, torch, numpy as np, tenscalc as tc
+from benchmarks import problems
+graphs = []
+def count(gm, example_inputs):
+    graphs.append(gm)
+    return gm.forward
+torch.compile = functools.partial(torch.compile, backend=count)
+spec = problems.PROBLEMS["matfac"]
+f = tc.parse(spec["src"], spec["orders"])
+run = tc.compile([f, tc.gradient(f, spec["wrt"]), tc.hessian(f, spec["wrt"])], backend="torch", jit=True)
+rng = np.random.default_rng(0)
+counts = []
+for n in range(3, 13):
+    values = {"T": rng.uniform(size=(n, n + 2)), "U": rng.uniform(size=(n, 2)), "V": rng.uniform(size=(n + 2, 2))}
+    run({k: torch.as_tensor(v) for k, v in values.items()})
+    counts.append(len(graphs))
+print(counts)
+"""
+
+
+@pytest.mark.slow  # a fresh process importing torch and tracing ten programs: ~25 s on the shared machine
+def test_torch_compiles_each_program_whole():
+    """Each program is one graph, however many a process compiles.  Before: the loop's first
+    autoray lookup of broadcast_to imported a module inside the trace (a graph break: six
+    graphs a program), and from the ninth program on Dynamo's recompile limit on the shared
+    ``Program.run_steps`` left the loop uncompiled (counts 6, 12, ... 36, 40, 40, 40)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
+    root = Path(__file__).resolve().parents[2]  # the benchmarks package is imported from the repository root
+    done = subprocess.run([sys.executable, "-c", TORCH_PROGRAMS], capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == str(list(range(1, 11))), done.stdout
+
+
 def _peak_bytes(fn: Callable[[], object]) -> int:
     # two warm calls: the first binds and runs the loop, the second writes the fused function
     # (its source and code objects were ~90 KiB of the order-4 derivative's 144 KiB)
