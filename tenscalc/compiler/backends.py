@@ -721,6 +721,8 @@ class JaxBackend(Backend):
 
     def native(self, arrays):
         array_type = self._array_type
+        if array_type is None:  # not loaded (a JaxBackend made by hand), or JAX moved it
+            return False
         for array in arrays:
             if type(array) is not array_type:  # NumPy, numbers, tracers (jit of a caller): convert
                 return False

@@ -251,3 +251,12 @@ def test_inside_jax_transforms_tracers_take_the_general_path(counted, jnp):
     rows = jnp.stack([x, 2 * x])
     np.testing.assert_allclose(np.asarray(jax.vmap(lambda x: compiled(x=x))(rows)), np.sum(np.asarray(rows) ** 3, 1))
     assert counted.counts["convert"] == 3 and counted.counts["jitted"] == 3
+
+
+def test_a_backend_not_loaded_converts_every_value(counted, jnp):
+    """A JaxBackend made by hand (never loaded: the concrete array type unknown) passes
+    nothing unconverted, and computes the same."""
+    compiled = tc.compile(tc.gradient(tc.parse("sum(x.^3)", ORDERS), "x"), backend=JaxBackend())
+    x = jnp.asarray(_values()["x"])
+    np.testing.assert_allclose(np.asarray(compiled(x=x)), 3 * np.asarray(x) ** 2, rtol=1e-12)
+    assert counted.counts["convert"] == 1 and counted.counts["jitted"] == 1
