@@ -6,7 +6,8 @@ fused function and the module ``tc.to_python(exprs, shapes=...)`` writes, each o
 (multiply-adds of ``matmul`` / ``dot`` / ``einsum``, entries written by ufuncs, entries
 read by reductions).  The counts, not the cost model, are compared: the loop and the
 fused function exactly; the generated module's contraction multiply-adds against
-``compile``'s, call for call; both within ``cost()``'s ``multiplications`` and
+``compile``'s call for call, and its entries written and read in total, on the corpus
+and at the memory test's sizes; both within ``cost()``'s ``multiplications`` and
 ``flops``.  Counts are also compared at n and 2n (linear or quadratic growth), and the
 generated module must accept every size ``compile`` accepts.
 """
