@@ -528,6 +528,11 @@ class _PlanWriter(_Writer):
         constants = [step.node for step in self.plan.steps if step.kind == "constant"] + list(held)
         self.inner = held | {sub for c in constants for sub in topological([c]) if sub is not c}
         self.made = False  # whether the constant step just written made its own array
+        self.unwritten: set[int] = set()  # steps not computed (a pd input's det read by its log only)
+        self.readers: dict[int, list[int]] = {}
+        for step in self.plan.steps:
+            for slot in step_reads(step):
+                self.readers.setdefault(slot, []).append(step.index)
         #: whether the step being written may be a view of a slot (a slice, a relabelling)
         self.view = False
         #: slots holding an array this function made that no other name views: a step
@@ -538,6 +543,7 @@ class _PlanWriter(_Writer):
     def write(self) -> list[_Value]:
         plan = self.plan
         outputs = set(plan.outputs)
+        inputs = set(plan.inputs.values())
         for step in plan.steps:
             shape = self._node_shape(step.node)
             if step.kind == "input":
@@ -548,18 +554,19 @@ class _PlanWriter(_Writer):
                 raise _PlanDecline(step.kind)
             self.view, self.step = step.kind == "slice", step
             text = rule(self, step, shape)
+            if text is None:  # not computed (a pd input's det whose log reads the factor)
+                self.unwritten.add(step.index)
+                continue
             name = f"_s{step.index}"
             if self.view and step.index in outputs:
                 text = f"_np.array({text})"  # a view of an argument: the caller's result is its own
-            if self.view or (step.kind == "constant" and not self.made) or not shape:
-                # a view keeps its operand's memory alive (never written into); a constant may be
-                # the walker's array another constant shares
+            if self.view:  # it keeps its operand's memory alive: neither is ever written into
                 self.owned.difference_update(step_reads(step))
-            else:
+            elif shape and (step.kind != "constant" or self.made):  # a constant may be the walker's shared array
                 self.owned.add(step.index)
             self.lines.append(f"{name} = {text}")
             self.slots[step.index] = _Value(name, False, shape)
-            dead = [f"_s{slot}" for slot in plan.release[step.index] if plan.steps[slot].kind != "input"]
+            dead = [f"_s{slot}" for slot in plan.release[step.index] if slot in self.slots and slot not in inputs]
             dead = [name for name in dead if int(name[2:]) not in outputs]
             if dead:
                 self.lines.append("del " + ", ".join(dead))
@@ -608,7 +615,10 @@ class _PlanWriter(_Writer):
         return self.full(node, value) if node.order > 0 else value.text
 
     def _plan_func(self, step, shape) -> str:
-        return numpy_call(str(step.data), self._read(step.args[0]))
+        (arg,) = step.args
+        if step.data == "log" and arg in self.unwritten:  # log det from the factor: finite where det overflows
+            return f"_cho_det({self._pd_factor(self.plan.steps[arg].args[0])}, True)"
+        return numpy_call(str(step.data), self._read(arg))
 
     def _plan_pow(self, step, shape) -> str:
         base = self._read(step.args[0])
@@ -624,10 +634,29 @@ class _PlanWriter(_Writer):
         return f"_np.power({base}, {_literal(cast(float, e))})"
 
     def _plan_inv(self, step, shape) -> str:
+        factor = self._pd_factor(step.args[0])
+        if factor is not None:
+            return f"_cho_inv({factor})"
         return f"_lapack(_np.linalg.inv, {self._read(step.args[0])})"
 
-    def _plan_det(self, step, shape) -> str:
-        return f"_lapack(_np.linalg.det, {self._read(step.args[0])})"
+    def _plan_det(self, step, shape) -> str | None:
+        factor = self._pd_factor(step.args[0])
+        if factor is None:
+            return f"_lapack(_np.linalg.det, {self._read(step.args[0])})"
+        readers = [self.plan.steps[k] for k in self.readers.get(step.index, ())]
+        if (
+            readers
+            and all(r.kind == "func" and r.data == "log" for r in readers)
+            and step.index not in self.plan.outputs
+        ):
+            return None  # only its log is read: computed from the factor there
+        return f"_cho_det({factor}, False)"
+
+    def _pd_factor(self, slot: int) -> str | None:
+        """The Cholesky factor of the input in ``slot`` where it is declared positive definite
+        (written before its first reader), else None."""
+        step = self.plan.steps[slot]
+        return self._factor(step.node) if step.kind == "input" else None
 
     def _plan_adj(self, step, shape) -> str:
         return f"_lapack(lambda _m: _adjugate(_m, {int(cast(int, step.data))}), {self._read(step.args[0])})"
@@ -781,7 +810,7 @@ def _canonical_letters(spec: tuple[int, ...]) -> tuple[int, ...]:
 
 
 #: plan step kind -> the plan writer's method giving the step's statement (``input``: none)
-PLAN_RULES: dict[str, Callable[[_PlanWriter, Any, tuple[str | None, ...]], str]] = {
+PLAN_RULES: dict[str, Callable[[_PlanWriter, Any, tuple[str | None, ...]], str | None]] = {
     "constant": _PlanWriter._plan_constant,
     "product": _PlanWriter._plan_product,
     "add": _PlanWriter._plan_add,
@@ -987,16 +1016,12 @@ def to_python(
         words = {n: "positive definite (pd)" if n in structure.pd else "symmetric" for n in structure.symmetric}
         return program_source(roots, name, shapes, single, header, words, structure.pd)
     header = _describe(roots, name, single)
-    if not structure.pd:  # the plan's steps (the inv and det of a pd input read a factor: the walker's)
-        planned = _PlanWriter(roots, name, structure)
-        params = planned.bind_sizes()
-        try:
-            results = planned.write()
-        except _PlanDecline:  # pragma: no cover - every plan step kind has a rule
-            pass
-        else:
-            return planned.source(params, results, single, header)
-    writer = _Writer(roots, name, structure)
-    params = writer.bind_sizes()
-    results = writer.write()
-    return writer.source(params, results, single, header)
+    planned = _PlanWriter(roots, name, structure)
+    params = planned.bind_sizes()
+    try:
+        results = planned.write()
+    except _PlanDecline:  # pragma: no cover - a plan step this writer cannot size: the DAG walker's function
+        writer = _Writer(roots, name, structure)
+        params = writer.bind_sizes()
+        return writer.source(params, writer.write(), single, header)
+    return planned.source(params, results, single, header)

@@ -113,3 +113,19 @@ def test_the_chained_rosenbrock_hessian_holds_four_dense_matrices_at_most():
     values = {"x": np.random.default_rng(0).uniform(0.5, 1.5, n)}
     _, generated = _peaks([tc.hessian(f, "x")], values)
     assert generated <= 4.3 * n * n * 8, generated / (n * n * 8)
+
+
+def test_a_pd_inputs_inverse_and_log_det_read_one_factor(rng):
+    p = tc.parse_problem("declare K 2 pd y 1 expression y'*inv(K)*y + log(det(K)) derivative wrt K")
+    exprs = [p.expr, p.derivative()]
+    source = tc.to_python(exprs, name="gp", assumptions=p.assumptions)
+    body = [line.strip() for line in source[source.index("def gp(") :].splitlines()]
+    assert sum(line.startswith("_t0 = _cholesky(K") for line in body) == 1
+    assert any("_cho_inv(_t0)" in line for line in body) and any("_cho_det(_t0, True)" in line for line in body)
+    assert not any("_cho_det(_t0, False)" in line or "linalg.det" in line for line in body)  # no det computed
+    namespace: dict = {}
+    exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102 - the library's own code
+    a = rng.standard_normal((4, 4))
+    values = {"K": a @ a.T + 4 * np.eye(4), "y": rng.standard_normal(4)}
+    for got, expr in zip(namespace["gp"](**values), exprs, strict=True):
+        np.testing.assert_allclose(got, tc.evaluate(expr, values), rtol=1e-11, atol=1e-12)
