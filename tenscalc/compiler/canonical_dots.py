@@ -2,15 +2,20 @@
 
 opt_einsum hands ``jax.numpy`` each pairwise contraction as a ``dot_general`` with
 whatever dimension numbers the operands' layouts give (``ca,cb->ab``: the left
-operand contracted on its first axis).  XLA's CPU backend sends only canonical dots
-(left operand ``[batch, free, contracted]``, right ``[batch, contracted, free]``) to
-its fast GEMM kernels, and its transpose-folding pass turns an explicit transpose of
-an operand back into dimension numbers.  So here each pair is written as
-``matmul`` of the two operands in canonical layout, the operand that must move
-(the cheaper of the two orientations) copied behind ``lax.optimization_barrier``,
-which the folding cannot see through.  On one core, the 3-layer ``R^1000 -> R^10``
-Jacobian's last product (a 10x200 by 200x1000 dot read transposed) takes half the
-time this way.  (Examples need JAX: see tests/compiler/test_canonical_dots.py.)
+operand contracted on its first axis).  XLA's CPU backend (XNNPACK's kernels) is fast
+only where the left operand is ``[batch, free, contracted]``; the right one may be
+``[batch, contracted, free]`` or ``[batch, free, contracted]`` (read as it is, no
+slower: ``X @ W.T`` as JAX writes it), and its transpose-folding pass turns an
+explicit transpose of an operand back into dimension numbers.  So here each pair is
+written as a dot of the two operands in such a layout, the operand that must move
+(the orientation copying fewest entries, the product's own transpose counted)
+copied behind ``lax.optimization_barrier``, which the folding cannot see through.
+The last pair writes the result's own order: a transpose after it is folded into the
+dot by swapping its operands, which reads the left one along its first axis (the
+3-layer network HVP's last product, 256x512 by 512x256, took 1.8x as long).  On one
+core, the 3-layer ``R^1000 -> R^10`` Jacobian's last product (a 10x200 by 200x1000
+dot read transposed) takes half the time this way.  (Examples need JAX: see
+tests/compiler/test_canonical_dots.py.)
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ def jax_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: Sequence[t
             remaining.pop(p)
         keep = set(out).union(*remaining)
         result = "".join(dict.fromkeys(letter for spec in picked for letter in spec if letter in keep))
+        if not remaining and sorted(result) == sorted(out):
+            # the last step writes the result's own order: a transpose after it, unseen by
+            # the pair, is one XLA folds into the dot by swapping its operands, which reads
+            # the left one along its first axis (the slow form)
+            result = out
         steps.append((tuple(positions), picked, result))
         remaining.append(result)
 
@@ -77,20 +87,26 @@ def _pair(a: Any, sa: str, b: Any, sb: str, result: str, sizes: dict[str, int]) 
     summed = "".join(x for x in sa if x in sb and x not in result)
     free_a = "".join(x for x in sa if x not in sb)
     free_b = "".join(x for x in sb if x not in sa)
-    # left @ right with a's free letters first, or b's: the orientation moving fewer entries
-    ab = _moved(sa, batch + free_a + summed, a) + _moved(sb, batch + summed + free_b, b)
-    ba = _moved(sb, batch + free_b + summed, b) + _moved(sa, batch + summed + free_a, a)
+    # left @ right with a's free letters first, or b's: the orientation copying fewer entries
+    ab = _orientation_cost(a, sa, free_a, b, sb, free_b, batch, summed, result, sizes)
+    ba = _orientation_cost(b, sb, free_b, a, sa, free_a, batch, summed, result, sizes)
     if ba < ab:
         a, sa, free_a, b, sb, free_b = b, sb, free_b, a, sa, free_a
     left = _laid(a, sa, batch + free_a + summed, lax)
-    right = _laid(b, sb, batch + summed + free_b, lax)
     n_batch, n_summed = (math.prod(sizes[x] for x in letters) for letters in (batch, summed))
     n_a, n_b = math.prod(sizes[x] for x in free_a), math.prod(sizes[x] for x in free_b)
-    right = right.reshape(n_batch, n_summed, n_b)
+    left = left.reshape(n_batch, n_a, n_summed)
     columns = _padded_columns(n_a, n_b)
-    if columns > n_b:  # zero columns appended (in the operand's producer) and cut off the result
-        right = jnp.pad(right, ((0, 0), (0, 0), (0, columns - n_b)))
-    product = jnp.matmul(left.reshape(n_batch, n_a, n_summed), right)
+    if sb == batch + free_b + summed:  # the right operand read along its last axis, as it is
+        right = b.reshape(n_batch, n_b, n_summed)
+        if columns > n_b:
+            right = jnp.pad(right, ((0, 0), (0, columns - n_b), (0, 0)))
+        product = lax.dot_general(left, right, (((2,), (2,)), ((0,), (0,))))
+    else:
+        right = _laid(b, sb, batch + summed + free_b, lax).reshape(n_batch, n_summed, n_b)
+        if columns > n_b:  # zero columns appended (in the operand's producer) and cut off the result
+            right = jnp.pad(right, ((0, 0), (0, 0), (0, columns - n_b)))
+        product = jnp.matmul(left, right)
     if columns > n_b:
         product = product[:, :, :n_b]
     got = batch + free_a + free_b
@@ -125,8 +141,29 @@ def _padded_columns(rows: int, columns: int) -> int:
 
 
 def _moved(spec: str, target: str, x: Any) -> int:
-    """Entries copied to lay ``x`` (laid ``spec``) out as ``target``."""
-    return 0 if spec == target else math.prod(x.shape)
+    """Entries copied to lay ``x`` (laid ``spec``; an array, or the lengths of its letters)
+    out as ``target``."""
+    if spec == target:
+        return 0
+    return math.prod(x[letter] for letter in spec) if isinstance(x, dict) else math.prod(x.shape)
+
+
+def _orientation_cost(
+    a: Any, sa: str, free_a: str, b: Any, sb: str, free_b: str, batch: str, summed: str, result: str, sizes: dict
+) -> tuple[int, bool]:
+    """The entries copied to compute the pair as ``a`` (left) by ``b`` (right): the
+    operands' and the product's own (a transpose into the result's order); then, at
+    equal copies, whether the right operand is read across (the vector of a
+    matrix-vector product is better on the right)."""
+    copied = _moved(sa, batch + free_a + summed, a) + _moved_right(sb, batch, summed, free_b, b)
+    copied += _moved(batch + free_a + free_b, result, sizes)
+    return copied, sb != batch + summed + free_b
+
+
+def _moved_right(spec: str, batch: str, summed: str, free: str, x: Any) -> int:
+    """Entries copied to make ``x`` (laid ``spec``) a dot's right operand: none where it is
+    ``[batch, summed, free]`` or ``[batch, free, summed]`` (XLA's CPU kernels read both)."""
+    return 0 if spec in (batch + summed + free, batch + free + summed) else math.prod(x.shape)
 
 
 def _laid(x: Any, spec: str, target: str, lax: Any) -> Any:
