@@ -34,7 +34,7 @@ from ..errors import EvaluationError
 from ..progress import optionally_verbose, stage
 from ..simplifier import simplify_many
 from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
-from .cholesky import FACTORISING, check_symmetric, declared, factored
+from .cholesky import FACTORISING, SYMMETRY_CHECKED, check_symmetric, declared, factored
 from .cost import Cost
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind, variable_orders
@@ -179,8 +179,8 @@ class CompiledFunction:
         self.pd = structure.pd & set(names)
         # the symmetric inputs checked on each call (NumPy), but those the factorisation checks
         checked: frozenset[str] = frozenset()
-        if self.symmetric and backend.name in FACTORISING:
-            checked = self.symmetric - factored(self.plan, self.pd)
+        if self.symmetric and backend.name in SYMMETRY_CHECKED:
+            checked = self.symmetric - (factored(self.plan, self.pd) if backend.name in FACTORISING else frozenset())
         self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
         self._slot_count = len(self.plan.inputs)
         #: shape key -> (key, bound program, its whole-program call or None): see _bind
@@ -193,7 +193,7 @@ class CompiledFunction:
         #: backend), None where it has none; a function of no inputs promotes the dtypes of
         #: whatever it was given (see __call__), so it always takes the general path
         native = backend.native if type(backend).native is not Backend.native else None
-        self._native = native if names else None
+        self._native = native if names and not self._checks else None  # checked values take the general path
         #: a call's values in input order: a tuple for several inputs (and none), the value
         #: itself for one
         self._many = len(names) != 1
@@ -452,9 +452,10 @@ def compile(  # noqa: A001
         matrix declared ``symmetric``, ``psd``, ``pd`` or ``diagonal`` is its own
         transpose: the expressions are simplified as ``tc.derivative(...,
         symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).  The declarations are
-        checked on every call (NumPy, PyTorch): a value that is not symmetric
-        (beyond rounding) or, where factorised, not positive definite raises an
-        ``EvaluationError`` naming the variable.  See
+        checked on every call (NumPy, PyTorch, JAX, CuPy; not Dask's lazy arrays,
+        nor a JAX tracer inside the caller's ``jax.jit``): a value that is not
+        symmetric (beyond rounding) or, where factorised, not positive definite
+        raises an ``EvaluationError`` naming the variable.  See
         ``tenscalc.compiler.cholesky``.
 
     Returns

@@ -75,6 +75,9 @@ __all__ = [
 PD_WORDS = ("pd",)
 #: the backends that factorise (the others compute inv and det by LU, the declaration trusted)
 FACTORISING = ("numpy", "torch")
+#: the backends whose values a declared symmetric matrix is checked on at each call (a Dask
+#: array is lazy: reading it would compute it)
+SYMMETRY_CHECKED = ("numpy", "torch", "jax", "cupy")
 #: the words about matrices only (as :mod:`tenscalc.convexity.assumptions` reads them)
 MATRIX_WORDS = ("symmetric", "psd", "pd", "diagonal")
 #: blocks of this many rows are mirrored at a time when the inverse's triangles are made
@@ -285,9 +288,9 @@ def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
     tenscalc.errors.EvaluationError: 'S' is declared symmetric but its value is not: S[0, 1] = 2.0, S[1, 0] = 3.0
     """
     if not isinstance(x, np.ndarray):  # a tensor: exactly symmetric is decided on its device
-        if getattr(x, "ndim", 0) != 2 or (x.shape[0] == x.shape[1] and bool((x == x.mT).all())):
+        if getattr(x, "ndim", 0) != 2 or _traced(x) or (x.shape[0] == x.shape[1] and bool((x == x.T).all())):
             return
-        x = x.detach().cpu().numpy()
+        x = _on_host(x)
     if x.ndim != 2 or np.array_equal(x, x.T):
         return
     declared_as = "positive definite (pd)" if pd else "symmetric"
@@ -304,6 +307,25 @@ def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
         f"'{name}' is declared {declared_as} but its value is not: {name}[{i}, {j}] = {x[i, j].item()!r}, "
         f"{name}[{j}, {i}] = {x[j, i].item()!r}"
     )
+
+
+def _traced(x: Any) -> bool:
+    """Whether ``x`` is a JAX tracer (a call inside the caller's ``jax.jit``): it has no
+    value to check, and the declaration is trusted."""
+    if not type(x).__module__.startswith("jax"):
+        return False
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _on_host(x: Any) -> np.ndarray:
+    """A PyTorch tensor, CuPy or JAX array as a NumPy array (for the error's numbers)."""
+    if hasattr(x, "detach"):  # torch
+        return x.detach().cpu().numpy()
+    if type(x).__module__.startswith("cupy"):
+        return x.get()
+    return np.asarray(x)
 
 
 def _finite_diagonal(name: str, diagonal: Any) -> Any:

@@ -396,3 +396,29 @@ def test_the_cli_writes_the_declarations_into_its_code(capsys):
     _same(
         namespace["f"](K=values["K"], y=values["y"]), tc.compile([p.expr, p.derivative()])(K=values["K"], y=values["y"])
     )
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_jax_refuses_data_that_is_not_symmetric(jax_numpy, jit):
+    # the declaration simplifies A + Aᵀ to 2A: a value that is not symmetric would give a wrong number
+    jnp = jax_numpy
+    f = tc.parse(QUADRATIC, {"x": 1, "A": 2, "z": 1})
+    run = tc.compile(tc.gradient(f, "x"), assumptions={"A": "pd"}, backend="jax", jit=jit)
+    a = np.array([[1.0, 2.0], [0.0, 1.0]])
+    for given in (a, jnp.asarray(a)):  # converted, and the backend's own arrays (the call's fast path)
+        with pytest.raises(tc.EvaluationError, match=r"'A' is declared .* but its value is not: A\[0, 1\] = 2.0"):
+            run(A=given, x=jnp.ones(2), z=jnp.ones(3))
+    s, x, z = a + a.T, np.array([1.0, -2.0]), np.array([0.5, 1.0, 2.0])
+    got = run(A=jnp.asarray(s), x=jnp.asarray(x), z=jnp.asarray(z))
+    np.testing.assert_allclose(np.asarray(got), 2 * s @ x * (z @ z))
+
+
+def test_jax_inside_the_callers_jit_trusts_the_declaration(jax_numpy):
+    import jax
+
+    jnp = jax_numpy
+    f = tc.parse(QUADRATIC, {"x": 1, "A": 2, "z": 1})
+    run = tc.compile(tc.gradient(f, "x"), assumptions={"A": "symmetric"}, backend="jax")
+    s, x, z = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([1.0, -2.0]), np.array([0.5, 1.0, 2.0])
+    got = jax.jit(lambda a: run(A=a, x=jnp.asarray(x), z=jnp.asarray(z)))(jnp.asarray(s))  # a tracer: not read
+    np.testing.assert_allclose(np.asarray(got), 2 * s @ x * (z @ z))
