@@ -2,8 +2,14 @@
 
 ``to_python`` writes the source of a function that computes a list of
 expressions (typically a value, its gradient and its Hessian) from arrays given as
-keyword arguments.  The function needs only NumPy and opt_einsum, never tenscalc;
-every node shared by the expressions is computed once, in one statement.
+keyword arguments.  The function needs only NumPy and opt_einsum, never tenscalc.
+Without shapes it is the compiler's shape-free plan (:func:`.plan.build_plan`)
+written out by :class:`_PlanWriter`: one statement per plan step (products fused
+into one einsum per term, deltas absorbed into letters, shared work computed once),
+each temporary deleted after the plan's last reader of it, sums added into one
+buffer, and contractions along the compiler's memory-bounded path choice.  Lengths
+are read from the arguments at run time, so the function takes any shapes.  The
+DAG walker (:class:`_Writer`) writes the constant-only steps.
 
 Nothing the user writes reaches the source as text except the function name and
 the variable names, and both must be plain identifiers (checked here), so the
@@ -45,7 +51,7 @@ from .generated import (
     signature,
 )
 from .numpy_names import numpy_call
-from .plan import step_reads
+from .plan import Term, step_reads
 from .program import DP_MAX_OPERANDS, PROPORTION
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
@@ -523,7 +529,7 @@ class _PlanWriter(_Writer):
         self.constant_slots: set[int] = set()
         # nodes inside another constant, and the terms' constants (the walker's array of
         # such a node may be read again: never written into)
-        terms = [t for step in self.plan.steps if step.kind == "product" for t in step.data]
+        terms = [t for step in self.plan.steps if step.kind == "product" for t in cast("tuple[Term, ...]", step.data)]
         held = {c for t in terms for c, _ in t.constants}
         constants = [step.node for step in self.plan.steps if step.kind == "constant"] + list(held)
         self.inner = held | {sub for c in constants for sub in topological([c]) if sub is not c}
@@ -549,7 +555,7 @@ class _PlanWriter(_Writer):
             if step.kind == "input":
                 self.slots[step.index] = _Value(self.names[str(step.data)], False, shape)
                 continue
-            rule = PLAN_RULES.get(step.kind)
+            rule = STEP_WRITERS.get(step.kind)
             if rule is None:  # pragma: no cover - every plan step kind has a rule
                 raise _PlanDecline(step.kind)
             self.view, self.step = step.kind == "slice", step
@@ -810,7 +816,7 @@ def _canonical_letters(spec: tuple[int, ...]) -> tuple[int, ...]:
 
 
 #: plan step kind -> the plan writer's method giving the step's statement (``input``: none)
-PLAN_RULES: dict[str, Callable[[_PlanWriter, Any, tuple[str | None, ...]], str | None]] = {
+STEP_WRITERS: dict[str, Callable[[_PlanWriter, Any, tuple[str | None, ...]], str | None]] = {
     "constant": _PlanWriter._plan_constant,
     "product": _PlanWriter._plan_product,
     "add": _PlanWriter._plan_add,
@@ -1014,7 +1020,8 @@ def to_python(
         python_names({n for root in roots for n, _ in root.varset})  # refuses names the code cannot hold
         header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
         words = {n: "positive definite (pd)" if n in structure.pd else "symmetric" for n in structure.symmetric}
-        return program_source(roots, name, shapes, single, header, words, structure.pd)
+        fixed = {variable: tuple(shape) for variable, shape in shapes.items()}
+        return program_source(roots, name, fixed, single, header, words, structure.pd)
     header = _describe(roots, name, single)
     planned = _PlanWriter(roots, name, structure)
     params = planned.bind_sizes()

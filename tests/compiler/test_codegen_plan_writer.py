@@ -16,7 +16,9 @@ import pytest
 
 import tenscalc as tc
 from benchmarks.classes import NETWORK, network_data
+from tenscalc.compiler.codegen import STEP_WRITERS
 from tenscalc.compiler.plan import build_plan
+from tenscalc.compiler.program import BIND_RULES
 from tests.cost import traced_peak
 
 ROSEN = "sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)"
@@ -129,3 +131,7 @@ def test_a_pd_inputs_inverse_and_log_det_read_one_factor(rng):
     values = {"K": a @ a.T + 4 * np.eye(4), "y": rng.standard_normal(4)}
     for got, expr in zip(namespace["gp"](**values), exprs, strict=True):
         np.testing.assert_allclose(got, tc.evaluate(expr, values), rtol=1e-11, atol=1e-12)
+
+
+def test_the_writer_has_a_rule_for_every_step_kind_the_binder_binds():
+    assert set(STEP_WRITERS) == set(BIND_RULES)
