@@ -36,6 +36,7 @@ from ..simplifier import simplify_many
 from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
 from .cholesky import FACTORISING, SYMMETRY_CHECKED, check_symmetric, declared, factored
 from .cost import Cost
+from .given_shapes import lengths
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind, variable_orders
 from .scalar import scalar_program
@@ -361,12 +362,7 @@ class CompiledFunction:
             elif isinstance(value, (int, float, complex)):  # a number is a 0-axis value
                 resolved[name] = ()
             else:
-                try:
-                    resolved[name] = tuple(int(n) for n in value)
-                except (TypeError, ValueError):
-                    raise EvaluationError(
-                        f"the shape of '{name}' must be a tuple of lengths or an array, not {value!r}"
-                    ) from None
+                resolved[name] = lengths(name, value, EvaluationError)
         key = tuple(resolved[name] for name in self.inputs)
         bound = self._cached(key)
         if bound is not None:

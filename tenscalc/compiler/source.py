@@ -610,6 +610,7 @@ def program_source(
     symmetric = symmetric or {}
     from ..core.axes import axis_graph
     from .backends import get_backend
+    from .given_shapes import lengths
     from .plan import build_plan
     from .program import bind
 
@@ -621,7 +622,7 @@ def program_source(
     missing = [p for p in params if p not in shapes]
     if missing:
         raise TensCalcError(f"to_python: no shape given for {', '.join(missing)}")
-    fixed = {p: tuple(int(n) for n in shapes[p]) for p in params}
+    fixed = {p: lengths(p, shapes[p]) for p in params}
     for p in params:
         if len(fixed[p]) != orders[p]:
             raise TensCalcError(f"to_python: '{p}' has order {orders[p]} but the shape given is {fixed[p]}")

@@ -89,6 +89,14 @@ def test_inconsistent_or_missing_shapes_are_refused():
         tc.to_python(f, shapes={"A": (3, 4), "x": (4, 1)})
 
 
+@pytest.mark.parametrize("x_shape", [(-4,), (4.0,), 4, "4", None])
+def test_a_shape_that_is_not_lengths_is_refused(x_shape):
+    f = parse("A *(ij,j->i) x")  # (-4,) once wrote a module for x of shape (-4,), (4.0,) one for (4,)
+    with pytest.raises(tc.TensCalcError, match=r"the shape of 'x' must be a tuple of lengths \(integers >= 0\)"):
+        tc.to_python(f, shapes={"A": (3, 4), "x": x_shape})
+    assert "(4,)" in tc.to_python(f, shapes={"A": (3, 4), "x": (np.int64(4),)})  # NumPy's integers are lengths
+
+
 def test_outputs_are_fresh_arrays():
     f = tc.parse("x *(i,i->) 1", {"x": 1})
     h = tc.hessian(f * f, "x")  # 2 (ones ⊗ ones): constants only in the plan

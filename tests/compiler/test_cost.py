@@ -213,3 +213,12 @@ def test_an_outer_product_read_elementwise_is_still_formed_once():
     cost = tc.compile(f).cost({"x": (300,), "y": (400,)})
     assert cost.largest_intermediate == 300 * 400
     assert cost.flops <= 5 * 300 * 400
+
+
+@pytest.mark.parametrize("shape", [(-3,), (3.5,), "3"])
+def test_a_shape_that_is_not_lengths_is_refused(shape):
+    # (-3,) once gave -6 flops, (3.5,) the cost at length 3
+    run = tc.compile(tc.gradient(tc.parse("x *(i,i->) x", {"x": 1}), "x"))
+    with pytest.raises(tc.EvaluationError, match=r"the shape of 'x' must be a tuple of lengths \(integers >= 0\)"):
+        run.cost({"x": shape})
+    assert run.cost({"x": np.ones(3)}) == run.cost({"x": (3,)})
