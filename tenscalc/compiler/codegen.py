@@ -1015,12 +1015,13 @@ def to_python(
     if widest > MAX_AXES:
         raise TensCalcError(f"a node of the expression has {widest} axes; NumPy arrays have at most {MAX_AXES}")
     if shapes is not None:
+        from .given_shapes import lengths
         from .source import program_source
 
         python_names({n for root in roots for n, _ in root.varset})  # refuses names the code cannot hold
         header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
         words = {n: "positive definite (pd)" if n in structure.pd else "symmetric" for n in structure.symmetric}
-        fixed = {variable: tuple(shape) for variable, shape in shapes.items()}
+        fixed = {variable: lengths(variable, shape) for variable, shape in shapes.items()}
         return program_source(roots, name, fixed, single, header, words, structure.pd)
     header = _describe(roots, name, single)
     planned = _PlanWriter(roots, name, structure)
