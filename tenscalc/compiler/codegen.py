@@ -1022,6 +1022,12 @@ def to_python(
         header = _describe(roots, name, single).replace("It needs NumPy and opt_einsum only.", "It needs NumPy only.")
         words = {n: "positive definite (pd)" if n in structure.pd else "symmetric" for n in structure.symmetric}
         fixed = {variable: lengths(variable, shape) for variable, shape in shapes.items()}
+        for variable in sorted(structure.symmetric & set(fixed)):  # else "the shapes do not fit" names others
+            if len(set(fixed[variable])) > 1:
+                raise TensCalcError(
+                    f"to_python: '{variable}' is declared {words[variable]} but its shape "
+                    f"{fixed[variable]} is not square"
+                )
         return program_source(roots, name, fixed, single, header, words, structure.pd)
     header = _describe(roots, name, single)
     planned = _PlanWriter(roots, name, structure)

@@ -105,3 +105,12 @@ def test_outputs_are_fresh_arrays():
     first[...] = 7.0
     (second,) = function(x=np.ones(3))
     np.testing.assert_allclose(second, 2 * np.ones((3, 3)))
+
+
+def test_a_declared_matrix_of_a_shape_that_is_not_square_is_refused():
+    f = tc.parse("log(exp(-(y *(i,i->i) (X *(ij,j->i) w))) + 1) *(i,i->) 1", {"X": 2, "y": 1, "w": 1})
+    shapes = {"X": (5, 3), "y": (5,), "w": (3,)}  # once "axis 0 of 'w' ... must equal axis 0 of 'y'"
+    with pytest.raises(
+        tc.TensCalcError, match=r"'X' is declared positive definite \(pd\) but its shape \(5, 3\) is not"
+    ):
+        tc.to_python(tc.gradient(f, "w"), shapes=shapes, assumptions={"X": "pd"})
