@@ -85,6 +85,11 @@ __all__ = [
     "tiles_lines",
 ]
 
+#: the op kinds the fused function writes with the writer of ``tc.to_python(shapes=)``
+#: (:class:`.source.FusedOpSource`) where the op is no elementwise :class:`Chain`: a
+#: contraction, a product's terms, a pair several products share, a sum into one buffer
+WRITTEN = frozenset({"product", "pair", "accumulate"})
+
 #: programs with more operations than this keep the loop: compiling the source costs
 #: ~50 µs per operation, which a few hundred calls of a large program repay
 MAX_OPS = 2_000
@@ -475,10 +480,15 @@ def fuse(
     outputs: Sequence[int],
     n_slots: int,
     densify: Mapping[int, Callable[[Any], Any]],
+    program: Any = None,
+    resolver: Any = None,
 ) -> tuple[Callable[[Sequence[Any], Any], tuple[Any, ...] | None], str] | None:
     """The lowered program ``ops`` as one function of the input arrays and the ``like``
     reference, returning the results (None when an input is not float64), with its
-    source; None for programs over :data:`MAX_OPS` operations."""
+    source; None for programs over :data:`MAX_OPS` operations.  Given the bound
+    ``program`` and its ``resolver``, the ops of the kinds in :data:`WRITTEN` are written
+    by the writer of ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the
+    same statements, no closure called."""
     if len(ops) > MAX_OPS:
         return None
     inlines: list[Inline | None] = [op.inline for op in ops]
@@ -492,6 +502,11 @@ def fuse(
     tiled: dict[int, set[int]] = {}  # tiles op -> the part slots their producers wrote
     writer = _Writer(shapes)
     writer.namespace.update(_F64=np.dtype(np.float64), _finish=numpy_result)
+    source = None
+    if program is not None and program.bound_plan is not None:
+        from .source import FusedOpSource  # (.source writes with this module's band and tile writers)
+
+        source = FusedOpSource(program, resolver, writer.namespace)
     params = [f"_a{k}" for k in range(len(inputs))]
     lines = writer.lines
     if params:
@@ -523,6 +538,16 @@ def fuse(
         elif isinstance(inline, Tiles):
             writer.tiles(target, inline, f"_o{i}", tiled.get(i, set()))
             owned.add(slot)
+        elif source is not None and op.kind in WRITTEN and isinstance(inline, Terms):
+            lines += source.terms_statements(op, inline.fresh)
+            owned.add(slot)
+        elif source is not None and op.kind in WRITTEN:
+            statements, temps = source.statements(op)
+            lines += statements
+            if temps:
+                lines.append("del " + ", ".join(temps))
+            if isinstance(inline, Fresh):
+                owned.add(slot)
         elif isinstance(inline, Terms):
             writer.terms(target, inline)
             owned.add(slot)
@@ -546,10 +571,12 @@ def fuse(
         else:
             results.append(f"_finish(env[{slot}])")
     lines.append(f"return ({''.join(r + ', ' for r in results)})")
-    source = "def _fused(arrays, like):\n" + "".join(f"    {line}\n" for line in lines)
+    text = "def _fused(arrays, like):\n" + "".join(f"    {line}\n" for line in lines)
+    if source is not None:
+        source.define_helpers()
     namespace = writer.namespace
-    exec(compile(source, "<tenscalc fused program>", "exec"), namespace)  # noqa: S102 - source written above
-    return namespace["_fused"], source
+    exec(compile(text, "<tenscalc fused program>", "exec"), namespace)  # noqa: S102 - source written above
+    return namespace["_fused"], text
 
 
 def fresh_results(

@@ -199,23 +199,31 @@ COLUMN_OUTER_MAX = 4
 COLUMN_OUTER_MIN_ROWS = 512
 
 
+#: ``x ⊗ y`` one trailing column at a time: the kernel's one text, run here and written
+#: into the modules ``tc.to_python(shapes=)`` generates and the fused function (:mod:`.source`)
+COLUMN_OUTER_SOURCE = '''
+def _outer_columns(x, y, left_shape, nr, out_shape):
+    """``x ⊗ y`` for a long ``x`` and a short ``y``: ``out[..., j] = x * y[j]`` (the same
+    single rounding per entry as the broadcast product)."""
+    y = y.reshape(nr)
+    out = _np.empty((*left_shape, nr), dtype=_np.result_type(x, y))
+    for j in _range(nr):
+        _np.multiply(x, y[j], out=out[..., j])
+    return out.reshape(out_shape)
+'''
+_columns_namespace: dict = {"_np": np, "_range": range}
+exec(compile(COLUMN_OUTER_SOURCE, "<tenscalc outer columns>", "exec"), _columns_namespace)  # noqa: S102 - the text above
+outer_columns: Callable[..., np.ndarray] = _columns_namespace["_outer_columns"]
+
+
 def _column_outer(reduce_a, reduce_b, ta, tb, left_shape, nr, out_shape):
-    """``x ⊗ y`` for a long ``x`` and a short ``y``: ``out[..., j] = x * y[j]`` (the
-    same single rounding per entry as the broadcast product)."""
+    """``x ⊗ y`` for a long ``x`` and a short ``y`` (:data:`COLUMN_OUTER_SOURCE`)."""
     prepare_a, prepare_b = _preparer(reduce_a, ta), _preparer(reduce_b, tb)
-    multiply, empty = np.multiply, np.empty
-    columns = range(nr)
-    shape = (*left_shape, nr)
 
-    def outer_columns(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        x = prepare_a(x)
-        y = prepare_b(y).reshape(nr)
-        out = empty(shape, dtype=np.result_type(x, y))
-        for j in columns:
-            multiply(x, y[j], out=out[..., j])
-        return out.reshape(out_shape)
+    def outer(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return outer_columns(prepare_a(x), prepare_b(y), left_shape, nr, out_shape)
 
-    return outer_columns
+    return outer
 
 
 def _matvec(reduce_a, reduce_b, ta, tb, shape_a, shape_b, out_shape):

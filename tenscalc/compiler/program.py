@@ -523,7 +523,7 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
     program.steps, program.held, program.terms = bound_steps, shapes, resolver.terms
     if backend.name == "numpy" and not resolver.estimate:
         program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
-        program.fuse_later = partial(fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify)
+        program.fuse_later = partial(fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify, program, resolver)
     return program
 
 

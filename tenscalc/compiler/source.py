@@ -26,6 +26,7 @@ import numpy as np
 from ..adjugate import ADJUGATE_SOURCE
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
+from . import kernels
 from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, Part, block_rows
 from .backends import letters
 from .fused import BandSum, Spelling, Tiles, band_tuple, tiles_lines
@@ -39,7 +40,14 @@ from .generated import (
     python_names,
     signature,
 )
-from .kernels import GRAM_SOURCE, ContractionLayout, GramPattern, PairLayout, is_identity_permutation
+from .kernels import (
+    COLUMN_OUTER_SOURCE,
+    GRAM_SOURCE,
+    ContractionLayout,
+    GramPattern,
+    PairLayout,
+    is_identity_permutation,
+)
 from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import AddItem, Step, Term
@@ -77,6 +85,7 @@ def _add_embedded(x, part, key, coef, shape):
     return x
 ''',
     "_gram": GRAM_SOURCE,  # the Gram kernel's own text (.kernels)
+    "_outer_columns": COLUMN_OUTER_SOURCE,  # the long-by-short outer product's own text (.kernels)
     "_lapack": LAPACK_HELPER,
     # banded steps (:mod:`.banded`): a slot holds a tuple of band values, numbers or vectors
     "_stretch": '''
@@ -195,20 +204,34 @@ class ProgramSource:
         """The function body computing the bound program from the inputs (slot -> name)."""
         self.names.update(input_names)
         for op in self.bound.ops:
-            temps = self._temp
-            self._op(op)
+            lines, dead = self.statements(op)
+            self.lines += lines
             # what the compiled program releases after this op is deleted here too (and the
             # op's own path intermediates), so the function's peak memory is the program's
-            dead = [f"_p{k}" for k in range(temps + 1, self._temp + 1)]
             for slot in op.release:
                 dead += [names.pop(slot) for names in (self.names, self.bands) if slot in names]
             if dead:
                 self.lines.append("del " + ", ".join(dict.fromkeys(dead)))
         return self.lines
 
+    def statements(self, op: Op) -> tuple[list[str], list[str]]:
+        """The statements of one op (naming its slot's value :meth:`slot_name`), and the
+        names of the path intermediates they leave, dead after the op: what both the
+        module ``tc.to_python(shapes=)`` and ``tc.compile``'s fused function
+        (:func:`.fused.fuse`) write for the op."""
+        start, temps = len(self.lines), self._temp
+        self._op(op)
+        lines = self.lines[start:]
+        del self.lines[start:]
+        return lines, [f"_p{k}" for k in range(temps + 1, self._temp + 1)]
+
+    def slot_name(self, slot: int) -> str:
+        """The name the source gives the value of ``slot`` an op computes."""
+        return f"_s{slot}"
+
     def _op(self, op: Op) -> None:
         """The statement(s) of one op, naming its slot's value."""
-        name = f"_s{op.slot}"
+        name = self.slot_name(op.slot)
         if op.kind == "cholesky":  # before its first reader, as bind runs it
             (matrix,) = op.reads
             self.lines.append(f"_f{matrix} = _cholesky({self._arg(matrix)}, {self.pd[matrix]!r})")
@@ -509,6 +532,8 @@ class ProgramSource:
                 # positions are popped in reverse: (later, earlier); a swapped pair is taken (earlier, later)
                 first, second = (picked[1], picked[0]) if step.pair.swapped else (picked[0], picked[1])
                 text = _pair(step.pair, sizes, first, second)
+                if text.startswith("_outer_columns("):
+                    self.helpers.add("_outer_columns")
                 self.pairs.append(step.pair)
             if number < len(layout.steps) - 1:  # an intermediate of the path: its own statement
                 name = self._fresh()
@@ -524,13 +549,65 @@ class ProgramSource:
         return text
 
 
+class FusedOpSource(ProgramSource):
+    """The op writer as ``tc.compile``'s fused function (:func:`.fused.fuse`) uses it: the
+    same statements as the module's, with each slot's value in ``env[slot]``, constant
+    arrays and helpers as names in the function's ``namespace`` (its inputs are float64:
+    a sum of terms is added into the first term's buffer, :meth:`terms_statements`).
+    """
+
+    def __init__(self, bound: Program, resolver: ShapeResolver, namespace: dict):
+        super().__init__(bound, resolver)
+        self.namespace = namespace
+
+    def slot_name(self, slot: int) -> str:
+        return f"env[{slot}]"
+
+    def _arg(self, slot: int) -> str:
+        return f"env[{slot}]"
+
+    def _constant(self, value: np.ndarray) -> str:
+        value = np.asarray(value)
+        if value.ndim == 0:  # a number, as the module writes it
+            return literal(value)
+        name = f"_K{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def terms_statements(self, op: Op, fresh: bool) -> list[str]:
+        """``env[slot] = `` the sum of a product's terms, each term as the module writes it,
+        added into the running total's buffer once it is one this function allocated
+        (``fresh``: the first term's array is); each term's path intermediates deleted
+        after it, as its closure drops them."""
+        bound = self.bound.steps[op.slot]
+        terms = cast("tuple[Term, ...]", bound.step.data)
+        self.namespace.setdefault("_u_add", np.add)  # the name the fused writer gives np.add
+        lines = []
+        for k, term in enumerate(terms):
+            start, temps = len(self.lines), self._temp
+            text = self._term(term, bound.shape)
+            lines += self.lines[start:]
+            del self.lines[start:]
+            out = ", out=_s" if fresh or k > 1 else ""
+            lines.append(f"_s = {text}" if k == 0 else f"_s = _u_add(_s, {text}{out})")
+            if self._temp > temps:
+                lines.append("del " + ", ".join(f"_p{j}" for j in range(temps + 1, self._temp + 1)))
+        return [*lines, f"env[{op.slot}] = _s", "del _s"]
+
+    def define_helpers(self) -> None:
+        """Define the helpers the written statements call in the namespace."""
+        exec(ALIASES, self.namespace)  # noqa: S102 - the module's own aliases
+        for helper in sorted(self.helpers):
+            exec(compile(HELPERS[helper], f"<tenscalc {helper}>", "exec"), self.namespace)  # noqa: S102
+
+
 def _undescribed(fn: Callable) -> str:
     raise AssertionError(f"a band value without a description: {fn!r}")  # the binder describes every one
 
 
 def _atom(text: str) -> str:
     """``text`` safe to follow with ``.method`` or an operator."""
-    return text if re.fullmatch(r"[A-Za-z_]\w*", text) else f"({text})"
+    return text if re.fullmatch(r"[A-Za-z_]\w*(\[\d+\])?", text) else f"({text})"  # a name, or env[slot]
 
 
 def _reduce(text: str, spec: str, drop: str) -> tuple[str, str]:
@@ -559,20 +636,31 @@ def _pair(layout: PairLayout, sizes: dict[str, int], xa: str, xb: str) -> str:
             x = f"{_atom(x)}.reshape({shape!r})"
         return x
 
+    # the branches of kernels.layout_kernel, in its order: the same NumPy call on the same operands
+    nl = math.prod(sizes[c] for c in left)
+    nr = math.prod(sizes[c] for c in right)
     if inner:
         nb = math.prod(sizes[c] for c in batch)
-        nl = math.prod(sizes[c] for c in left)
         nk = math.prod(sizes[c] for c in inner)
-        nr = math.prod(sizes[c] for c in right)
+        if not batch and not left and not right:  # a full inner product: one np.dot of two vectors
+            vector_a = prepared(xa, a2, inner, (nk,))
+            return f"_np.dot({vector_a}, {prepared(xb, b2, inner, (nk,))})"
         # always 2-D without a batch (see kernels.layout_kernel: BLAS gemv stalls on shared cores)
         shape_a, shape_b = ((nb, nl, nk), (nb, nk, nr)) if batch else ((nl, nk), (nk, nr))
-        left_factor = _atom(prepared(xa, a2, batch + left + inner, shape_a))
-        product = f"{left_factor} @ {_atom(prepared(xb, b2, batch + inner + right, shape_b))}"
+        factor_a = prepared(xa, a2, batch + left + inner, shape_a)
+        factor_b = prepared(xb, b2, batch + inner + right, shape_b)
+        if not batch and min(nl, nr) == 1 and nl * nk * nr >= kernels.MATVEC_EINSUM_SIZE:
+            product = f"_np.einsum('lk,kr->lr', {factor_a}, {factor_b})"
+        else:
+            product = f"{_atom(factor_a)} @ {_atom(factor_b)}"
         if (shape_a[:-1] + shape_b[-1:]) != out_shape:
             product = f"({product}).reshape({out_shape!r})"
         return product
     xa = prepared(xa, a2, batch + left, tuple(sizes[c] for c in batch + left))
     xb = prepared(xb, b2, batch + right, tuple(sizes[c] for c in batch + right))
+    if not batch and left and right and nr <= kernels.COLUMN_OUTER_MAX and nl >= kernels.COLUMN_OUTER_MIN_ROWS:
+        # a long x and a short y: one column of the result at a time (kernels._column_outer)
+        return f"_outer_columns({xa}, {xb}, {tuple(sizes[c] for c in left)!r}, {nr}, {out_shape!r})"
     if right:
         xa = f"{_atom(xa)}[{', '.join([':'] * (len(batch) + len(left)) + ['None'] * len(right))}]"
     if left:

@@ -1,0 +1,96 @@
+"""One NumPy writer of a bound op, for ``tc.compile``'s fused function and ``tc.to_python(shapes=)``.
+
+The fused function (:func:`tenscalc.compiler.fused.fuse`) writes the contractions, a
+product's terms, shared pairs and sums into one buffer with the writer of the module
+``tc.to_python(exprs, shapes=...)`` generates (:class:`tenscalc.compiler.source.FusedOpSource`):
+over the corpus of ``test_runners.py`` it calls no closure for those ops, the module's
+statement of each such op is one of the fused function's (slots named alike), and the
+fused function's results are the closure loop's, bit for bit.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+from tenscalc.compiler.fused import WRITTEN, Chain, Terms
+from tenscalc.compiler.scalar import ScalarProgram
+from tests.compiler.test_runners import NAMES, _values
+
+
+def _fused_program(exprs: list, values: dict):
+    compiled = tc.compile(exprs)
+    compiled(values)
+    compiled(values)  # the second call writes the fused function
+    program = compiled._last[1]
+    return compiled, program
+
+
+def _array_cases() -> list[str]:
+    return [name for name in NAMES if name != "scalars"]  # all-scalar programs take the float runner
+
+
+def _normal(line: str, inputs: dict[str, int]) -> str:
+    """A statement with slots named alike (``env[k]`` and ``_sk`` as ``S<k>``, inputs by
+    their slot), and constants' and intermediates' numbers left out."""
+    line = re.sub(r"env\[(\d+)\]", r"S\1", line)
+    line = re.sub(r"\b_s(\d+)\b", r"S\1", line)
+    for name, slot in inputs.items():
+        line = re.sub(rf"(?<![\w.'\"]){re.escape(name)}\b", f"S{slot}", line)
+    line = re.sub(r"\b_K\d+\b", "_K", line)
+    return re.sub(r"\b_p\d+\b", "_p", line.strip())
+
+
+def test_the_scalar_case_is_the_only_one_without_a_fused_function():
+    exprs, values = _values("scalars")
+    _, program = _fused_program(exprs, values)
+    assert isinstance(program, ScalarProgram)
+
+
+@pytest.mark.parametrize("name", _array_cases())
+def test_the_fused_function_calls_no_closure_for_the_ops_the_writer_writes(name):
+    exprs, values = _values(name)
+    _, program = _fused_program(exprs, values)
+    assert program.fused is not None
+    written = [op for op in program.ops if op.kind in WRITTEN and not isinstance(op.inline, Chain)]
+    assert written, "every corpus case with arrays has a contraction"
+    names = program.fused.__globals__
+    called = [op for op in written if any(value is op.fn for value in names.values())]
+    assert not called, [(op.kind, op.slot) for op in called]
+    for op in written:  # no closure of its terms either
+        if isinstance(op.inline, Terms):
+            assert not any(value is fn for fn in op.inline.fns for value in names.values()), op.slot
+
+
+@pytest.mark.parametrize("name", _array_cases())
+def test_the_modules_statement_of_each_written_op_is_the_fused_functions(name):
+    exprs, values = _values(name)
+    compiled, program = _fused_program(exprs, values)
+    shapes = {k: np.shape(v) for k, v in values.items()}
+    module = tc.to_python(exprs, shapes=shapes)
+    inputs = dict(program.bound_plan.inputs)
+    fused_lines = {_normal(line, {}) for line in program.fused_source.splitlines()}
+    compared = 0
+    for op in program.ops:
+        if op.kind not in WRITTEN or isinstance(op.inline, (Chain, Terms)):
+            continue  # a chain is written with out= buffers, a sum of terms added in place (float64 only)
+        found = [line for line in module.splitlines() if re.match(rf"\s*_s{op.slot} = ", line)]
+        assert len(found) == 1, (op.slot, found)
+        assert _normal(found[0], inputs) in fused_lines, (op.kind, op.slot, _normal(found[0], inputs))
+        compared += 1
+    assert compared, "each case has a contraction the module and the fused function both write"
+
+
+@pytest.mark.parametrize("name", _array_cases())
+def test_the_fused_function_computes_the_loops_values_bit_for_bit(name):
+    exprs, values = _values(name)
+    compiled, program = _fused_program(exprs, values)
+    arrays = [compiled._backend.convert(n, values[n]) for n in compiled.inputs[: compiled._slot_count]]
+    loop = program.run_steps(arrays, arrays[0])
+    fused = program.fused(arrays, arrays[0])
+    assert fused is not None
+    for ours, theirs in zip(fused, loop):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
