@@ -223,7 +223,7 @@ class ProgramSource:
         self._op(op)
         lines = self.lines[start:]
         del self.lines[start:]
-        return lines, [f"_p{k}" for k in range(temps + 1, self._temp + 1)]
+        return _early_deletes(lines, [f"_p{k}" for k in range(temps + 1, self._temp + 1)])
 
     def slot_name(self, slot: int) -> str:
         """The name the source gives the value of ``slot`` an op computes."""
@@ -599,6 +599,23 @@ class FusedOpSource(ProgramSource):
         exec(ALIASES, self.namespace)  # noqa: S102 - the module's own aliases
         for helper in sorted(self.helpers):
             exec(compile(HELPERS[helper], f"<tenscalc {helper}>", "exec"), self.namespace)  # noqa: S102
+
+
+def _early_deletes(lines: list[str], temps: list[str]) -> tuple[list[str], list[str]]:
+    """``lines`` with each intermediate in ``temps`` deleted after the statement that reads it
+    last, as a closure's intermediate dies when the next NumPy call has read it; those the
+    last statement reads are returned, to be deleted after it."""
+    last: dict[str, int] = {}
+    for k, line in enumerate(lines):
+        for name in re.findall(r"\b_p\d+\b", line.split(" = ", 1)[1] if " = " in line else line):
+            last[name] = k
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        out.append(line)
+        dead = [name for name in temps if last.get(name) == k]
+        if dead and k < len(lines) - 1:
+            out.append("del " + ", ".join(dead))
+    return out, [name for name in temps if last.get(name, len(lines) - 1) == len(lines) - 1]
 
 
 def _undescribed(fn: Callable) -> str:
