@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -531,8 +532,10 @@ class _PlanWriter(_Writer):
         # such a node may be read again: never written into)
         terms = [t for step in self.plan.steps if step.kind == "product" for t in cast("tuple[Term, ...]", step.data)]
         held = {c for t in terms for c, _ in t.constants}
-        constants = [step.node for step in self.plan.steps if step.kind == "constant"] + list(held)
+        steps = [step.node for step in self.plan.steps if step.kind == "constant"]
+        constants = steps + list(held)
         self.inner = held | {sub for c in constants for sub in topological([c]) if sub is not c}
+        self.inner |= {node for node, count in Counter(steps).items() if count > 1}  # one walker array, two steps
         self.made = False  # whether the constant step just written made its own array
         self.unwritten: set[int] = set()  # steps not computed (a pd input's det read by its log only)
         self.readers: dict[int, list[int]] = {}

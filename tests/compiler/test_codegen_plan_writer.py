@@ -90,6 +90,16 @@ def test_sums_scale_only_dead_arrays_in_place(rng):
     np.testing.assert_allclose(got, tc.evaluate(mixed[0], complex_values), rtol=1e-13)
 
 
+def test_a_constant_two_steps_share_is_never_summed_into(rng):
+    # 3 I is one walker array read by two plan steps: the first sum must not add into it
+    # (found by the fuzz campaign: the second inverse read 3 I + 0.1 W)
+    text = "inv(3 *(,ij->ij) delta(1) + 0.1 *(,ij->ij) (W + inv(3 *(,ij->ij) delta(1) + 0.1 *(,ij->ij) W)))"
+    expr = tc.parse(text, {"W": 2})
+    function, _ = _function(expr)
+    values = {"W": rng.standard_normal((3, 3))}
+    np.testing.assert_allclose(function(**values), tc.evaluate(expr, values), rtol=1e-12, atol=1e-13)
+
+
 def _peaks(exprs, values) -> tuple[int, int]:
     compiled = tc.compile(exprs)
     function, _ = _function(exprs)
