@@ -593,6 +593,8 @@ class TorchBackend(Backend):
         device = getattr(like, "device", None)
         if any(stride < 0 for stride in getattr(array, "strides", ())):  # torch has no negative strides
             array = np.ascontiguousarray(array)
+        elif not getattr(getattr(array, "flags", None), "writeable", True):  # a JAX array's buffer, a broadcast:
+            array = np.array(array)  # torch would share it, and warn that writing to it is undefined
         return torch.as_tensor(array, device=device)
 
     def take(self, x, key):

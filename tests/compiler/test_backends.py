@@ -10,6 +10,8 @@ derivatives.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -89,6 +91,23 @@ def test_torch_results_are_tensors():
     f = tc.parse("x *(i,->ii) 1 *(ij,jk->ik) A", ORDERS)
     out = tc.compile(f, backend="torch")(x=torch.ones(3, dtype=torch.float64), A=np.eye(3))  # NumPy is moved in
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+
+
+def test_torch_copies_a_read_only_array_it_is_given():
+    # a JAX array's buffer (or np.broadcast_to) is read-only: torch.as_tensor shared it and warned
+    # "The given NumPy array is not writable ... undefined behavior"
+    pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    pytest.importorskip("autoray", reason="autoray is not installed (pip install autoray)")
+    x = tc.var("x", 1)
+    run = tc.compile([x, tc.einsum("i,i->", x, x)], backend="torch")
+    given = np.arange(3.0)
+    given.flags.writeable = False
+    assert not np.shares_memory(get_backend("torch").from_numpy(given).numpy(), given)  # torch warns once only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same, square = run(x=given)
+    same += 1.0  # the caller's result: writing to it leaves the input alone
+    assert given.tolist() == [0.0, 1.0, 2.0] and float(square) == 5.0 and same.tolist() == [1.0, 2.0, 3.0]
 
 
 @pytest.mark.parametrize("exprs", GROUPS, ids=IDS)
