@@ -434,7 +434,7 @@ class _Writer:
         head, *reads = signature(self.name, names)
         # the path choice only where some einsum has 4 operands or more (else opt_einsum's own)
         searched = any(spec.count(",") >= 3 for spec in _CONTRACT_SPEC.findall("\n".join(body)))
-        imports = ["import numpy as _np", CONTRACT_IMPORTS if searched else CONTRACT_IMPORTS.rsplit("\n", 1)[0]]
+        imports = ["import numpy as _np", CONTRACT_IMPORTS if searched else CONTRACT_IMPORTS.split("\n", 1)[0]]
         # a variable or the function may be named ValueError, len or range: the code uses private aliases
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):

@@ -175,6 +175,29 @@ def test_source_is_plain_python_without_tenscalc():
     assert out.strip() == "27.0 [12.0, 21.0] [[2.0, 5.0], [5.0, 8.0]]"
 
 
+@pytest.mark.parametrize("problem", PROBLEM_NAMES)
+@pytest.mark.parametrize("with_shapes", [False, True])
+def test_every_imported_name_is_used(problem, with_shapes):
+    # the quadratic's module imported opt_einsum's DynamicProgramming without the path helper that reads it
+    p = _problems()[problem]
+    f = tc.parse(p["src"], p["orders"])
+    gradient = tc.derivative(f, p["wrt"])
+    exprs = [f, gradient, tc.derivative(gradient, p["wrt"])]
+    shapes = {name: np.shape(value) for name, value in random_values(exprs, seed=3).items()} if with_shapes else None
+    tree = ast.parse(tc.to_python(exprs, name="f", shapes=shapes))
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    read |= {
+        node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+    }
+    assert imported <= read, imported - read
+
+
 def test_deterministic_source():
     f = tc.parse("tanh(X *(mj,hj->mh) W) *(mh,h->) v", {"X": 2, "W": 2, "v": 1})
     exprs = [f, tc.gradient(f, "W")]
