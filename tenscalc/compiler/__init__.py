@@ -25,6 +25,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..calculus.elimination import COST_MODELS
 from ..core.axes import axis_graph
 from ..core.checks import count_nodes, require_exprs
@@ -389,6 +391,8 @@ def _jit_choice(backend: Backend, jit: bool | None) -> bool:
     the caller's choice where the backend has a compiler (a clear error where not)."""
     if jit is None:
         return backend.jit_default
+    if not isinstance(jit, (bool, np.bool_)):  # jit="False" is a true value
+        raise EvaluationError(f"jit must be True, False or None (the backend's default), not {jit!r}")
     if jit and type(backend).whole_program is Backend.whole_program:
         raise EvaluationError(
             f"backend {backend.name!r} has no whole-program compiler: jit=True is for 'jax' (jax.jit, "

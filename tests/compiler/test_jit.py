@@ -83,6 +83,14 @@ def test_jit_refused_where_the_backend_has_no_compiler():
     assert tc.compile(f, jit=False)(x=np.array([1.0, 2.0])) == 5.0  # the NumPy program as always
 
 
+@pytest.mark.parametrize("jit", ["False", "yes", 1, 0.0])
+def test_jit_must_be_true_false_or_none(jit):
+    # jit="False" once compiled with jax.jit (bool of a non-empty string)
+    x = tc.var("x", 1)
+    with pytest.raises(tc.EvaluationError, match=r"jit must be True, False or None \(the backend's default\), not"):
+        tc.compile(x, backend="jax", jit=jit)
+
+
 def test_jit_survives_pickling(jnp):
     import pickle
 
