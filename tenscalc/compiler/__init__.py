@@ -192,11 +192,13 @@ class CompiledFunction:
         #: (shape key, program, whole call) of the latest call: repeated calls with the same
         #: shapes (an optimiser's loop) skip the locked LRU lookup
         self._last: Bound | None = None
-        #: the backend's test that a call's values need no conversion (JAX arrays to the JAX
-        #: backend), None where it has none; a function of no inputs promotes the dtypes of
-        #: whatever it was given (see __call__), so it always takes the general path
+        #: the backend's test that a call's values may go to a jitted program unconverted
+        #: (JAX or NumPy float arrays to JAX's), None where it has none or runs op by op; a
+        #: function of no inputs promotes the dtypes of whatever it was given (see __call__),
+        #: so it always takes the general path
         native = backend.native if type(backend).native is not Backend.native else None
-        self._native = native if names and not self._checks else None  # checked values take the general path
+        # values checked for a declared structure take the general path (converted, then checked)
+        self._native = native if names and self.jit and not self._checks else None
         #: a call's values in input order: a tuple for several inputs (and none), the value
         #: itself for one
         self._many = len(names) != 1
@@ -237,7 +239,7 @@ class CompiledFunction:
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
         native = self._native
-        if native is not None and native(given):  # the backend's own arrays: nothing to convert
+        if native is not None and native(given):  # JAX (NumPy float) arrays for a jitted program: as they are
             arrays = given
         else:
             try:
@@ -261,6 +263,8 @@ class CompiledFunction:
                     return results if self._keys is None else dict(zip(self._keys, results))
                 results = (results,) if self._single else results
             else:
+                if arrays is given:  # left unconverted for a jitted program, but this one runs op by op
+                    arrays = list(map(self._backend.convert, inputs, given))
                 results = program.run(arrays[: self._slot_count], arrays[0] if arrays else None)
         except (RuntimeError, TypeError) as exc:
             named = mixed_dtypes_error(inputs, arrays, self.backend, exc)

@@ -293,9 +293,10 @@ class Backend:
         return None
 
     def native(self, arrays: Sequence[Any]) -> bool:
-        """Whether ``arrays`` (a call's values, in input order) are all the backend's own
-        arrays as :meth:`convert` returns them unchanged, with no warning due: the call may
-        skip converting them one by one.  Only backends that override it are asked."""
+        """Whether ``arrays`` (a call's values, in input order) may go to a :meth:`whole_call`
+        function as they are, unconverted: the backend's own arrays, or arrays its compiler
+        takes as :meth:`convert` would have made them (same values and dtypes, no warning
+        due).  Only backends that override it are asked, and only for jitted functions."""
         return False
 
     def cast(self, results: tuple[Any, ...], dtype: np.dtype | None) -> tuple[Any, ...]:
@@ -726,7 +727,10 @@ class JaxBackend(Backend):
         if array_type is None:  # not loaded (a JaxBackend made by hand), or JAX moved it
             return False
         for array in arrays:
-            if type(array) is not array_type:  # NumPy, numbers, tracers (jit of a caller): convert
+            kind = type(array)
+            # a NumPy float array goes in as jit's own argument (jit moves it in C++: jnp.asarray
+            # costs ~20 us per array); integers, numbers and tracers (the caller's jit) convert
+            if kind is not array_type and (kind is not np.ndarray or array.dtype.kind not in "fc"):
                 return False
         if JaxBackend.warned_x64 or self._config.jax_enable_x64:
             return True

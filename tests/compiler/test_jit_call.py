@@ -87,13 +87,42 @@ def test_jax_arrays_go_straight_into_one_jitted_function(counted, jnp):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_numpy_values_are_converted_once_each_and_run_the_same_function(counted, jnp):
+def test_numpy_float_arrays_go_in_unconverted_and_run_the_same_function(counted, jnp):
     compiled = tc.compile(_exprs(), backend="jax")
     values = _values()
-    compiled(values)
-    compiled({name: jnp.asarray(value) for name, value in values.items()})
-    # four inputs converted on the NumPy call only; one trace serves both calls (one dtype)
-    assert counted.counts == {"convert": 4, "Program.run": 0, "jitted": 2, "traced": 1}
+    from_numpy = compiled(values)
+    from_jax = compiled({name: jnp.asarray(value) for name, value in values.items()})
+    # jit takes NumPy float arrays itself: no conversion, one trace serves both calls (one dtype)
+    assert counted.counts == {"convert": 0, "Program.run": 0, "jitted": 2, "traced": 1}
+    for a, b in zip(from_numpy, from_jax):
+        assert type(a) is type(b) and a.dtype == b.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_integers_numbers_and_lists_are_converted_each(counted, jnp):
+    compiled = tc.compile(_exprs(), backend="jax")
+    values = _values()
+    given = {"c": 2, "x": values["x"].tolist(), "y": np.arange(3), "A": values["A"]}
+    got = compiled(given)
+    assert counted.counts["convert"] == 4 and counted.counts["jitted"] == 1
+    floats = {"c": 2.0, "x": values["x"], "y": np.arange(3.0), "A": values["A"]}
+    for expr, result in zip(_exprs(), got):
+        assert result.dtype == jnp.float64
+        np.testing.assert_allclose(np.asarray(result), tc.evaluate(expr, floats), rtol=1e-12, atol=1e-12)
+
+
+def test_a_program_run_op_by_op_converts_what_a_jitted_one_takes_as_it_is(counted, jnp, monkeypatch):
+    """Past JIT_MAX_OPS a jitted function runs that program op by op: NumPy values are then
+    converted (the ops need JAX arrays), and the results are JAX arrays."""
+    import tenscalc.compiler
+
+    monkeypatch.setattr(tenscalc.compiler, "JIT_MAX_OPS", 0)
+    compiled = tc.compile(_exprs(), backend="jax")
+    got = compiled(_values())
+    assert counted.counts["convert"] == 4 and "jitted" not in counted.counts and counted.counts["Program.run"] == 1
+    for expr, result in zip(_exprs(), got):
+        assert type(result) is type(jnp.asarray(1.0))
+        np.testing.assert_allclose(np.asarray(result), tc.evaluate(expr, _values()), rtol=1e-12, atol=1e-12)
 
 
 def test_a_new_dtype_or_shape_traces_anew(counted, jnp):
@@ -211,9 +240,10 @@ def test_program_run_runs_the_same_jitted_function(counted, jnp):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_without_x64_jax_arrays_pass_and_float64_is_still_warned():
-    """JAX's default (x64 off), in a fresh process: float32 JAX arrays are not converted; a
-    float64 JAX array (made while x64 was on) is converted, with the downcast warning."""
+def test_without_x64_float32_arrays_pass_and_float64_is_still_warned():
+    """JAX's default (x64 off), in a fresh process: float32 JAX and NumPy arrays are not
+    converted; a float64 one (NumPy, or JAX made while x64 was on) is converted, with the
+    downcast warning."""
     code = (
         "import warnings, numpy as np, jax, jax.numpy as jnp, tenscalc as tc\n"
         "from tenscalc.compiler.backends import JaxBackend\n"
@@ -226,12 +256,16 @@ def test_without_x64_jax_arrays_pass_and_float64_is_still_warned():
         "f = tc.parse('sum(x.^2)', {'x': 1})\n"
         "run = tc.compile([f, tc.gradient(f, 'x')], backend='jax')\n"
         "value, grad = run(x=jnp.ones(3))\n"
+        "value, grad = run(x=np.ones(3, dtype=np.float32))\n"
         "assert calls == [] and str(grad.dtype) == 'float32', (calls, grad.dtype)\n"
-        "with warnings.catch_warnings(record=True) as caught:\n"
-        "    warnings.simplefilter('always')\n"
-        "    value, grad = run(x=wide)\n"
-        "assert calls == ['x'] and str(grad.dtype) == 'float32', (calls, grad.dtype)\n"
-        "assert any('downcast' in str(w.message) for w in caught), [str(w.message) for w in caught]\n"
+        "for given in (wide, np.ones(3)):\n"
+        "    JaxBackend.warned_x64 = False\n"
+        "    with warnings.catch_warnings(record=True) as caught:\n"
+        "        warnings.simplefilter('always')\n"
+        "        value, grad = run(x=given)\n"
+        "    assert str(grad.dtype) == 'float32', grad.dtype\n"
+        "    assert any('downcast' in str(w.message) for w in caught), [str(w.message) for w in caught]\n"
+        "assert calls == ['x', 'x'], calls\n"
         "print('ok')\n"
     )
     pytest.importorskip("jax")
