@@ -173,3 +173,30 @@ def test_a_matrix_vector_product_keeps_the_matrix_on_the_left():
     assert len(dots) == 1 and "f64[200,1]" in dots[0], dots  # W @ x, not x @ W.T (a 1x200 result)
     assert "lhs_contracting_dims={1}, rhs_contracting_dims={0}" in dots[0], dots
     assert "transpose" not in text
+
+
+@pytest.mark.parametrize(
+    "eq",
+    [
+        "xac,xbc->xab",  # a batch letter, the right operand read along its last axis, columns padded
+        "xac,xbc->xba",  # the same, the result transposed: the other orientation
+        "axc,bcx->xab",  # batch letter inside both operands: moved
+        "ac,bc->ba",  # two matrices read along their last axes, result transposed
+        "ca,cb->ba",  # both read along their first axes
+        "ac,cb,bd->da",  # the last pair writes the result's own order
+    ],
+)
+def test_layouts_and_padding_agree_with_numpy_at_distinct_lengths(eq):
+    jax.config.update("jax_enable_x64", True)
+    sizes = {"x": 3, "a": 130, "b": 10, "c": 5, "d": 7}  # a: rows enough to pad b's 10 columns
+    inputs, _ = eq.split("->")
+    shapes = [tuple(sizes[x] for x in spec) for spec in inputs.split(",")]
+    rng = np.random.default_rng(len(eq))
+    arrays = [rng.standard_normal(shape) for shape in shapes]
+    path, _ = opt_einsum.contract_path(eq, *shapes, shapes=True)
+    run = jax_contraction(eq, shapes, path)
+    expected = np.einsum(eq, *arrays)
+    assert np.allclose(np.asarray(jax.jit(run)(*arrays)), expected, rtol=1e-12, atol=1e-12)
+    float32 = [a.astype(np.float32) for a in arrays]
+    got32 = jax.jit(run)(*float32)
+    assert got32.dtype == np.float32 and np.allclose(np.asarray(got32), expected, rtol=1e-4, atol=1e-4)
