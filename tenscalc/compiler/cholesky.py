@@ -440,7 +440,12 @@ def bind_factor(name: str, matrix: int, n: int, backend: Backend) -> tuple[Any, 
     ``potrf``'s n³/3 flops (n³/6 multiplications)."""
     cost = OpCost(n**3 / 3, 1, n * n, multiplications=n**3 / 6)
     if backend.name == "torch":
-        return (lambda env: torch_factor(name, env[matrix])), cost
+        import torch
+
+        # its checks read the values (bool, int): torch.compile (jit=True) breaks its graph here
+        # either way, and said so in 20 lines of Dynamo warnings ("Graph break from Tensor.item()")
+        factor = torch.compiler.disable(torch_factor)
+        return (lambda env: factor(name, env[matrix])), cost
     lapack = _scipy_lapack()  # looked up once per binding
 
     def run(env: list) -> _Factor:

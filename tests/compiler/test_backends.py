@@ -220,3 +220,21 @@ def test_torch_compile_traces_the_program_as_one_graph():
     arrays = [tensors[name] for name in compiled.inputs]
     explained = dynamo.explain(program.run_steps)(arrays[: compiled._slot_count], arrays[0])
     assert explained.graph_break_count == 0, [b.reason for b in explained.break_reasons]
+
+
+def test_torch_compile_skips_the_cholesky_checks_without_a_warning():
+    """A declared pd input's factorisation reads the values (its checks): Dynamo is told to
+    skip it (it printed 20 lines of "Graph break from Tensor.item()" warnings on jit=True)."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    dynamo = pytest.importorskip("torch._dynamo")
+
+    p = tc.parse_problem("declare K 2 pd y 1 expression y'*inv(K)*y + log(det(K)) derivative wrt K")
+    compiled = tc.compile([p.expr, p.derivative()], backend="torch", assumptions=p.assumptions)
+    b = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]])
+    tensors = {"K": torch.as_tensor(b), "y": torch.as_tensor([1.0, -1.0, 2.0])}
+    compiled(tensors)
+    program = compiled._last[1]
+    arrays = [tensors[name] for name in compiled.inputs]
+    explained = dynamo.explain(program.run_steps)(arrays[: compiled._slot_count], arrays[0])
+    reasons = " ".join(str(b.reason) for b in explained.break_reasons)
+    assert "item()" not in reasons, reasons
