@@ -354,6 +354,92 @@ def _tile_producers(
     return into
 
 
+class ChainWriter:
+    """The statements of an elementwise :class:`Chain`: one writer for ``tc.compile``'s fused
+    function (slots ``env[slot]``, ufuncs and numbers as names in its namespace, results
+    into free buffers: its inputs are float64) and the module ``tc.to_python(shapes=)``
+    writes (:mod:`.source`: its names, ``_np.<ufunc>``, no ``out=``: any dtype).
+
+    >>> writer = ChainWriter([(3,), (3,)], lambda s: f"_s{s}", lambda u: f"_np.{u.__name__}", repr)
+    >>> chain = Chain((Call(np.multiply, (Slot(0), Slot(0)), "*"), Call(np.subtract, (Slot(1), Temp(0)), "-")))
+    >>> writer.lines("_s2", chain, [])
+    ['_t0 = _np.multiply(_s0, _s0)', '_s2 = _np.subtract(_s1, _t0, out=_t0)', 'del _t0']
+    >>> writer.lines("_s2", chain, [], reuse=False)
+    ['_t0 = _np.multiply(_s0, _s0)', '_s2 = _np.subtract(_s1, _t0)', 'del _t0']
+    """
+
+    def __init__(
+        self,
+        shapes: Sequence[tuple[int, ...]],
+        slot: Callable[[int], str],
+        ufunc: Callable[[np.ufunc], str],
+        number: Callable[[Any], str],
+    ):
+        self.shapes, self.slot, self.ufunc, self.number = shapes, slot, ufunc, number
+
+    def lines(
+        self, target: str | None, chain: Chain, reusable: list[int], into: str | None = None, reuse: bool = True
+    ) -> list[str]:
+        """``target = `` the chain's value, each call into a buffer free by then where one
+        is (``reuse``: a temporary of the chain's, or a slot of ``reusable``, taken from
+        it); ``into``: an array view the last call writes (the value is not kept then)."""
+        lines: list[str] = []
+        temp_shapes: list[tuple[int, ...]] = []
+        taken: set[int] = set()  # temporaries whose buffer a later call took
+        calls = chain.calls
+        last = len(calls) - 1
+        last_read = {arg: j for j, call in enumerate(calls) for arg in call.args}  # the latest call reading it
+        for j, call in enumerate(calls):
+            shape = np.broadcast_shapes(*[self._shape(arg, temp_shapes) for arg in call.args])
+            out = into if j == last else None
+            if reuse and shape != () and out is None:
+                for arg in call.args:
+                    if isinstance(arg, Temp) and last_read[arg] == j and arg.index not in taken:
+                        if temp_shapes[arg.index] == shape:
+                            out = f"_t{arg.index}"
+                            taken.add(arg.index)
+                            break
+                else:
+                    for arg in call.args:
+                        if isinstance(arg, Slot) and arg.index in reusable and last_read[arg] == j:
+                            if self.shapes[arg.index] == shape:
+                                out = self.slot(arg.index)
+                                reusable.remove(arg.index)
+                                break
+            operands = [self._arg(arg) for arg in call.args]
+            if shape == () and call.op is not None and out is None:
+                expression = (
+                    f"({call.op} {operands[0]})" if len(operands) == 1 else f"({f' {call.op} '.join(operands)})"
+                )
+            else:
+                args = ", ".join(operands if out is None else [*operands, f"out={out}"])
+                expression = f"{self.ufunc(call.ufunc)}({args})"
+            if j < last:
+                lines.append(f"_t{j} = {expression}")
+            elif target is None:
+                lines.append(expression)
+            else:
+                lines.append(f"{target} = {expression}")
+            temp_shapes.append(shape)
+        if last > 0:  # a temporary left in a local would keep its array alive
+            lines.append("del " + ", ".join(f"_t{j}" for j in range(last)))
+        return lines
+
+    def _shape(self, arg: Arg, temp_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        if isinstance(arg, Slot):
+            return tuple(self.shapes[arg.index])
+        if isinstance(arg, Temp):
+            return temp_shapes[arg.index]
+        return ()
+
+    def _arg(self, arg: Arg) -> str:
+        if isinstance(arg, Slot):
+            return self.slot(arg.index)
+        if isinstance(arg, Temp):
+            return f"_t{arg.index}"
+        return self.number(arg.value)
+
+
 class _Writer:
     """The source of one fused function, and the names it needs."""
 
@@ -375,45 +461,8 @@ class _Writer:
     def chain(self, target: str | None, chain: Chain, reusable: list[int], into: str | None = None) -> None:
         """``target = `` the chain's value, each call into a buffer free by then where one
         is; ``into``: an array view the last call writes (the value is not kept then)."""
-        temp_shapes: list[tuple[int, ...]] = []
-        taken: set[int] = set()  # temporaries whose buffer a later call took
-        calls = chain.calls
-        last = len(calls) - 1
-        last_read = {arg: j for j, call in enumerate(calls) for arg in call.args}  # the latest call reading it
-        for j, call in enumerate(calls):
-            shape = np.broadcast_shapes(*[self._shape(arg, temp_shapes) for arg in call.args])
-            out = into if j == last else None
-            if shape != () and out is None:
-                for arg in call.args:
-                    if isinstance(arg, Temp) and last_read[arg] == j and arg.index not in taken:
-                        if temp_shapes[arg.index] == shape:
-                            out = f"_t{arg.index}"
-                            taken.add(arg.index)
-                            break
-                else:
-                    for arg in call.args:
-                        if isinstance(arg, Slot) and arg.index in reusable and last_read[arg] == j:
-                            if self.shapes[arg.index] == shape:
-                                out = f"env[{arg.index}]"
-                                reusable.remove(arg.index)
-                                break
-            operands = [self._arg(arg) for arg in call.args]
-            if shape == () and call.op is not None and out is None:
-                expression = (
-                    f"({call.op} {operands[0]})" if len(operands) == 1 else f"({f' {call.op} '.join(operands)})"
-                )
-            else:
-                args = ", ".join(operands if out is None else [*operands, f"out={out}"])
-                expression = f"{self.ufunc(call.ufunc)}({args})"
-            if j < last:
-                self.lines.append(f"_t{j} = {expression}")
-            elif target is None:
-                self.lines.append(expression)
-            else:
-                self.lines.append(f"{target} = {expression}")
-            temp_shapes.append(shape)
-        if last > 0:  # a temporary left in a local would keep its array alive
-            self.lines.append("del " + ", ".join(f"_t{j}" for j in range(last)))
+        writer = ChainWriter(self.shapes, lambda slot: f"env[{slot}]", self.ufunc, self.number)
+        self.lines += writer.lines(target, chain, reusable, into=into)
 
     def tiles(self, target: str, tiles: Tiles, name: str, written: set[int]) -> None:
         """``target = `` the tiled array ``name`` (allocated here unless an earlier step
@@ -451,25 +500,11 @@ class _Writer:
         self.namespace["_stretch"] = band_stretch
         return "_stretch"
 
-    def _shape(self, arg: Arg, temp_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        if isinstance(arg, Slot):
-            return tuple(self.shapes[arg.index])
-        if isinstance(arg, Temp):
-            return temp_shapes[arg.index]
-        return ()
-
-    def _arg(self, arg: Arg) -> str:
-        if isinstance(arg, Slot):
-            return f"env[{arg.index}]"
-        if isinstance(arg, Temp):
-            return f"_t{arg.index}"
-        return self.number(arg.value)
-
     def number(self, value: Any) -> str:
         """A finite number as a literal; anything else (inf, nan, a constant's band
         values) as a name in the namespace."""
         if isinstance(value, (int, float)) and math.isfinite(value):
-            return repr(value)
+            return repr(float(value))  # as the module writes it (.source.literal): float64 either way
         return self.name("_c", value)
 
 

@@ -29,7 +29,7 @@ from ..printing.text import slice_text  # the language writes slices as Python i
 from . import kernels
 from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, Part, block_rows
 from .backends import letters
-from .fused import BandSum, Spelling, Tiles, band_tuple, tiles_lines
+from .fused import BandSum, Chain, ChainWriter, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import (
     ALIASES,
     CHOLESKY_HELPER,
@@ -187,6 +187,11 @@ class ProgramSource:
             term=lambda band: self._term(band.term, band.shape, self.dense),
         )
 
+    @property
+    def chains(self) -> ChainWriter:
+        """The writer of an elementwise chain, with this source's names."""
+        return ChainWriter(self.shapes, self._arg, lambda ufunc: f"_np.{ufunc.__name__}", literal)
+
     # ------------------------------------------------------------------ plumbing
     def _fresh(self) -> str:
         self._temp += 1
@@ -246,6 +251,12 @@ class ProgramSource:
             self.names[op.slot] = name
             return
         bound = self.bound.steps[op.slot]
+        if op.kind in CHAIN_KINDS and isinstance(op.inline, Chain):
+            # the binder's description of the elementwise work, spelled by the fused function's
+            # writer (without its out= buffers: the module takes any dtype)
+            self.lines += self.chains.lines(name, op.inline, [], reuse=False)
+            self.names[op.slot] = name
+            return
         if bound.factor is not None:
             matrix, what = bound.factor
             if what == "unused":  # a det whose log reads the factor: not computed
@@ -684,6 +695,10 @@ def _pair(layout: PairLayout, sizes: dict[str, int], xa: str, xb: str) -> str:
         xb = f"{_atom(xb)}[{', '.join([':'] * len(batch) + ['None'] * len(left) + [':'] * len(right))}]"
     return f"{_atom(xa)} * {_atom(xb)}"
 
+
+#: the step kinds whose op the binder describes as an elementwise :class:`.fused.Chain` where it
+#: can (a function, a power, a sum of same-shape arrays): written from that description
+CHAIN_KINDS = frozenset({"func", "pow", "add"})
 
 #: step kind -> the method writing the step's value as Python source
 SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], str]] = {

@@ -18,6 +18,7 @@ import pytest
 import tenscalc as tc
 from tenscalc.compiler.fused import WRITTEN, Chain, Terms
 from tenscalc.compiler.scalar import ScalarProgram
+from tenscalc.compiler.source import CHAIN_KINDS
 from tests.compiler.test_runners import NAMES, _values
 
 
@@ -35,8 +36,10 @@ def _array_cases() -> list[str]:
 
 def _normal(line: str, inputs: dict[str, int]) -> str:
     """A statement with slots named alike (``env[k]`` and ``_sk`` as ``S<k>``, inputs by
-    their slot), and constants' and intermediates' numbers left out."""
+    their slot), ufuncs alike (``_np.add`` and ``_u_add``), and constants' and
+    intermediates' numbers left out."""
     line = re.sub(r"env\[(\d+)\]", r"S\1", line)
+    line = re.sub(r"\b_np\.(\w+)\(", r"_u_\1(", line)
     line = re.sub(r"\b_s(\d+)\b", r"S\1", line)
     for name, slot in inputs.items():
         line = re.sub(rf"(?<![\w.'\"]){re.escape(name)}\b", f"S{slot}", line)
@@ -94,3 +97,29 @@ def test_the_fused_function_computes_the_loops_values_bit_for_bit(name):
     assert fused is not None
     for ours, theirs in zip(fused, loop):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+@pytest.mark.parametrize("name", _array_cases())
+def test_the_modules_elementwise_chains_are_the_fused_functions_without_its_buffers(name):
+    """A function, power or sum the binder describes as a chain of ufunc calls is written
+    from that one description: the fused function's statements, less its ``out=``
+    buffers (the module takes any dtype, the fused function float64 only)."""
+    exprs, values = _values(name)
+    compiled, program = _fused_program(exprs, values)
+    module = tc.to_python(exprs, shapes={k: np.shape(v) for k, v in values.items()})
+    inputs = dict(program.bound_plan.inputs)
+    fused_lines = [re.sub(r", out=[^)]*\)", ")", _normal(line, {})) for line in program.fused_source.splitlines()]
+    module_lines = [_normal(line, inputs) for line in module.splitlines()]
+    chains = [op for op in program.ops if op.kind in CHAIN_KINDS and isinstance(op.inline, Chain)]
+    compared = 0
+    for op in chains:
+        target = f"S{op.slot} = "
+        if not any(line.startswith(target) and line != f"{target}None" for line in fused_lines):
+            continue  # written straight into its part of a tiled array
+        end = next(k for k, line in enumerate(module_lines) if line.startswith(target))
+        start = end - (len(op.inline.calls) - 1)  # the chain's temporaries, then its value
+        written = module_lines[start : end + 1]
+        assert any(fused_lines[k : k + len(written)] == written for k in range(len(fused_lines))), (op.slot, written)
+        compared += 1
+    if name in ("extended Rosenbrock (tiles)", "chained Rosenbrock (slices, banded Hessian)", "mlp"):
+        assert compared, "these cases have elementwise steps"
