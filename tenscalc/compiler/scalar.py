@@ -162,30 +162,19 @@ class ScalarSource:
         self.lines.append(f"{name} = {spec.float_source.format(x)}")
 
     def _pow(self, step: Step, op: Op, name: str) -> None:
-        # as program._bind_pow: x*x, 1/x, 1/(x*x), sqrt or pow (math.pow raises where
-        # np.power gives nan or inf; Python's ** would give a complex number)
-        if len(step.args) == 2:
+        # the binder's calls (program._bind_pow: x*x, 1/x, 1/(x*x), sqrt or power), as floats:
+        # math.pow raises where np.power gives nan or inf; Python's ** would give a complex number
+        if isinstance(op.inline, Chain):
+            self._calls(name, op.inline)
+        elif len(step.args) == 2:  # x^y: the backend's power
             a, b = (self.names[slot] for slot in step.args)
             self.guard(a)
             self.guard(b)
             self.lines.append(f"{name} = _m.pow({a}, {b})")
-            return
-        x, e = self.names[step.args[0]], step.data
-        if e == 1:
-            text = x
-        elif e == 2:
-            text = f"{x} * {x}"
-        elif e == 0.5:
-            text = f"_m.sqrt({x})"
-        else:
-            self.guard(x)  # 1 / inf is 0: the overflow to inf must not pass unseen
-            if e == -1:
-                text = f"1.0 / {x}"
-            elif e == -2:
-                text = f"1.0 / ({x} * {x})"
-            else:
-                text = f"_m.pow({x}, {self.number(e)})"
-        self.lines.append(f"{name} = {text}")
+        elif step.data == 1:  # the binder hands out x itself
+            self.lines.append(f"{name} = {self.names[step.args[0]]}")
+        else:  # pragma: no cover - _bind_pow describes every other power of NumPy's
+            raise _Decline
 
     def _add(self, step: Step, op: Op, name: str) -> None:
         items = _items_of(step)
@@ -210,15 +199,17 @@ class ScalarSource:
     def _calls(self, name: str, chain: Chain) -> None:
         """``name = `` the chain's calls as float arithmetic; every :data:`CHUNK` calls the
         running value is stored (Python's compiler recurses on a long nesting)."""
+        if any(call.ufunc in GUARDED for call in chain.calls):  # 1 / inf is 0, 1 / (inf * inf) too:
+            for call in chain.calls:  # an overflow to inf must not pass unseen
+                for arg in call.args:
+                    if isinstance(arg, Slot):
+                        self.guard(self.names[arg.index])
         texts: list[str] = []
         for k, call in enumerate(chain.calls):
-            args = [self._arg(arg, texts) for arg in call.args]
-            operator = OPERATORS.get(call.ufunc)
-            if operator is None:
+            spelling = FLOAT_CALLS.get(call.ufunc)
+            if spelling is None or spelling.count("{}") != len(call.args):
                 raise _Decline
-            text = f"-{args[0]}" if len(args) == 1 else f"({args[0]} {operator} {args[1]})"
-            if len(args) == 1 and operator != "-":  # pragma: no cover - only negative is unary
-                raise _Decline
+            text = spelling.format(*[self._arg(arg, texts) for arg in call.args])
             if (k + 1) % CHUNK == 0 and k + 1 < len(chain.calls):
                 self.lines.append(f"{name} = {text}")
                 text = name
@@ -287,8 +278,18 @@ def bound_record(resolver: ShapeResolver, term: Term, dense: Sequence[tuple[int,
     return resolver.terms.get(key)
 
 
-#: the Python operator of each ufunc a sum's chain calls (program._sum_chain)
-OPERATORS = {np.add: "+", np.subtract: "-", np.negative: "-", np.multiply: "*"}
+#: each ufunc of the binder's chains (program._sum_chain, program._bind_pow) as float source
+FLOAT_CALLS = {
+    np.add: "({} + {})",
+    np.subtract: "({} - {})",
+    np.negative: "-{}",
+    np.multiply: "({} * {})",
+    np.divide: "({} / {})",
+    np.sqrt: "_m.sqrt({})",
+    np.power: "_m.pow({}, {})",
+}
+#: calls whose result can hide an inf operand (1 / inf, inf ** -1): their operands are checked
+GUARDED = frozenset({np.divide, np.power})
 
 #: op kind -> the method writing its statement (``input`` needs none; every other op
 #: kind, ``pair``, ``band``, ``accumulate``, ``inv`` ..., has axes somewhere)
