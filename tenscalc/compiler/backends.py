@@ -700,6 +700,16 @@ class JaxBackend(Backend):
     name = "jax"
     jit_default = True
 
+    def from_numpy(self, array, like=None):
+        # a concrete array even inside a trace (jax.jit's, or the caller's jit of a call):
+        # a program keeps its constants after their first call, and a tracer kept there
+        # made the next trace (another dtype) raise UnexpectedTracerError
+        import jax
+        import jax.numpy as jnp
+
+        with jax.ensure_compile_time_eval():
+            return jnp.asarray(array)
+
     def whole_program(self, run):
         # one XLA computation per shape signature (the program) and dtypes (jit's own
         # cache): the elementwise chains between contractions fuse, as in jax.jit of

@@ -138,3 +138,24 @@ def test_large_programs_run_op_by_op_unless_jit_is_asked_for(jnp, monkeypatch):
         expected = tc.evaluate(expr, {"x": np.asarray(x)})
         np.testing.assert_allclose(np.asarray(ours), expected, rtol=1e-12)
         np.testing.assert_allclose(np.asarray(theirs), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_constant_step_is_not_kept_as_a_tracer(jnp, jit):
+    # a program's constant (the chained Rosenbrock's shifted identity) is moved to JAX once and
+    # kept: made inside a trace (jax.jit's, or the caller's), it was a tracer, and the next
+    # trace (a call with another dtype) raised UnexpectedTracerError
+    import jax
+
+    from tests.compiler.test_runners import CORPUS
+
+    exprs = CORPUS["chained Rosenbrock (slices, banded Hessian)"][0]()
+    assert "constant" in {step.kind for step in tc.compile(exprs).plan.steps}
+    run = tc.compile(exprs, backend="jax", jit=jit)
+    x = np.random.default_rng(0).standard_normal(7)
+    want = tc.compile(exprs)(x=x)
+    first = jax.jit(lambda v: run(x=v))(jnp.asarray(x)) if not jit else run(x=x.astype(np.float32))
+    assert first[0].dtype == (np.float64 if not jit else np.float32)
+    for got, expected in zip(run(x=x), want):
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-12)
