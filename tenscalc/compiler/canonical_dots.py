@@ -96,7 +96,7 @@ def _pair(a: Any, sa: str, b: Any, sb: str, result: str, sizes: dict[str, int]) 
     n_batch, n_summed = (math.prod(sizes[x] for x in letters) for letters in (batch, summed))
     n_a, n_b = math.prod(sizes[x] for x in free_a), math.prod(sizes[x] for x in free_b)
     left = left.reshape(n_batch, n_a, n_summed)
-    columns = _padded_columns(n_a, n_b)
+    columns = _padded_columns(n_a, n_b) if _on_cpu() else n_b
     if sb == batch + free_b + summed:  # the right operand read along its last axis, as it is
         right = b.reshape(n_batch, n_b, n_summed)
         if columns > n_b:
@@ -127,6 +127,16 @@ COLUMN_TILE = 8
 PAD_MIN_ROWS = 128
 #: no padding from this many columns on: the remainder is a small part of the work
 PAD_MAX_COLUMNS = 64
+
+
+def _on_cpu() -> bool:
+    """Whether JAX computes on the CPU (the column tile is XNNPACK's, not a GPU's): the
+    default device where one is set (``jax.default_device``), else the default backend."""
+    import jax
+
+    device = jax.config.jax_default_device
+    platform = getattr(device, "platform", device) or jax.default_backend()
+    return bool(platform == "cpu")
 
 
 def _padded_columns(rows: int, columns: int) -> int:

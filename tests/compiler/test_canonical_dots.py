@@ -11,6 +11,14 @@ jax = pytest.importorskip("jax")
 
 from tenscalc.compiler.canonical_dots import jax_contraction  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def _on_cpu():
+    """XLA's CPU backend (whose kernels these layouts are for) also where a GPU is the default."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
 SIZES = {"a": 2, "b": 3, "c": 4, "d": 5, "e": 6}
 
 EQUATIONS = [

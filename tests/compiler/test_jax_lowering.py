@@ -25,8 +25,11 @@ NETWORK = (
 
 
 @pytest.fixture(autouse=True)
-def _x64():
+def _x64_on_cpu():
+    """float64, and XLA's CPU backend (whose kernels these layouts are for) also where a GPU is the default."""
     jax.config.update("jax_enable_x64", True)
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
 
 
 def _compiled(fn, args):
