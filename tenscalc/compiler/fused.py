@@ -86,9 +86,10 @@ __all__ = [
 ]
 
 #: the op kinds the fused function writes with the writer of ``tc.to_python(shapes=)``
-#: (:class:`.source.FusedOpSource`) where the op is no elementwise :class:`Chain`: a
-#: contraction, a product's terms, a pair several products share, a sum into one buffer
-WRITTEN = frozenset({"product", "pair", "accumulate"})
+#: (:class:`.source.FusedOpSource`) where the op is no elementwise :class:`Chain` or
+#: :class:`View`: a contraction, a product's terms, a pair several products share, a sum
+#: into one buffer, a constant, a slice handed out (copied), a part embedded in zeros
+WRITTEN = frozenset({"product", "pair", "accumulate", "constant", "slice", "embed"})
 
 #: programs with more operations than this keep the loop: compiling the source costs
 #: ~50 µs per operation, which a few hundred calls of a large program repay
@@ -568,8 +569,6 @@ def fuse(
             else:
                 writer.chain(target, inline, reusable)
                 owned.add(slot)
-        elif isinstance(inline, View):
-            lines.append(f"{target} = env[{inline.slot}][{writer.name('_k', inline.key)}]")
         elif isinstance(inline, Tiles):
             writer.tiles(target, inline, f"_o{i}", tiled.get(i, set()))
             owned.add(slot)
@@ -583,6 +582,8 @@ def fuse(
                 lines.append("del " + ", ".join(temps))
             if isinstance(inline, Fresh):
                 owned.add(slot)
+        elif isinstance(inline, View):
+            lines.append(f"{target} = env[{inline.slot}][{writer.name('_k', inline.key)}]")
         elif isinstance(inline, Terms):
             writer.terms(target, inline)
             owned.add(slot)

@@ -267,7 +267,9 @@ class BoundStep:
     transposed view of what the step computes; ``factor``: (input slot, ``inv``, ``det``,
     ``logdet`` or ``unused``) for a step read off a declared positive-definite input's
     Cholesky factor (:mod:`.cholesky`); ``parts``: the parts of a sum of terms added into
-    one buffer (:func:`.accumulate.bind_accumulate`).
+    one buffer (:func:`.accumulate.bind_accumulate`); ``output``: the step was bound as a
+    result handed out as it is (a slice or a constant is then copied: never a view of an
+    input, nor the program's own constant).
     """
 
     step: Step
@@ -276,6 +278,7 @@ class BoundStep:
     transposed: bool = False
     factor: tuple[int, str] | None = None
     parts: tuple[Part, ...] | None = None  # a sum added into one buffer: its parts (.accumulate)
+    output: bool = False
 
 
 @dataclass
@@ -504,8 +507,9 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
             continue
         else:
             shapes[step.index] = shape
-            fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, step.index in outputs)
-            bound_steps[step.index] = BoundStep(step, shape)
+            output = step.index in outputs
+            fn, cost = BIND_RULES[step.kind](step, shape, shapes, resolver, backend, output)
+            bound_steps[step.index] = BoundStep(step, shape, output=output)
         if cost.flags:
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
         # a sum written into one buffer (:mod:`.accumulate`) is an op kind of its own

@@ -268,9 +268,8 @@ class ProgramSource:
         elif bound.parts is not None:  # the binder adds this sum's parts into one buffer
             text = self._accumulate(bound.parts, bound.shape)
         else:
-            # the binder hands an output out as it is where it is neither a core nor a view
-            is_output = op.slot in self.plan.outputs and bound.pattern is None
-            text = SOURCE_RULES[bound.step.kind](self, bound.step, bound.shape, is_output)
+            # whether the binder bound it as a result handed out as it is (a slice or constant: copied)
+            text = SOURCE_RULES[bound.step.kind](self, bound.step, bound.shape, bound.output)
         if bound.transposed:  # computed with its axes swapped, handed on as the transposed view
             text = f"{_atom(text)}.T"
         self.lines.append(f"{name} = {text}")
