@@ -396,7 +396,7 @@ def _scale(copy: Copy, env: list) -> Any:
 #: text into the generated module (which needs NumPy only), so both add the same way
 ACCUMULATE_SOURCE = '''
 # builtins under names of their own: the generated function may be named like one
-_len, _range, _min, _zip, _enumerate, _any = len, range, min, zip, enumerate, any
+_len, _range, _min, _zip, _any = len, range, min, zip, any
 
 def _owned(value, reads):
     """``value``, copied if it may share memory with an array it was computed from."""

@@ -49,6 +49,7 @@ from .generated import (
     check_function_name,
     dtype_line,
     python_names,
+    read_aliases_only,
     signature,
 )
 from .numpy_names import numpy_call
@@ -454,7 +455,7 @@ class _Writer:
             imports += [helpers[helper].rstrip() for helper in sorted(self.helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
-        return "\n".join(lines) + "\n"
+        return read_aliases_only("\n".join(lines) + "\n")
 
 
 #: the plan writer's sum of embedded parts and diagonals (one buffer, no copy per part)

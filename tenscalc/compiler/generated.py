@@ -31,6 +31,24 @@ from ..errors import TensCalcError
 #: module-level lines every generated module starts with (after ``import numpy as _np``)
 ALIASES = "_ValueError, _TypeError, _len, _range = ValueError, TypeError, len, range  # a variable may be named len"
 
+
+def read_aliases_only(source: str) -> str:
+    """``source`` (a generated module) with its :data:`ALIASES` line cut to the aliases the
+    module reads (``_len`` and ``_range`` only where a slice's length is computed).
+
+    >>> read_aliases_only(ALIASES + "; raise _ValueError('x')").split(";")[0]
+    '_ValueError = ValueError  # a variable may be named ValueError'
+    """
+    rest = source.replace(ALIASES, "", 1)
+    aliases, names = (side.split(", ") for side in ALIASES.split("  #")[0].split(" = "))
+    read = [(alias, name) for alias, name in zip(aliases, names) if re.search(rf"\b{alias}\b", rest)]
+    line = ""
+    if read:
+        line = f"{', '.join(a for a, _ in read)} = {', '.join(n for _, n in read)}"
+        line += f"  # a variable may be named {read[-1][1]}"
+    return source.replace(ALIASES, line, 1)
+
+
 #: the generated module's helper that casts a result to the inputs' dtype
 RESULT_HELPER = '''
 def _result(x, dtype):

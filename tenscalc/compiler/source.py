@@ -38,6 +38,7 @@ from .generated import (
     SYMMETRIC_HELPER,
     dtype_line,
     python_names,
+    read_aliases_only,
     signature,
 )
 from .kernels import (
@@ -786,4 +787,4 @@ def program_source(
         lines.append(f"    return {results[0]}")
     else:
         lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
-    return "\n".join(lines) + "\n"
+    return read_aliases_only("\n".join(lines) + "\n")
