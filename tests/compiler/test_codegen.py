@@ -137,6 +137,27 @@ def test_function_names_are_validated(name):
         tc.to_python(f, name=name)
 
 
+def test_no_function_name_replaces_a_name_of_the_module():
+    # a function named _accumulate (or _owned, _write_bands, ...) replaced the helper it calls
+    from tests.compiler.test_runners import CORPUS
+
+    pd = tc.parse_problem("declare K 2 pd y 1 expression y'*inv(K)*y + log(det(K)) derivative wrt K")
+    modules = [(pd.expr, pd.derivative()), {"K": (3, 3), "y": (3,)}, pd.assumptions]
+    cases = [(build(), shapes, None) for build, shapes in CORPUS.values()] + [modules]
+    defined = set()
+    for exprs, shapes, assumptions in cases:
+        for given in (None, shapes):
+            tree = ast.parse(tc.to_python(list(exprs), shapes=given, assumptions=assumptions))
+            defined |= {node.name for node in tree.body if isinstance(node, ast.FunctionDef)} - {"f"}
+            for node in tree.body:
+                if isinstance(node, ast.Assign):
+                    defined |= {t.id for t in ast.walk(node.targets[0]) if isinstance(t, ast.Name)}
+    assert "_accumulate" in defined and "_cho_inv" in defined  # the corpus writes the helpers
+    for name in sorted(defined):
+        with pytest.raises(tc.TensCalcError, match="reserved in generated code"):
+            tc.to_python(tc.var("x", 1), name=name)
+
+
 def test_variable_names_are_validated():
     from tenscalc.core import nodes as N
 
