@@ -119,9 +119,10 @@ def _pair(a: Any, sa: str, b: Any, sb: str, result: str, sizes: dict[str, int]) 
 
 #: XLA's CPU GEMM kernels (XNNPACK's) compute 8 result columns at a time (AVX-512: 8
 #: doubles a register); a remainder of columns takes a far slower path.  On one core,
-#: [1000,200] @ [200,n] in float64 takes as long for n = 10 as for n = 20 and 1.4x n = 16
-#: (the tall Jacobian's last product, 1000x10); float32 alike.  Zero columns up to the
-#: next multiple are cheaper than the remainder where the result has many rows.
+#: [1000,200] @ [200,n] in float64 took 1.3x to 1.7x as long for n = 9 ... 15 as for n = 16
+#: and twice n = 8 (the tall Jacobian's last product, 1000x10); float32 alike.  Zero
+#: columns up to the next multiple are cheaper than the remainder where the result has
+#: many rows.
 COLUMN_TILE = 8
 #: the fewest result rows (left free entries) for which the padding pays
 PAD_MIN_ROWS = 128
