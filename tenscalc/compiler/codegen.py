@@ -462,15 +462,18 @@ class _Writer:
 PARTS_HELPER = '''
 def _add_parts(x, fresh, shape, parts):
     """``x`` (broadcast to ``shape``) plus, in order, each ``coef * part`` written at its basic
-    index ``key`` and each ``coef`` on its diagonal (``part`` None, ``key`` the einsum reading
-    it); added into ``x`` itself where it is an array of the sum just made (``fresh``), of the
-    shape and dtype of the sum, else into one copy."""
-    dtype = _np.result_type(x, *[part for part, _, _ in parts if part is not None], 0.0)
+    index ``key`` (on the diagonal the einsum ``eq`` reads there, where ``part`` is a diagonal
+    matrix's core) and each ``coef`` on a diagonal (``part`` None, ``eq`` reading it); added
+    into ``x`` itself where it is an array of the sum just made (``fresh``), of the shape and
+    dtype of the sum, else into one copy."""
+    dtype = _np.result_type(x, *[part for part, _, _, _ in parts if part is not None], 0.0)
     if not (fresh and _np.shape(x) == shape and x.dtype == dtype):
         x = _np.array(_np.broadcast_to(x, shape), dtype=dtype)
-    for part, key, coef in parts:
+    for part, key, coef, eq in parts:
         if part is None:
-            _np.einsum(key, x)[...] += coef
+            _np.einsum(eq, x)[...] += coef
+        elif eq is not None:
+            _np.einsum(eq, x[key])[...] += part if coef == 1.0 else coef * part
         elif coef == 1.0:
             x[key] += part
         else:
@@ -543,6 +546,9 @@ class _PlanWriter(_Writer):
         for step in self.plan.steps:
             for slot in step_reads(step):
                 self.readers.setdefault(slot, []).append(step.index)
+        #: product steps written as a diagonal matrix's core (slot -> the einsum reading that
+        #: diagonal), where every reader embeds it into a sum: never a dense n x n array
+        self.diagonal = {slot: eq for slot in self.readers if (eq := self._diagonal_eq(slot)) is not None}
         #: whether the step being written may be a view of a slot (a slice, a relabelling)
         self.view = False
         #: slots holding an array this function made that no other name views: a step
@@ -662,6 +668,25 @@ class _PlanWriter(_Writer):
             return None  # only its log is read: computed from the factor there
         return f"_cho_det({factor}, False)"
 
+    def _diagonal_eq(self, slot: int) -> str | None:
+        """The einsum reading the diagonal of product ``slot`` where every term writes the same
+        diagonal and every reader is a sum embedding it (only), else None."""
+        step = self.plan.steps[slot]
+        if step.kind != "product" or slot in self.plan.outputs:
+            return None
+        patterns = {_canonical_letters(term.out) for term in step.data}
+        if len(patterns) != 1:
+            return None
+        (pattern,) = patterns
+        distinct = tuple(dict.fromkeys(pattern))
+        if len(distinct) == len(pattern):
+            return None
+        for reader in self.readers[slot]:
+            items = self.plan.steps[reader].data if self.plan.steps[reader].kind == "add" else None
+            if items is None or any(item.kind == "slot" and item.slot == slot for item in items):
+                return None
+        return _letters(pattern) + "->" + _letters(distinct)
+
     def _pd_factor(self, slot: int) -> str | None:
         """The Cholesky factor of the input in ``slot`` where it is declared positive definite
         (written before its first reader), else None."""
@@ -696,7 +721,8 @@ class _PlanWriter(_Writer):
                 scalar += item.coef
         text = "".join(parts)
         arrays = [item for item in items if item.kind == "slot"]
-        if shape and len(arrays) >= 2:  # one buffer, each summand added into it (no temporary per +)
+        scaled = len(arrays) == 1 and arrays[0].coef != 1 and self._mine(arrays[0].slot)  # scaled in place
+        if shape and (len(arrays) >= 2 or scaled):  # one buffer, each summand added into it (no temporary per +)
             self._helper("_sum")
             pairs = [f"({_literal(float(it.coef))}, {self._read(it.slot)}, {self._mine(it.slot)})" for it in arrays]
             if scalar != 0:
@@ -713,9 +739,11 @@ class _PlanWriter(_Writer):
             coef = _literal(float(item.coef))
             if item.kind == "delta" and item.n > 0:
                 eq = _letters(tuple(range(item.n)) * 2) + "->" + _letters(tuple(range(item.n)))
-                extras.append(f"(None, {eq!r}, {coef})")
+                extras.append(f"(None, (), {coef}, {eq!r})")
             elif item.kind == "embed":
-                extras.append(f"({self._read(item.slot)}, _np.s_[{_index_text(item.items)}], {coef})")
+                eq = self.diagonal.get(item.slot)  # a diagonal matrix held as its core
+                key = f"_np.s_[{_index_text(item.items)}]"
+                extras.append(f"({self._read(item.slot)}, {key}, {coef}, {eq if eq is None else repr(eq)})")
         if not extras:
             self.view = text in slots  # x + 0
             return text
@@ -724,14 +752,19 @@ class _PlanWriter(_Writer):
         return f"_add_parts({text}, {fresh}, {_shape_text(step.node, shape)}, ({''.join(e + ', ' for e in extras)}))"
 
     def _plan_product(self, step, shape) -> str:
-        written = [self._plan_term(term, step.node, shape) for term in step.data]
+        core = step.index in self.diagonal  # the diagonal matrix's core only (read by embeddings)
+        written = [self._plan_term(term, step.node, shape, core) for term in step.data]
         self.view = len(written) == 1 and written[0][1]  # a sum of terms is a new array
         return " + ".join(text for text, _ in written)
 
-    def _plan_term(self, term, node: Expr, shape: tuple[str | None, ...]) -> tuple[str, bool]:
-        """One term's text, and whether it may be a view of an operand (a relabelling)."""
+    def _plan_term(self, term, node: Expr, shape: tuple[str | None, ...], core: bool = False) -> tuple[str, bool]:
+        """One term's text (its diagonal ``core`` only, where asked), and whether it may be a
+        view of an operand (a relabelling)."""
         out = term.out
         if term.factor == 0:  # zero even against inf or nan, as in evaluate and compile
+            if core:
+                unique = tuple(dict.fromkeys(out))
+                return f"_np.zeros({self._letters_shape(unique, out, node, shape)}, dtype=_dtype)", False
             return (f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)" if shape else "0.0"), False
         operands: list[tuple[str, tuple[int, ...]]] = [(self._read(slot), spec) for slot, spec in term.operands]
         after: list[str] = []  # order-0 constants: multiplied into the result after the contraction
@@ -764,7 +797,7 @@ class _PlanWriter(_Writer):
                 lengths = self._letters_shape(unique, out, node, shape)
                 text = f"_np.broadcast_to(_np.asarray({text})[{index}], {lengths})"
                 view = True  # a read-only view of the core (an operand's own array where nothing is summed)
-        if len(unique) != len(out):  # repeated output letters: the core written on a diagonal
+        if len(unique) != len(out) and not core:  # repeated output letters: the core written on a diagonal
             self._helper("_write_diagonal")
             names = _canonical_letters(out)
             eq = _letters(names) + "->" + _letters(tuple(dict.fromkeys(names)))
