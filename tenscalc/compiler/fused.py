@@ -88,8 +88,9 @@ __all__ = [
 #: the op kinds the fused function writes with the writer of ``tc.to_python(shapes=)``
 #: (:class:`.source.FusedOpSource`) where the op is no elementwise :class:`Chain` or
 #: :class:`View`: a contraction, a product's terms, a pair several products share, a sum
-#: into one buffer, a constant, a slice handed out (copied), a part embedded in zeros
-WRITTEN = frozenset({"product", "pair", "accumulate", "constant", "slice", "embed"})
+#: into one buffer, a constant, a slice, a part embedded in zeros, a banded step's band
+#: values and its dense twin (and the dense value of a banded or diagonal result)
+WRITTEN = frozenset({"product", "pair", "accumulate", "constant", "slice", "embed", "band", "twin"})
 
 #: programs with more operations than this keep the loop: compiling the source costs
 #: ~50 µs per operation, which a few hundred calls of a large program repay
@@ -600,7 +601,9 @@ def fuse(
             owned.discard(released)
     results = []
     for slot in outputs:
-        if slot in densify:
+        if slot in densify and source is not None:  # a band's or diagonal core's dense value, as the module writes it
+            results.append(f"_finish({source.result(slot)})")
+        elif slot in densify:
             results.append(f"_finish({writer.name('_d', densify[slot])}(env[{slot}]))")
         elif slot in owned and shapes[slot] != ():  # an array allocated here: handed out as it is
             results.append(f"env[{slot}]")

@@ -300,6 +300,8 @@ class ProgramSource:
         inline = op.inline
         if isinstance(inline, BandSum):
             text = band_tuple(inline, self.spelling)
+            if "_stretch(" in text:
+                self.helpers.add("_stretch")
         else:  # a banded constant: its band numbers
             text = self._band_number(inline.value)
         self.lines.append(f"{name} = {text}")
@@ -560,6 +562,16 @@ class ProgramSource:
         return text
 
 
+class _EnvNames(dict):
+    """slot -> ``env[slot]``, for any slot."""
+
+    def __missing__(self, slot: int) -> str:
+        return f"env[{slot}]"
+
+    def get(self, slot, default=None):  # type: ignore[override]
+        return self[slot]
+
+
 class FusedOpSource(ProgramSource):
     """The op writer as ``tc.compile``'s fused function (:func:`.fused.fuse`) uses it: the
     same statements as the module's, with each slot's value in ``env[slot]``, constant
@@ -570,6 +582,8 @@ class FusedOpSource(ProgramSource):
     def __init__(self, bound: Program, resolver: ShapeResolver, namespace: dict):
         super().__init__(bound, resolver)
         self.namespace = namespace
+        # every slot's value, a banded slot's tuple of band values too, is env[slot]
+        self.names, self.bands = _EnvNames(), _EnvNames()
 
     def slot_name(self, slot: int) -> str:
         return f"env[{slot}]"

@@ -123,3 +123,23 @@ def test_the_modules_elementwise_chains_are_the_fused_functions_without_its_buff
         compared += 1
     if name in ("extended Rosenbrock (tiles)", "chained Rosenbrock (slices, banded Hessian)", "mlp"):
         assert compared, "these cases have elementwise steps"
+
+
+def test_a_module_with_stretched_bands_defines_its_stretch_helper():
+    """A banded Hessian whose bands are stretches of a band value (``_stretch``): the
+    module defines the helper it calls (it raised NameError before) and computes what
+    ``tc.compile`` computes; by hand, H = diag(2 (x_{k-1}^2 + x_{k+1}^2)) with 4 x_k x_{k+1}
+    off the diagonal."""
+    f = tc.parse("sum((x.^2)[1:] .* (x.^2)[:-1])")
+    exprs = [f, tc.gradient(f, "x"), tc.hessian(f, "x")]
+    x = np.linspace(0.5, 1.4, 7)
+    module = tc.to_python(exprs, shapes={"x": (7,)})
+    assert "_stretch(" in module
+    namespace: dict = {}
+    exec(compile(module, "<generated>", "exec"), namespace)  # noqa: S102 - the source under test
+    got = namespace["f"](x=x)
+    squares = np.concatenate([[0.0], x**2, [0.0]])
+    hand = np.diag(2 * (squares[:-2] + squares[2:])) + np.diag(4 * x[:-1] * x[1:], 1) + np.diag(4 * x[:-1] * x[1:], -1)
+    np.testing.assert_allclose(got[2], hand, rtol=1e-12)
+    for ours, theirs in zip(got, tc.compile(exprs)(x=x)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
