@@ -12,9 +12,15 @@ and runs the loop: a function called once does not pay for compiling source):
   sum of parts tiling an empty array (:class:`Tiles`, each part computed straight
   into its strided view when only the sum reads it) or a banded step
   (:class:`BandSum`: a tuple of band-value expressions) is written inline;
-* every other step is a call of its closure, as in the loop; a closure described as
-  :class:`Fresh` (a contraction's new array) or :class:`Terms` (a product's terms,
-  added in place) is known to allocate its result;
+* the ops of the kinds in :data:`WRITTEN` (contractions, a product's terms added in
+  place, shared pairs, sums into one buffer, constants, slices, embeds, banded steps
+  and their dense twins) are written by the writer of ``tc.to_python(shapes=)``
+  (:class:`.source.FusedOpSource`): the module's statements, no closure called;
+* every other step (``inv``, ``det``, ``adj``, Cholesky factors and their readers, a sum
+  with broadcast, embedded or diagonal parts, a power of two operands) is a call of its
+  closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
+  array) or :class:`Terms` (a product's terms, added in place) is known to allocate its
+  result;
 * a ufunc's result goes into a buffer nobody needs any more instead of a new array
   (``out=``): a temporary of the same step, or a slot released at this step that
   the program allocated itself and that only allocating steps ever read (no view,

@@ -10,8 +10,10 @@ pairwise contraction's layout as :mod:`.kernels` lays it out (``matmul`` / broad
 ``multiply`` with its permutations and reshapes spelled out), and each op's releases.
 The banded steps and tiled sums are written with the fused function's writer
 (:func:`.fused.band_tuple`, :func:`.fused.tiles_lines`): a banded Hessian is a tuple
-of band vectors until its dense value is written once, as in ``tc.compile``.  The
-generated module needs NumPy only.
+of band vectors until its dense value is written once, as in ``tc.compile``; an
+elementwise step the binder describes as a :class:`.fused.Chain` is written from that
+description (:class:`.fused.ChainWriter`).  ``tc.compile``'s fused function writes its
+ops with the same writer (:class:`FusedOpSource`).  The generated module needs NumPy only.
 """
 
 from __future__ import annotations
