@@ -365,9 +365,7 @@ class CompiledFunction:
             if name not in shapes:
                 raise EvaluationError(f"no shape given for variable '{name}' (order {self.orders[name]})")
             value = shapes[name]
-            if hasattr(value, "shape"):
-                resolved[name] = tuple(value.shape)
-            elif isinstance(value, (int, float, complex)):  # a number is a 0-axis value
+            if isinstance(value, (int, float, complex)):  # a number is a 0-axis value
                 resolved[name] = ()
             else:
                 resolved[name] = lengths(name, value, EvaluationError)

@@ -13,16 +13,19 @@ from ..errors import TensCalcError
 
 
 def lengths(name: str, value: Any, error: type[TensCalcError] = TensCalcError) -> tuple[int, ...]:
-    """The shape ``value`` given for variable ``name`` as a tuple of ints, or ``error``
-    saying what is wrong with it.
+    """The shape ``value`` given for variable ``name`` as a tuple of ints (an array given
+    in its place stands for its own shape), or ``error`` saying what is wrong with it.
 
-    >>> lengths("X", (5, 3))
-    (5, 3)
+    >>> import numpy as np
+    >>> lengths("X", (5, 3)), lengths("X", np.ones((5, 3)))
+    ((5, 3), (5, 3))
     >>> lengths("X", (5, -3))
     Traceback (most recent call last):
     ...
     tenscalc.errors.TensCalcError: the shape of 'X' must be a tuple of lengths (integers >= 0), not (5, -3)
     """
+    if hasattr(value, "shape") and not isinstance(value, (tuple, list)):  # NumPy, torch, JAX ... arrays
+        value = tuple(value.shape)
     try:
         shape = tuple(operator.index(n) for n in value)
     except TypeError:

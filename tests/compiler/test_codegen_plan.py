@@ -97,6 +97,14 @@ def test_a_shape_that_is_not_lengths_is_refused(x_shape):
     assert "(4,)" in tc.to_python(f, shapes={"A": (3, 4), "x": (np.int64(4),)})  # NumPy's integers are lengths
 
 
+def test_an_array_given_for_a_shape_stands_for_its_shape():
+    """As ``CompiledFunction.cost`` takes them: the data itself may be passed."""
+    f = parse("A *(ij,j->i) x")
+    data = {"A": np.ones((3, 4)), "x": np.ones(4)}
+    assert tc.to_python(f, shapes=data) == tc.to_python(f, shapes={"A": (3, 4), "x": (4,)})
+    assert tc.compile(f).cost(data) == tc.compile(f).cost({"A": (3, 4), "x": (4,)})
+
+
 def test_outputs_are_fresh_arrays():
     f = tc.parse("x *(i,i->) 1", {"x": 1})
     h = tc.hessian(f * f, "x")  # 2 (ones ⊗ ones): constants only in the plan
