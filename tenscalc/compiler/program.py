@@ -218,6 +218,7 @@ class ShapeResolver:
         self.contractions: dict[tuple, list[Any]] = {}
         # (term, shape, operand shapes, Gram allowed) -> its decisions (.terms.plan_term)
         self.terms: dict[tuple, Any] = {}
+        self._constants: dict[tuple, Any] = {}  # (node, shape) -> its array, made once
 
     def shape(self, node: Expr) -> tuple[int, ...]:
         error: EvaluationError | None = None
@@ -246,11 +247,16 @@ class ShapeResolver:
         or one it broadcasts to where a product reads it with repeated letters)."""
         if self.estimate:  # a cost estimate allocates nothing
             return np.broadcast_to(np.float64(1.0), shape)
+        made = self._constants.get((node, shape))
+        if made is not None:  # the binder's closures and the fused function's writer share one array
+            return made
         check_shape(shape, what=f"a constant {node.op} node")
         for graph, lengths in zip(self.graphs, self.lengths):
             if node in graph.first_slot:
                 value = np.asarray(run_interpreter(graph, {}, lengths, root=node))
-                return value if value.shape == shape else np.broadcast_to(value, shape)
+                made = value if value.shape == shape else np.broadcast_to(value, shape)
+                self._constants[(node, shape)] = made
+                return made
         raise AssertionError("not a node of the compiled expressions")  # pragma: no cover
 
 
