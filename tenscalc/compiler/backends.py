@@ -784,7 +784,10 @@ class JaxBackend(Backend):
         return super().cast(results, dtype)
 
     def embed(self, part, key, shape, like=None):
-        return self.zeros(shape, part).at[key].set(part)  # JAX arrays are immutable
+        # a pad, as JAX's own transpose of a slice writes it (not a scatter: JAX arrays are immutable)
+        from .canonical_dots import jax_embed
+
+        return jax_embed(part, key, shape)
 
     def write_diagonal(self, core, out, shape):
         # a select over the output, in its own layout: the einsum with identity matrices

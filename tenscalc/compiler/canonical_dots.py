@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["jax_contraction", "jax_write_diagonal"]
+__all__ = ["jax_contraction", "jax_embed", "jax_write_diagonal"]
 
 
 def jax_contraction(eq: str, shapes: Sequence[tuple[int, ...]], path: Sequence[tuple[int, ...]]) -> Callable[..., Any]:
@@ -214,3 +214,34 @@ def jax_write_diagonal(core: Any, out: Sequence[int], shape: tuple[int, ...]) ->
     if mask is None:  # no letter repeated: the core is the array
         return core.reshape(shape)
     return jnp.where(mask, core.reshape(spread), jnp.zeros((), core.dtype))
+
+
+def jax_embed(part: Any, key: tuple, shape: tuple[int, ...]) -> Any:
+    """Zeros of ``shape`` with ``part`` written at the basic index ``key`` (integers and
+    slices, negative steps included), as one ``lax.pad`` of ``part``.
+
+    ``zeros.at[key].set(part)`` is a scatter: XLA's CPU pipeline turns it back into a pad,
+    but only late, and other platforms' pipelines need not; a pad (an integer index is a
+    length-1 axis padded on both sides, a step ``s`` is ``s - 1`` interior zeros) is what
+    JAX's own transpose of a slice writes, and fuses into its consumer everywhere."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    from .backends import positive_key
+
+    key = tuple(key) + (slice(None),) * (len(shape) - len(key))
+    key, flips = positive_key(key, shape)
+    part = jnp.asarray(part)
+    if flips:
+        part = jnp.flip(part, flips)
+    config: list[tuple[int, int, int]] = []  # (low, high, interior) zeros per axis
+    sub_shape: list[int] = []
+    for item, length in zip(key, shape):
+        entries = range(length)[item] if isinstance(item, slice) else range(length)[item : item + 1 or None]
+        if not entries:  # nothing written: the zeros themselves
+            return jnp.zeros(shape, dtype=part.dtype)
+        config.append((entries[0], length - 1 - entries[-1], entries.step - 1))
+        sub_shape.append(len(entries))
+    # integers drop their axes in part; a part of fewer entries broadcasts, as in a set
+    part = jnp.broadcast_to(part, tuple(n for n, item in zip(sub_shape, key) if not isinstance(item, int)))
+    return lax.pad(part.reshape(sub_shape), jnp.zeros((), part.dtype), config)

@@ -208,3 +208,36 @@ def test_layouts_and_padding_agree_with_numpy_at_distinct_lengths(eq):
     float32 = [a.astype(np.float32) for a in arrays]
     got32 = jax.jit(run)(*float32)
     assert got32.dtype == np.float32 and np.allclose(np.asarray(got32), expected, rtol=1e-4, atol=1e-4)
+
+
+EMBED_ITEMS = [0, -1, 2, slice(None), slice(1, None), slice(None, -1), slice(None, None, 2), slice(None, None, -1),
+               slice(3, 0, -2), slice(-2, None, -1), slice(2, 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize("first", EMBED_ITEMS)
+def test_jax_embed_agrees_with_numpy_strided_write(first):
+    """The pad written for an embed (integers, steps, negative steps, an empty slice) is
+    NumPy's ``zeros(shape); out[key] = part``, at distinct axis lengths, a short key too."""
+    import itertools
+
+    from tenscalc.compiler.canonical_dots import jax_embed
+
+    shape = (5, 4, 3)
+    rng = np.random.default_rng(1)
+    keys = [(first, second, third) for second, third in itertools.product(EMBED_ITEMS, EMBED_ITEMS[:6])]
+    for key in [*keys, (first,), (first, slice(None, None, -1))]:
+        expected = np.zeros(shape)
+        part = rng.standard_normal(expected[key].shape)
+        expected[key] = part
+        got = np.asarray(jax_embed(jax.numpy.asarray(part), key, shape))
+        assert got.shape == shape and np.array_equal(got, expected), key
+
+
+def test_jax_embed_is_a_pad_not_a_scatter():
+    """What JAX's own transpose of a slice writes, on every platform's pipeline."""
+    from tenscalc.compiler.canonical_dots import jax_embed
+
+    part = jax.numpy.ones((2, 4))
+    text = jax.jit(lambda p: jax_embed(p, (slice(1, None, 2), 1, slice(None, None, -1)), (5, 3, 4))).lower(part)
+    text = text.as_text()
+    assert "stablehlo.pad" in text and "scatter" not in text
