@@ -166,6 +166,7 @@ MODULE_NAMES = frozenset(
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
     | {"_lapack", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
     | {"_accumulate", "_owned", "_add_into", "_write_bands", "_min", "_zip", "_any"}
+    | {"_outer_columns", "_stretch"}
 )
 _CONSTANT_NAME = re.compile(r"_K\d+")
 

@@ -143,3 +143,18 @@ def test_a_module_with_stretched_bands_defines_its_stretch_helper():
     np.testing.assert_allclose(got[2], hand, rtol=1e-12)
     for ours, theirs in zip(got, tc.compile(exprs)(x=x)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_every_name_a_helper_defines_is_reserved_from_the_functions_name():
+    """A generated function named like a helper of its module would replace it
+    (``generated.MODULE_NAMES``): every module-level name of ``source.HELPERS`` is reserved."""
+    from tenscalc.compiler.generated import MODULE_NAMES
+    from tenscalc.compiler.source import HELPERS
+
+    defined = set()
+    for text in HELPERS.values():
+        defined |= set(re.findall(r"^def (\w+)", text, re.M))
+        for names in re.findall(r"^(\w[\w, ]*) = ", text, re.M):
+            defined |= {name.strip() for name in names.split(",")}
+    assert {"_outer_columns", "_gram", "_accumulate"} <= defined
+    assert defined <= MODULE_NAMES, sorted(defined - MODULE_NAMES)
