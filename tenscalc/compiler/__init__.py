@@ -42,6 +42,7 @@ from .given_shapes import lengths
 from .plan import Plan, build_plan, paused_gc
 from .program import Program, ShapeResolver, bind, variable_orders
 from .scalar import scalar_program
+from .source import FusedOpSource
 
 __all__ = ["compile", "CompiledFunction"]
 
@@ -319,7 +320,8 @@ class CompiledFunction:
         described = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items())
         with optionally_verbose(self.verbose), stage("bind", lambda: f"shapes {described}") as logged:
             # every step a number (NumPy): one straight-line float function, the program its fallback
-            program = scalar_program(self.plan, resolver, bind(self.plan, resolver, self._backend, self.pd))
+            bound = bind(self.plan, resolver, self._backend, self.pd, FusedOpSource)  # the fused function's op writer
+            program = scalar_program(self.plan, resolver, bound)
             logged.done(f"a {self._backend.name} program")
         call = None
         if self.jit and (self._jit_request or len(program.ops) <= JIT_MAX_OPS):

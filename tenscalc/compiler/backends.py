@@ -785,8 +785,14 @@ class JaxBackend(Backend):
 
     def embed(self, part, key, shape, like=None):
         # a pad, as JAX's own transpose of a slice writes it (not a scatter: JAX arrays are immutable)
+        import jax.numpy as jnp
+
         from .canonical_dots import jax_embed
 
+        key = tuple(key) + (slice(None),) * (len(shape) - len(key))
+        key, flips = positive_key(key, shape)  # a pad has no negative steps: x[::-1] is x[0:n:1] flipped
+        if flips:
+            part = jnp.flip(jnp.asarray(part), flips)
         return jax_embed(part, key, shape)
 
     def write_diagonal(self, core, out, shape):

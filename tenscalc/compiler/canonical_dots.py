@@ -218,7 +218,8 @@ def jax_write_diagonal(core: Any, out: Sequence[int], shape: tuple[int, ...]) ->
 
 def jax_embed(part: Any, key: tuple, shape: tuple[int, ...]) -> Any:
     """Zeros of ``shape`` with ``part`` written at the basic index ``key`` (integers and
-    slices, negative steps included), as one ``lax.pad`` of ``part``.
+    slices of positive step: the backend's ``embed`` turns a negative step into a flip of
+    ``part`` first, with :func:`.backends.positive_key`), as one ``lax.pad`` of ``part``.
 
     ``zeros.at[key].set(part)`` is a scatter: XLA's CPU pipeline turns it back into a pad,
     but only late, and other platforms' pipelines need not; a pad (an integer index is a
@@ -227,13 +228,8 @@ def jax_embed(part: Any, key: tuple, shape: tuple[int, ...]) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    from .backends import positive_key
-
     key = tuple(key) + (slice(None),) * (len(shape) - len(key))
-    key, flips = positive_key(key, shape)
     part = jnp.asarray(part)
-    if flips:
-        part = jnp.flip(part, flips)
     config: list[tuple[int, int, int]] = []  # (low, high, interior) zeros per axis
     sub_shape: list[int] = []
     for item, length in zip(key, shape):

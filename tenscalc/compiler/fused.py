@@ -525,13 +525,16 @@ def fuse(
     densify: Mapping[int, Callable[[Any], Any]],
     program: Any = None,
     resolver: Any = None,
+    op_source: Callable[..., Any] | None = None,
 ) -> tuple[Callable[[Sequence[Any], Any], tuple[Any, ...] | None], str] | None:
     """The lowered program ``ops`` as one function of the input arrays and the ``like``
     reference, returning the results (None when an input is not float64), with its
     source; None for programs over :data:`MAX_OPS` operations.  Given the bound
-    ``program`` and its ``resolver``, the ops of the kinds in :data:`WRITTEN` are written
-    by the writer of ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the
-    same statements, no closure called."""
+    ``program``, its ``resolver`` and ``op_source`` (:class:`.source.FusedOpSource`, the
+    writer of ``tc.to_python(shapes=)``, handed in by the caller: :mod:`.source` reads this
+    module's band and tile writers, so this module does not import it), the ops of the
+    kinds in :data:`WRITTEN` are written by that writer: the same statements, no closure
+    called."""
     if len(ops) > MAX_OPS:
         return None
     inlines: list[Inline | None] = [op.inline for op in ops]
@@ -546,10 +549,8 @@ def fuse(
     writer = _Writer(shapes)
     writer.namespace.update(_F64=np.dtype(np.float64), _finish=numpy_result)
     source = None
-    if program is not None and program.bound_plan is not None:
-        from .source import FusedOpSource  # (.source writes with this module's band and tile writers)
-
-        source = FusedOpSource(program, resolver, writer.namespace)
+    if op_source is not None and program is not None and program.bound_plan is not None:
+        source = op_source(program, resolver, writer.namespace)
     params = [f"_a{k}" for k in range(len(inputs))]
     lines = writer.lines
     if params:

@@ -389,10 +389,18 @@ def _collector_paused(fn: Callable[..., Program]) -> Callable[..., Program]:
 
 
 @_collector_paused
-def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[str] = frozenset()) -> Program:
+def bind(
+    plan: Plan,
+    resolver: ShapeResolver,
+    backend: Backend,
+    pd: frozenset[str] = frozenset(),
+    op_source: Callable[..., Any] | None = None,
+) -> Program:
     """Bind ``plan`` to the shapes known to ``resolver``; the ``inv`` and ``det`` of the
     inputs named in ``pd`` (declared positive definite) read one Cholesky factorisation
-    each (:mod:`.cholesky`)."""
+    each (:mod:`.cholesky`).  ``op_source``: the op writer the fused NumPy function is
+    written with (:class:`.source.FusedOpSource`; without it, the ops it would write
+    are calls of their closures)."""
     plan, folded = fold_squares(plan)
     plan = scale_broadcasts(plan, folded)
     dense = [step_shape(step, resolver) for step in plan.steps]
@@ -533,7 +541,9 @@ def bind(plan: Plan, resolver: ShapeResolver, backend: Backend, pd: frozenset[st
     program.steps, program.held, program.terms = bound_steps, shapes, resolver.terms
     if backend.name == "numpy" and not resolver.estimate:
         program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
-        program.fuse_later = partial(fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify, program, resolver)
+        program.fuse_later = partial(
+            fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify, program, resolver, op_source
+        )
     return program
 
 
