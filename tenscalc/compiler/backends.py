@@ -275,6 +275,9 @@ class Backend:
 
     #: whether :meth:`whole_program` compiles unless the caller says ``jit=False``
     jit_default = False
+    #: whether the library's compiler fuses an elementwise chain into the sum reading it
+    #: (a sum of full contractions of arrays of one shape is then bound as one sum)
+    fuses_sums = False
 
     def whole_program(self, run: Callable[[Sequence[Any], Any], tuple[Any, ...]]) -> Callable | None:
         """``run`` (a bound program's step loop, of the input arrays and the dtype
@@ -699,6 +702,7 @@ class TorchBackend(Backend):
 class JaxBackend(Backend):
     name = "jax"
     jit_default = True
+    fuses_sums = True  # XLA: sum(a*b + c*d) is one loop, sum(a*b) + c*sum(d) two and a reduction each
 
     def from_numpy(self, array, like=None):
         # a concrete array even inside a trace (jax.jit's, or the caller's jit of a call):

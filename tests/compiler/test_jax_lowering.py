@@ -184,3 +184,52 @@ def test_a_slice_gradient_is_written_by_pads_as_jax_writes_it():
     lowered = jax.jit(lambda x: compiled(x=x)).lower(data["x"])
     assert "stablehlo.pad" in lowered.as_text() and "scatter" not in lowered.as_text()
     assert "scatter" not in lowered.compile().as_text()
+
+
+def test_the_chained_rosenbrock_program_fuses_as_jax_own():
+    """Its value (two sums of squares) is summed as one chain, as JAX's own transform sums
+    the chain the user wrote: XLA makes no more fusions (loops) of tenscalc's program than
+    of JAX's, and counts no more bytes moved."""
+    ours, theirs = _both("chained_rosenbrock")
+    count = lambda compiled: compiled.as_text().count(" fusion(")  # noqa: E731
+    assert count(ours) <= count(theirs)
+    bytes_moved = lambda compiled: (lambda c: c[0] if isinstance(c, list) else c)(compiled.cost_analysis())  # noqa: E731
+    assert bytes_moved(ours)["bytes accessed"] <= bytes_moved(theirs)["bytes accessed"]
+
+
+CHAIN = "sum((A - B).^2 + (C - D).^2 + A.*D)"
+
+
+def test_a_summed_chain_is_one_reduction():
+    """sum((A-B)∘(A-B) + (C-D)∘(C-D) + A∘D), which the simplifier distributes into three
+    full contractions, reaches XLA as one reduction of one chain (no dot), as written."""
+    rng = np.random.default_rng(4)
+    data = {name: rng.standard_normal((3, 4)) for name in "ABCD"}
+    compiled = tc.compile(tc.parse(CHAIN, {name: 2 for name in data}), backend="jax")
+    text = jax.jit(lambda A, B, C, D: compiled(A=A, B=B, C=C, D=D)).lower(*data.values()).as_text()
+    assert text.count("stablehlo.reduce") == 1 and "dot_general" not in text
+    A, B, C, D = data.values()
+    expected = ((A - B) ** 2 + (C - D) ** 2 + A * D).sum()
+    assert np.isclose(float(compiled(data)), expected, rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        CHAIN,
+        "sum(A.*D' + B.^2)",  # a transposed read: a contraction, not one chain
+        "sum(1e308 * 1e308 * A.^2 + A)",  # an infinite factor: applied after its own sum
+        "sum(A.*B + 2)",
+    ],
+)
+def test_sums_of_terms_agree_with_numpy_where_merged_or_not(source):
+    """Values of the JAX backend (one summed chain or not) against the NumPy backend, at distinct lengths."""
+    rng = np.random.default_rng(5)
+    data = {"A": rng.standard_normal((3, 4)), "B": rng.standard_normal((3, 4)), "C": rng.standard_normal((3, 4)),
+            "D": rng.standard_normal((4, 3)) if "'" in source else rng.standard_normal((3, 4))}  # fmt: skip
+    expr = tc.parse(source, {name: 2 for name in data})
+    given = {name: data[name] for name in tc.compile(expr).inputs}
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = np.asarray(tc.compile(expr, backend="numpy")(given))
+        got = np.asarray(tc.compile(expr, backend="jax")(given))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
