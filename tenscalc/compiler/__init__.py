@@ -351,7 +351,7 @@ class CompiledFunction:
     def cost(self, shapes: Mapping[str, Any]) -> Cost:
         """Estimated cost of one call at ``shapes``: flops, multiplications, operations,
         largest intermediate and peak memory (in entries, inputs excluded), and the steps
-        flagged for an intermediate out of proportion (see :class:`~tenscalc.compiler.cost.Cost`).
+        flagged for an intermediate out of proportion (see ``tenscalc.compiler.cost.Cost``).
 
         ``shapes`` maps each input to its shape (a tuple of integers >= 0) or to an array.
 
