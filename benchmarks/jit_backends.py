@@ -11,6 +11,8 @@ compile) and the median time of a call, of
 
 * ``tc.compile(exprs, backend="jax", jit=False)``: the bound program op by op, eager ``jax.numpy``;
 * ``tc.compile(exprs, backend="jax")``: the same program as one ``jax.jit`` function;
+* ``tc.compile(exprs, backend="jax").jitted(values)``: that ``jax.jit`` function called
+  directly (the inputs positionally), without the ``CompiledFunction`` call around it;
 * ``jax.jit`` of JAX's own transform of the same function (first call: trace and compile);
 
 and with ``--torch`` also ``backend="torch"`` eager against ``jit=True`` (``torch.compile``).
@@ -137,6 +139,9 @@ def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dic
         jax.block_until_ready(compiled(values))
         first[name] = time.perf_counter() - start
         fns[name] = lambda compiled=compiled: jax.block_until_ready(compiled(values))
+    if hasattr(jitted, "jitted"):  # the jax.jit function itself, no CompiledFunction around it
+        raw, ordered = jitted.jitted(values), [values[name] for name in jitted.inputs]
+        fns["tc_jit_raw"] = lambda: jax.block_until_ready(raw(*ordered))
     fn, args = problem.jax(jax, jnp, problem.data)
     args = jax.device_put(args)
     start = time.perf_counter()
@@ -194,7 +199,8 @@ def main(argv: list[str] | None = None) -> dict:
         line = (
             f"{problem.name:17s} eager {t['tc_eager'] * 1e3:9.3f} ms  jit {t['tc_jit'] * 1e3:8.3f} ms  "
             f"jax.jit {t['jax_jit'] * 1e3:8.3f} ms  jit/jax {t['tc_jit'] / t['jax_jit']:5.2f}x  "
-            f"first: symbolic {row['symbolic_s']:.2f} s + {f['tc_jit']:.2f} s, jax {f['jax_jit']:.2f} s"
+            + (f"raw/jax {t['tc_jit_raw'] / t['jax_jit']:5.2f}x  " if "tc_jit_raw" in t else "")
+            + f"first: symbolic {row['symbolic_s']:.2f} s + {f['tc_jit']:.2f} s, jax {f['jax_jit']:.2f} s"
         )
         if torch is not None:
             line += (

@@ -280,6 +280,37 @@ class CompiledFunction:
             return dict(zip(self._keys, results))
         return results[0] if self._single else results
 
+    def jitted(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Callable[..., Any]:
+        """The backend's own compiled function for the shapes of ``values``: for
+        ``backend="jax"`` the ``jax.jit`` function this object calls for them.
+
+        It takes the inputs positionally, in the order of ``inputs``, and returns what
+        a call returns (one array for one expression, else a tuple; a dict-of-keys
+        compile's results as a tuple in the keys' order), with nothing in Python around
+        JAX's own dispatch: no input conversion, no checks (declared structure is not
+        checked on the data), no cache lookup.  Arrays of other shapes are refused when
+        JAX traces for them.  ``values`` are given as to a call (and are computed once).
+
+        Examples
+        --------
+        >>> import numpy as np, tenscalc as tc
+        >>> run = tc.compile(tc.parse("x *(i,i->) x", {"x": 1}))
+        >>> run.jitted(x=np.ones(3))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tenscalc.errors.EvaluationError: backend 'numpy' compiles no whole program...
+        """
+        self(values, **kwargs)  # binds (and checks) for these shapes
+        last = self._last
+        call = None if last is None else last[2]
+        if call is None:
+            raise EvaluationError(
+                f"backend {self.backend!r} compiles no whole program for these shapes (only backend='jax' "
+                "with jit on: its default, for programs of up to JIT_MAX_OPS ops, or jit=True); call the "
+                "CompiledFunction itself"
+            )
+        return call
+
     def _twin(self, library: str) -> CompiledFunction:
         """The same expressions compiled for ``library`` (made once, on its first arrays)."""
         twin = self._twins.get(library)
@@ -325,7 +356,8 @@ class CompiledFunction:
             logged.done(f"a {self._backend.name} program")
         call = None
         if self.jit and (self._jit_request or len(program.ops) <= JIT_MAX_OPS):
-            call = self._backend.whole_call(program.run_steps, self._slot_count, self._single)
+            signature = [tuple(shapes[name]) for name in self.inputs]
+            call = self._backend.whole_call(program.run_steps, self._slot_count, self._single, signature)
             if call is None:
                 program.whole = self._backend.whole_program(program.run_steps)
             else:  # Program.run (and whoever calls it) runs the same compiled function

@@ -286,13 +286,19 @@ class Backend:
         return None
 
     def whole_call(
-        self, run: Callable[[Sequence[Any], Any], tuple[Any, ...]], slots: int, single: bool
+        self,
+        run: Callable[[Sequence[Any], Any], tuple[Any, ...]],
+        slots: int,
+        single: bool,
+        shapes: Sequence[tuple[int, ...]] | None = None,
     ) -> Callable | None:
         """The lean form of :meth:`whole_program`, or None where the backend has none: one
         compiled function of every input in order (the first ``slots`` are ``run``'s inputs,
         the others matter only by their dtype), whose results come already cast to the
         inputs' promoted dtype (:meth:`cast`), as one array when ``single``, else a tuple.
-        A call then hands the arrays straight to it (see :meth:`native`)."""
+        A call then hands the arrays straight to it (see :meth:`native`).  ``shapes``: the
+        shape signature ``run`` is bound to; arrays of other shapes are refused when the
+        function is traced for them (never at run time)."""
         return None
 
     def native(self, arrays: Sequence[Any]) -> bool:
@@ -722,15 +728,23 @@ class JaxBackend(Backend):
 
         return jax.jit(run)
 
-    def whole_call(self, run, slots, single):
+    def whole_call(self, run, slots, single, shapes=None):
         # the inputs as jit's own positional arguments (a list and a dtype reference cost
         # jit ~5 us more per call to flatten), and the dtype cast traced with the program:
         # on a call, nothing is left in Python but the shape key and jit's own dispatch
         import jax
 
         cast = self.cast
+        expected = None if shapes is None else tuple(map(tuple, shapes))
 
         def program(*arrays: Any) -> Any:
+            # at trace time only: jit traces again for new shapes, and this program is bound to one
+            if expected is not None and tuple(tuple(a.shape) for a in arrays) != expected:
+                given = tuple(tuple(a.shape) for a in arrays)
+                raise EvaluationError(
+                    f"this jitted program is bound to the input shapes {expected}, not {given}: "
+                    "take the function for these shapes from CompiledFunction.jitted (or call the CompiledFunction)"
+                )
             results = cast(run(arrays[:slots], arrays[0] if arrays else None), promoted_dtype(arrays))
             return results[0] if single else results
 

@@ -66,8 +66,8 @@ def counted(monkeypatch, jnp):
     monkeypatch.setattr(Program, "run", counter.wrap("Program.run", Program.run))
     whole_call = JaxBackend.whole_call
 
-    def counting_whole_call(self, run, slots, single):
-        return counter.wrap("jitted", whole_call(self, counter.wrap("traced", run), slots, single))
+    def counting_whole_call(self, run, slots, single, shapes=None):
+        return counter.wrap("jitted", whole_call(self, counter.wrap("traced", run), slots, single, shapes))
 
     monkeypatch.setattr(JaxBackend, "whole_call", counting_whole_call)
     return counter
@@ -294,3 +294,26 @@ def test_a_backend_not_loaded_converts_every_value(counted, jnp):
     x = jnp.asarray(_values()["x"])
     np.testing.assert_allclose(np.asarray(compiled(x=x)), 3 * np.asarray(x) ** 2, rtol=1e-12)
     assert counted.counts["convert"] == 1 and counted.counts["jitted"] == 1
+
+
+def test_jitted_is_the_function_a_call_runs_and_refuses_other_shapes():
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    jax.config.update("jax_enable_x64", True)
+    f = tc.parse("sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)")
+    run = tc.compile([f, tc.gradient(f, "x")], backend="jax")
+    x = jax.numpy.asarray(np.linspace(-1.0, 2.0, 7))
+    function = run.jitted(x=x)
+    assert function is run._last[2]  # the very function __call__ hands the arrays to
+    value, grad = function(x)
+    expected = run(x=x)
+    np.testing.assert_array_equal(np.asarray(value), np.asarray(expected[0]))
+    np.testing.assert_array_equal(np.asarray(grad), np.asarray(expected[1]))
+    with pytest.raises(tc.EvaluationError, match=r"bound to the input shapes \(\(7,\),\), not \(\(8,\),\)"):
+        function(jax.numpy.ones(8))  # jit would trace the 7-entry program again for 8 entries
+    np.testing.assert_allclose(np.asarray(run(x=np.ones(8))[1]), np.zeros(8), atol=1e-12)  # the call binds anew
+
+
+def test_jitted_needs_a_whole_program_compiler():
+    run = tc.compile(tc.parse("x *(i,i->) x", {"x": 1}))
+    with pytest.raises(tc.EvaluationError, match="backend 'numpy' compiles no whole program"):
+        run.jitted(x=np.ones(3))
