@@ -233,7 +233,7 @@ def _aopt_jax(jax, jnp):
 
 def _aopt_torch(torch):
     return torch.func.grad(
-        lambda X: torch.trace(torch.linalg.inv(X.T @ X + 0.1 * torch.eye(X.shape[1], dtype=X.dtype)))
+        lambda X: torch.trace(torch.linalg.inv(X.T @ X + 0.1 * torch.eye(X.shape[1], dtype=X.dtype, device=X.device)))
     )
 
 
