@@ -37,16 +37,21 @@ EQUATIONS = [
 ]
 
 
-@pytest.mark.parametrize("eq", EQUATIONS)
-def test_canonical_contraction_agrees_with_numpy_einsum(eq):
+def _contraction_case(eq: str, sizes: dict[str, int]):
+    """``jax_contraction`` of ``eq`` along opt_einsum's path, random operands at ``sizes``,
+    and NumPy's einsum of them."""
     jax.config.update("jax_enable_x64", True)
     inputs, _ = eq.split("->")
-    shapes = [tuple(SIZES[x] for x in spec) for spec in inputs.split(",")]
+    shapes = [tuple(sizes[x] for x in spec) for spec in inputs.split(",")]
     rng = np.random.default_rng(len(eq))
     arrays = [rng.standard_normal(shape) for shape in shapes]
     path, _ = opt_einsum.contract_path(eq, *shapes, shapes=True)
-    run = jax_contraction(eq, shapes, path)
-    expected = np.einsum(eq, *arrays)
+    return jax_contraction(eq, shapes, path), arrays, np.einsum(eq, *arrays)
+
+
+@pytest.mark.parametrize("eq", EQUATIONS)
+def test_canonical_contraction_agrees_with_numpy_einsum(eq):
+    run, arrays, expected = _contraction_case(eq, SIZES)
     assert np.allclose(np.asarray(run(*arrays)), expected, rtol=1e-12, atol=1e-12)
     assert np.allclose(np.asarray(jax.jit(run)(*arrays)), expected, rtol=1e-12, atol=1e-12)
 
@@ -196,15 +201,8 @@ def test_a_matrix_vector_product_keeps_the_matrix_on_the_left():
     ],
 )
 def test_layouts_and_padding_agree_with_numpy_at_distinct_lengths(eq):
-    jax.config.update("jax_enable_x64", True)
     sizes = {"x": 3, "a": 130, "b": 10, "c": 5, "d": 7}  # a: rows enough to pad b's 10 columns
-    inputs, _ = eq.split("->")
-    shapes = [tuple(sizes[x] for x in spec) for spec in inputs.split(",")]
-    rng = np.random.default_rng(len(eq))
-    arrays = [rng.standard_normal(shape) for shape in shapes]
-    path, _ = opt_einsum.contract_path(eq, *shapes, shapes=True)
-    run = jax_contraction(eq, shapes, path)
-    expected = np.einsum(eq, *arrays)
+    run, arrays, expected = _contraction_case(eq, sizes)
     assert np.allclose(np.asarray(jax.jit(run)(*arrays)), expected, rtol=1e-12, atol=1e-12)
     float32 = [a.astype(np.float32) for a in arrays]
     got32 = jax.jit(run)(*float32)
