@@ -14,9 +14,10 @@ and runs the loop: a function called once does not pay for compiling source):
   (:class:`BandSum`: a tuple of band-value expressions) is written inline;
 * the ops of the kinds in :data:`WRITTEN` (contractions, a product's terms added in
   place, shared pairs, sums into one buffer, constants, slices, embeds, banded steps
-  and their dense twins) are written by the writer of ``tc.to_python(shapes=)``
-  (:class:`.source.FusedOpSource`): the module's statements, no closure called;
-* every other step (``inv``, ``det``, ``adj``, Cholesky factors and their readers, a sum
+  and their dense twins, ``inv``, ``det`` and ``adj``) are written by the writer of
+  ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the module's statements,
+  no closure called;
+* every other step (Cholesky factors and their readers, a sum
   with broadcast, embedded or diagonal parts, a power of two operands) is a call of its
   closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
   array) or :class:`Terms` (a product's terms, added in place) is known to allocate its
@@ -95,8 +96,12 @@ __all__ = [
 #: (:class:`.source.FusedOpSource`) where the op is no elementwise :class:`Chain` or
 #: :class:`View`: a contraction, a product's terms, a pair several products share, a sum
 #: into one buffer, a constant, a slice, a part embedded in zeros, a banded step's band
-#: values and its dense twin (and the dense value of a banded or diagonal result)
-WRITTEN = frozenset({"product", "pair", "accumulate", "constant", "slice", "embed", "band", "twin"})
+#: values and their dense twin (and the dense value of a banded or diagonal result), and
+#: ``inv``, ``det`` and ``adj`` (the text the closures run, :data:`.generated.LINALG_HELPER`;
+#: not the readers of a Cholesky factor, which stay closures)
+WRITTEN = frozenset(
+    {"product", "pair", "accumulate", "constant", "slice", "embed", "band", "twin"} | {"inv", "det", "adj"}
+)
 
 #: programs with more operations than this keep the loop: compiling the source costs
 #: ~50 µs per operation, which a few hundred calls of a large program repay
@@ -549,8 +554,11 @@ def fuse(
     writer = _Writer(shapes)
     writer.namespace.update(_F64=np.dtype(np.float64), _finish=numpy_result)
     source = None
+    written: Callable[[Op], bool] = lambda op: False  # noqa: E731
     if op_source is not None and program is not None and program.bound_plan is not None:
         source = op_source(program, resolver, writer.namespace)
+        steps = program.steps  # a Cholesky factor's readers stay closures: the factor op is one
+        written = lambda op: op.kind in WRITTEN and getattr(steps.get(op.slot), "factor", None) is None  # noqa: E731
     params = [f"_a{k}" for k in range(len(inputs))]
     lines = writer.lines
     if params:
@@ -580,10 +588,10 @@ def fuse(
         elif isinstance(inline, Tiles):
             writer.tiles(target, inline, f"_o{i}", tiled.get(i, set()))
             owned.add(slot)
-        elif source is not None and op.kind in WRITTEN and isinstance(inline, Terms):
+        elif source is not None and written(op) and isinstance(inline, Terms):
             lines += source.terms_statements(op, inline.fresh)
             owned.add(slot)
-        elif source is not None and op.kind in WRITTEN:
+        elif source is not None and written(op):
             statements, temps = source.statements(op)
             lines += statements
             if temps:

@@ -26,7 +26,10 @@ import keyword
 import re
 from collections.abc import Iterable, Mapping
 
-from ..errors import TensCalcError
+import numpy as np
+
+from ..adjugate import ADJUGATE_SOURCE
+from ..errors import EvaluationError, TensCalcError
 
 #: module-level lines every generated module starts with (after ``import numpy as _np``)
 ALIASES = "_ValueError, _TypeError, _len, _range = ValueError, TypeError, len, range  # a variable may be named len"
@@ -78,12 +81,57 @@ LAPACK_HELPER = '''
 def _lapack(function, x):
     """np.linalg.inv or det of x in x's dtype, float16 and longdouble included."""
     x = _np.asarray(x)
-    wider = {"float16": "float32", "float96": "float64", "float128": "float64",
+    wider = {"float16": "float32", "bfloat16": "float32", "float96": "float64", "float128": "float64",
              "complex192": "complex128", "complex256": "complex128"}.get(x.dtype.name)
     if wider is None:
         return function(x)
     return _np.asarray(function(x.astype(wider))).astype(x.dtype)
 '''
+
+#: inv, det and adj as every NumPy runner computes them: ``tc.compile``'s loop of closures
+#: (:func:`.program._bind_inv` ...) runs this text, its fused function and the generated
+#: module call it, so the values and the errors (a singular matrix, an SVD that does not
+#: converge on non-finite entries) are the same in the three; it reads ``_lapack`` above,
+#: ``_adjugate`` (tenscalc/adjugate.py) and ``_EvaluationError``
+LINALG_HELPER = '''
+def _inv(x):
+    """inv(x) in x's dtype; a singular matrix: an evaluation error."""
+    try:
+        return _np.asarray(_lapack(_np.linalg.inv, x))
+    except _np.linalg.LinAlgError as exc:
+        if "singular" in str(exc).lower():
+            raise _EvaluationError(f"inv: the matrix is singular ({exc})") from None
+        raise
+
+
+def _det(x):
+    """det(x), a 0-d array of x's dtype."""
+    return _np.asarray(_lapack(_np.linalg.det, x))
+
+
+def _adj(x, k):
+    """adj(x, k) in x's dtype; an SVD that does not converge (non-finite entries): an evaluation error."""
+    try:
+        return _lapack(lambda m: _adjugate(m, k), x)
+    except _np.linalg.LinAlgError as exc:
+        if "converge" in str(exc).lower():
+            raise _EvaluationError(f"adj: the SVD did not converge ({exc}); are the entries finite?") from None
+        raise
+'''
+
+#: the generated module's error class for :data:`LINALG_HELPER`: tenscalc's own where it is
+#: installed (``except tc.EvaluationError`` catches it), a ValueError where not (the module needs NumPy only)
+LINALG_ERROR = """
+try:
+    from tenscalc.errors import EvaluationError as _EvaluationError
+except ImportError:
+    _EvaluationError = ValueError
+"""
+
+_namespace: dict = {"_np": np, "_EvaluationError": EvaluationError}
+exec(compile(LAPACK_HELPER + ADJUGATE_SOURCE + LINALG_HELPER, "<tenscalc linalg>", "exec"), _namespace)  # noqa: S102
+#: the closures' inv, det and adj of NumPy arrays: :data:`LINALG_HELPER` itself
+linalg_inv, linalg_det, linalg_adj = _namespace["_inv"], _namespace["_det"], _namespace["_adj"]
 
 #: the generated module's declared structure (``tc.to_python(..., assumptions=...)``, as
 #: ``tenscalc.compiler.cholesky`` in ``tc.compile``): a declared symmetric matrix is checked
@@ -164,7 +212,7 @@ MODULE_NAMES = frozenset(
         "_range",
     }
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
-    | {"_lapack", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
+    | {"_lapack", "_symmetric", "_cholesky", "_cho_inv", "_cho_det", "_inv", "_det", "_adj", "_EvaluationError"}
     | {"_accumulate", "_owned", "_add_into", "_write_bands", "_min", "_zip", "_any"}
     | {"_outer_columns", "_stretch"}
 )

@@ -33,6 +33,7 @@ from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
 from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
+from .generated import linalg_adj, linalg_det, linalg_inv
 from .kernels import contraction_kernel, gram_contraction, laid_in_order
 from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
@@ -1115,6 +1116,9 @@ def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     (a,) = step.args
     n = shape[0]
+    cost = OpCost(n**3, 1, n * n, multiplications=n**3)
+    if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
+        return (lambda env: linalg_inv(env[a])), cost
 
     def run(env):
         try:
@@ -1124,13 +1128,14 @@ def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
                 raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
             raise
 
-    return run, OpCost(n**3, 1, n * n, multiplications=n**3)
+    return run, cost
 
 
 def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     (a,) = step.args
     n = shapes[a][0]
-    return (lambda env: backend.det(env[a])), OpCost(n**3, 1, 1, multiplications=n**3 / 3)
+    det = linalg_det if backend.name == "numpy" else backend.det  # NumPy: the generated module's text
+    return (lambda env: det(env[a])), OpCost(n**3, 1, 1, multiplications=n**3 / 3)
 
 
 def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -1139,6 +1144,9 @@ def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     n, k = shapes[a][0], step.data
     size = math.prod(shape)
     flops = 12 * n**3 + 2 * k * n ** (2 * k + 1) + math.factorial(k) * size
+    cost = OpCost(flops, 1, size, multiplications=flops)
+    if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
+        return (lambda env: linalg_adj(env[a], k)), cost
 
     def run(env):
         try:
@@ -1148,7 +1156,7 @@ def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
                 raise EvaluationError(f"adj: the SVD did not converge ({exc}); are the entries finite?") from None
             raise
 
-    return run, OpCost(flops, 1, size, multiplications=flops)
+    return run, cost
 
 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):

@@ -36,6 +36,8 @@ from .generated import (
     ALIASES,
     CHOLESKY_HELPER,
     LAPACK_HELPER,
+    LINALG_ERROR,
+    LINALG_HELPER,
     RESULT_HELPER,
     SYMMETRIC_HELPER,
     dtype_line,
@@ -90,6 +92,7 @@ def _add_embedded(x, part, key, coef, shape):
     "_gram": GRAM_SOURCE,  # the Gram kernel's own text (.kernels)
     "_outer_columns": COLUMN_OUTER_SOURCE,  # the long-by-short outer product's own text (.kernels)
     "_lapack": LAPACK_HELPER,
+    "_linalg": LINALG_ERROR + LINALG_HELPER,
     # banded steps (:mod:`.banded`): a slot holds a tuple of band values, numbers or vectors
     "_stretch": '''
 def _stretch(value, first, stop, every):
@@ -374,17 +377,18 @@ class ProgramSource:
         self.helpers.add("_embed")
         return f"_embed({self._arg(step.args[0])}, _np.s_[{slice_text(step.data[0])}], {shape!r})"
 
+    # inv, det and adj: the text tc.compile's closures run too (.generated.LINALG_HELPER), errors included
     def _inv(self, step: Step, shape, is_output: bool) -> str:
-        self.helpers.add("_lapack")
-        return f"_lapack(_np.linalg.inv, {self._arg(step.args[0])})"
+        self.helpers.update(("_linalg", "_lapack"))
+        return f"_inv({self._arg(step.args[0])})"
 
     def _det(self, step: Step, shape, is_output: bool) -> str:
-        self.helpers.add("_lapack")
-        return f"_lapack(_np.linalg.det, {self._arg(step.args[0])})"
+        self.helpers.update(("_linalg", "_lapack"))
+        return f"_det({self._arg(step.args[0])})"
 
     def _adj(self, step: Step, shape, is_output: bool) -> str:
-        self.helpers.update(("_adjugate", "_lapack"))
-        return f"_lapack(lambda _m: _adjugate(_m, {step.data}), {self._arg(step.args[0])})"
+        self.helpers.update(("_linalg", "_adjugate", "_lapack"))
+        return f"_adj({self._arg(step.args[0])}, {step.data})"
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
         items = cast("tuple[AddItem, ...]", step.data)

@@ -158,3 +158,70 @@ def test_every_name_a_helper_defines_is_reserved_from_the_functions_name():
             defined |= {name.strip() for name in names.split(",")}
     assert {"_outer_columns", "_gram", "_accumulate"} <= defined
     assert defined <= MODULE_NAMES, sorted(defined - MODULE_NAMES)
+
+
+def _linalg_case() -> tuple[list, dict[str, np.ndarray]]:
+    """inv, det and adj of one matrix (distinct lengths: A is 3 x 3, x has 3 entries, B is 3 x 4)."""
+    f = tc.parse("det(A) + x *(i,ij->j) inv(A) *(j,j->) x + sum(adj(A) *(ij,jk->ik) B)", {"A": 2, "x": 1, "B": 2})
+    rng = np.random.default_rng(26)
+    values = {"A": np.eye(3) * 3 + rng.uniform(0.5, 1.5, (3, 3)) / 4, "x": rng.uniform(0.5, 1.5, 3)}
+    values["B"] = rng.uniform(0.5, 1.5, (3, 4))
+    return [f, tc.gradient(f, "A")], values
+
+
+def test_inv_det_and_adj_are_written_by_the_one_writer_not_called_as_closures():
+    """The fused function computes inv, det and adj with the statements the module writes
+    (``_inv(...)``, the text the closures run), calls none of their closures, and its values
+    are the loop's bit for bit."""
+    assert {"inv", "det", "adj"} <= WRITTEN
+    exprs, values = _linalg_case()
+    compiled, program = _fused_program(exprs, values)
+    ops = [op for op in program.ops if op.kind in ("inv", "det", "adj")]
+    assert {op.kind for op in ops} == {"inv", "det", "adj"}
+    names = program.fused.__globals__
+    assert not [op.kind for op in ops if any(value is op.fn for value in names.values())]
+    module = tc.to_python(exprs, shapes={k: np.shape(v) for k, v in values.items()})
+    inputs = dict(program.bound_plan.inputs)
+    fused_lines = {_normal(line, {}) for line in program.fused_source.splitlines()}
+    for op in ops:
+        (line,) = [line for line in module.splitlines() if re.match(rf"\s*_s{op.slot} = _{op.kind}\(", line)]
+        assert _normal(line, inputs) in fused_lines, (op.kind, line)
+    arrays = [compiled._backend.convert(n, values[n]) for n in compiled.inputs[: compiled._slot_count]]
+    for ours, theirs in zip(program.fused(arrays, arrays[0]), program.run_steps(arrays, arrays[0])):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def _errors(exprs: list, good: dict, bad: dict) -> list[str]:
+    """The error each runner raises on ``bad``: the closure loop (a first call), the fused
+    function (a third call, after two on ``good``) and the module ``to_python(shapes=)``."""
+    messages = []
+    fused = tc.compile(exprs)
+    fused(good)
+    fused(good)
+    module = tc.to_python(exprs, shapes={k: np.shape(v) for k, v in good.items()})
+    namespace: dict = {}
+    exec(compile(module, "<generated>", "exec"), namespace)  # noqa: S102 - the source under test
+    for run in (lambda: tc.compile(exprs)(bad), lambda: fused(bad), lambda: namespace["f"](**bad)):
+        with pytest.raises(tc.EvaluationError) as caught:
+            run()
+        messages.append(str(caught.value))
+    return messages
+
+
+def test_the_three_runners_raise_the_same_error_on_a_singular_matrix():
+    exprs, values = _values("inv and det")
+    singular = dict(values, A=np.ones((3, 3)))
+    loop, fused, module = _errors(exprs, values, singular)
+    assert loop.startswith("inv: the matrix is singular")
+    assert loop == fused == module
+
+
+def test_the_three_runners_raise_the_same_error_on_a_non_finite_matrix():
+    """adj's SVD does not converge on a NaN entry: the same error in the three runners."""
+    exprs, values = _linalg_case()
+    exprs = [tc.parse("sum(adj(A) *(ij,jk->ik) B)", {"A": 2, "B": 2})]
+    values = {k: values[k] for k in ("A", "B")}
+    bad = dict(values, A=np.where(np.eye(3) == 1, np.nan, values["A"]))
+    loop, fused, module = _errors(exprs, values, bad)
+    assert loop.startswith("adj: the SVD did not converge")
+    assert loop == fused == module
