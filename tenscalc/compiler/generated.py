@@ -78,11 +78,14 @@ def _dtype_of(values):
 #: the generated module's inv and det: LAPACK has no float16 or longdouble routines, so those
 #: are factorised in float32 / float64 and the result converted back (see tenscalc/linalg.py)
 LAPACK_HELPER = '''
+_lapack_wider = {"float16": "float32", "bfloat16": "float32", "float96": "float64", "float128": "float64",
+                 "complex192": "complex128", "complex256": "complex128"}  # built once: inv runs per call
+
+
 def _lapack(function, x):
     """np.linalg.inv or det of x in x's dtype, float16 and longdouble included."""
     x = _np.asarray(x)
-    wider = {"float16": "float32", "bfloat16": "float32", "float96": "float64", "float128": "float64",
-             "complex192": "complex128", "complex256": "complex128"}.get(x.dtype.name)
+    wider = _lapack_wider.get(x.dtype.name)
     if wider is None:
         return function(x)
     return _np.asarray(function(x.astype(wider))).astype(x.dtype)
@@ -212,7 +215,8 @@ MODULE_NAMES = frozenset(
         "_range",
     }
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
-    | {"_lapack", "_symmetric", "_cholesky", "_cho_inv", "_cho_det", "_inv", "_det", "_adj", "_EvaluationError"}
+    | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
+    | {"_inv", "_det", "_adj", "_EvaluationError"}
     | {"_accumulate", "_owned", "_add_into", "_write_bands", "_min", "_zip", "_any"}
     | {"_outer_columns", "_stretch"}
 )
