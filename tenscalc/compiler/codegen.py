@@ -317,7 +317,8 @@ class _Writer:
         factor = self._factor(node.children[0])
         if factor is not None:
             return _Value(self.bind(f"_cho_inv({factor})"), False, shape)
-        return _Value(self.bind(f"_lapack(_np.linalg.inv, {self.full(node.children[0], kids[0])})"), False, shape)
+        self.helpers.add("_linalg")  # the text tc.compile's closures run (.generated.LINALG_HELPER)
+        return _Value(self.bind(f"_inv({self.full(node.children[0], kids[0])})"), False, shape)
 
     def _write_det(self, node, kids, shape):
         factor = self._factor(node.children[0])
@@ -325,11 +326,13 @@ class _Writer:
             temp = self.bind(f"_cho_det({factor}, False)")
             self.unread.add(temp)
             return _Value(temp, False, shape)
-        return _Value(self.bind(f"_lapack(_np.linalg.det, {self.full(node.children[0], kids[0])})"), False, shape)
+        self.helpers.add("_linalg")
+        return _Value(self.bind(f"_det({self.full(node.children[0], kids[0])})"), False, shape)
 
     def _write_adj(self, node, kids, shape):
         # float16 and longdouble through the nearest LAPACK dtype, as inv and det
-        text = f"_lapack(lambda _m: _adjugate(_m, {node.arg}), {self.full(node.children[0], kids[0])})"
+        self.helpers.update(("_linalg", "_adjugate"))
+        text = f"_adj({self.full(node.children[0], kids[0])}, {node.arg})"
         return _Value(self.bind(text), False, shape)
 
     def _write_mul(self, node, kids, shape):
@@ -440,7 +443,7 @@ class _Writer:
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):
             imports += ["", CACHED_CONTRACT if searched else AUTO_CONTRACT]
-        if "_lapack(" in "\n".join(body) or self.factors:
+        if "_lapack(" in "\n".join(body) or self.factors or "_linalg" in self.helpers:
             imports += [LAPACK_HELPER.rstrip()]
         if self.declared.symmetric:
             imports += [SYMMETRIC_HELPER.rstrip()]
@@ -653,12 +656,14 @@ class _PlanWriter(_Writer):
         factor = self._pd_factor(step.args[0])
         if factor is not None:
             return f"_cho_inv({factor})"
-        return f"_lapack(_np.linalg.inv, {self._read(step.args[0])})"
+        self.helpers.add("_linalg")
+        return f"_inv({self._read(step.args[0])})"
 
     def _plan_det(self, step, shape) -> str | None:
         factor = self._pd_factor(step.args[0])
         if factor is None:
-            return f"_lapack(_np.linalg.det, {self._read(step.args[0])})"
+            self.helpers.add("_linalg")
+            return f"_det({self._read(step.args[0])})"
         readers = [self.plan.steps[k] for k in self.readers.get(step.index, ())]
         if (
             readers
@@ -694,7 +699,8 @@ class _PlanWriter(_Writer):
         return self._factor(step.node) if step.kind == "input" else None
 
     def _plan_adj(self, step, shape) -> str:
-        return f"_lapack(lambda _m: _adjugate(_m, {int(cast(int, step.data))}), {self._read(step.args[0])})"
+        self.helpers.update(("_linalg", "_adjugate"))
+        return f"_adj({self._read(step.args[0])}, {int(cast(int, step.data))})"
 
     def _plan_slice(self, step, shape) -> str:
         return f"{self._read(step.args[0])}[{_index_text(step.data)}]"

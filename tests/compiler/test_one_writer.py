@@ -193,15 +193,20 @@ def test_inv_det_and_adj_are_written_by_the_one_writer_not_called_as_closures():
 
 def _errors(exprs: list, good: dict, bad: dict) -> list[str]:
     """The error each runner raises on ``bad``: the closure loop (a first call), the fused
-    function (a third call, after two on ``good``) and the module ``to_python(shapes=)``."""
+    function (a third call, after two on ``good``), the module ``to_python(shapes=)`` and
+    the shape-free ``to_python()``."""
     messages = []
     fused = tc.compile(exprs)
     fused(good)
     fused(good)
-    module = tc.to_python(exprs, shapes={k: np.shape(v) for k, v in good.items()})
-    namespace: dict = {}
-    exec(compile(module, "<generated>", "exec"), namespace)  # noqa: S102 - the source under test
-    for run in (lambda: tc.compile(exprs)(bad), lambda: fused(bad), lambda: namespace["f"](**bad)):
+    modules = [tc.to_python(exprs, shapes={k: np.shape(v) for k, v in good.items()}), tc.to_python(exprs)]
+    functions = []
+    for module in modules:
+        namespace: dict = {}
+        exec(compile(module, "<generated>", "exec"), namespace)  # noqa: S102 - the source under test
+        functions.append(namespace["f"])
+    runs = [lambda: tc.compile(exprs)(bad), lambda: fused(bad), *[lambda f=f: f(**bad) for f in functions]]
+    for run in runs:
         with pytest.raises(tc.EvaluationError) as caught:
             run()
         messages.append(str(caught.value))
@@ -211,9 +216,9 @@ def _errors(exprs: list, good: dict, bad: dict) -> list[str]:
 def test_the_three_runners_raise_the_same_error_on_a_singular_matrix():
     exprs, values = _values("inv and det")
     singular = dict(values, A=np.ones((3, 3)))
-    loop, fused, module = _errors(exprs, values, singular)
+    loop, fused, module, shape_free = _errors(exprs, values, singular)
     assert loop.startswith("inv: the matrix is singular")
-    assert loop == fused == module
+    assert loop == fused == module == shape_free
 
 
 def test_the_three_runners_raise_the_same_error_on_a_non_finite_matrix():
@@ -222,6 +227,6 @@ def test_the_three_runners_raise_the_same_error_on_a_non_finite_matrix():
     exprs = [tc.parse("sum(adj(A) *(ij,jk->ik) B)", {"A": 2, "B": 2})]
     values = {k: values[k] for k in ("A", "B")}
     bad = dict(values, A=np.where(np.eye(3) == 1, np.nan, values["A"]))
-    loop, fused, module = _errors(exprs, values, bad)
+    loop, fused, module, shape_free = _errors(exprs, values, bad)
     assert loop.startswith("adj: the SVD did not converge")
-    assert loop == fused == module
+    assert loop == fused == module == shape_free
