@@ -18,7 +18,7 @@ and runs the loop: a function called once does not pay for compiling source):
   ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the module's statements,
   no closure called;
 * every other step (Cholesky factors and their readers, a sum
-  with broadcast, embedded or diagonal parts, a power of two operands) is a call of its
+  with broadcast, embedded or diagonal parts, ``x^1``) is a call of its
   closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
   array) or :class:`Terms` (a product's terms, added in place) is known to allocate its
   result;

@@ -1076,14 +1076,17 @@ def _bind_func(step: Step, shape, shapes, resolver, backend: Backend, is_output:
 def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     size = math.prod(shape)
     cost = OpCost(size, 1, size)
+    numpy = backend.name == "numpy"
     if len(step.args) == 2:
         a, b = step.args
-        return (lambda env: backend.power(env[a], env[b])), cost
+        both = lambda env: backend.power(env[a], env[b])  # noqa: E731
+        if numpy:  # NumpyBackend.power is np.power (operands of different shapes broadcast)
+            both = describe(both, Chain((Call(np.power, (Slot(a), Slot(b))),)))
+        return both, cost
     (a,) = step.args
     e = step.data
-    if e == 1:
+    if e == 1:  # x itself, no new array: nothing for a chain to describe
         return (lambda env: env[a]), OpCost(0, 0, 0)
-    numpy = backend.name == "numpy"
     if e == 2:
         square = lambda env: env[a] * env[a]  # noqa: E731
         if numpy:

@@ -10,7 +10,8 @@ operation), compiled once with :func:`compile` and kept beside the NumPy program
 The function computes exactly what the NumPy program computes, in the same order,
 because it is written from that program's records, not from the plan again: its
 lowered ops in their order (:mod:`.lowered`), the plan as bound (squares folded,
-shared factors taken out), each sum's ufunc chain as the binder describes it, and
+shared factors taken out), each sum's, function's and power's ufunc chain as the
+binder describes it (``Op.inline``: its calls spelled by :func:`float_spelling`), and
 each term's :class:`~.terms.TermPlan` (the path a product multiplies along, where
 the factor goes, the order-0 constants after) that the binder made and kept in the
 resolver.  Wherever Python's float semantics would differ from
@@ -23,8 +24,8 @@ NumPy's, the call falls back to the NumPy program (same values, same warnings):
   NumPy warns), or an inf reaching a step that could turn it into a finite number
   (``1 / inf``, ``exp(-inf)``, ``tanh``), where NumPy would have warned earlier.
 
-A program with an op this module cannot write (a constant with axes, an unknown
-function, a shared pair or band) is never given the fast path.  Results are handed out as the NumPy
+A program with an op this module cannot write (a constant with axes, a function
+NumPy runs as no ufunc, a shared pair or band) is never given the fast path.  Results are handed out as the NumPy
 program hands them out (0-d arrays, through the backend's ``finish``).
 
 >>> import numpy as np, tenscalc as tc
@@ -77,11 +78,18 @@ def _sign(x: float) -> float:
     return 0.0 if x == 0.0 else x
 
 
-def _relu(x: float) -> float:
-    """``np.maximum(x, 0.0)``: ``0.0`` for ``-0.0``, nan for nan."""
-    if x > 0.0:
+def _maximum(x: float, y: float) -> float:
+    """``np.maximum(x, y)``: the first nan, else ``y`` unless ``x > y`` (``maximum(-0.0, 0.0)``
+    is ``0.0``, ``maximum(0.0, -0.0)`` is ``-0.0``, as NumPy's).
+
+    >>> _maximum(-0.0, 0.0), _maximum(0.0, -0.0), _maximum(-2.0, 0.0), _maximum(3.0, 0.0)
+    (0.0, -0.0, 0.0, 3.0)
+    """
+    if x != x:
         return x
-    return 0.0 if x == x else x
+    if y != y:
+        return y
+    return x if x > y else y
 
 
 class _Decline(Exception):
@@ -153,25 +161,18 @@ class ScalarSource:
         self.lines.append(f"{name} = {self.number(value)}")
 
     def _func(self, step: Step, op: Op, name: str) -> None:
-        spec = FUNCTIONS.get(str(step.data))
-        if spec is None:
+        # the binder's call (program._bind_func: the function's ufunc, relu's maximum); a
+        # function NumPy runs as no ufunc is described by none and keeps the NumPy program
+        if not isinstance(op.inline, Chain):
             raise _Decline
-        x = self.names[step.args[0]]
-        if spec.float_guard:
-            self.guard(x)
-        self.lines.append(f"{name} = {spec.float_source.format(x)}")
+        self._calls(name, op.inline)
 
     def _pow(self, step: Step, op: Op, name: str) -> None:
-        # the binder's calls (program._bind_pow: x*x, 1/x, 1/(x*x), sqrt or power), as floats:
+        # the binder's calls (program._bind_pow: x*x, 1/x, 1/(x*x), sqrt, power), as floats:
         # math.pow raises where np.power gives nan or inf; Python's ** would give a complex number
         if isinstance(op.inline, Chain):
             self._calls(name, op.inline)
-        elif len(step.args) == 2:  # x^y: the backend's power
-            a, b = (self.names[slot] for slot in step.args)
-            self.guard(a)
-            self.guard(b)
-            self.lines.append(f"{name} = _m.pow({a}, {b})")
-        elif step.data == 1:  # the binder hands out x itself
+        elif len(step.args) == 1 and step.data == 1:  # the binder hands out x itself
             self.lines.append(f"{name} = {self.names[step.args[0]]}")
         else:  # pragma: no cover - _bind_pow describes every other power of NumPy's
             raise _Decline
@@ -199,14 +200,14 @@ class ScalarSource:
     def _calls(self, name: str, chain: Chain) -> None:
         """``name = `` the chain's calls as float arithmetic; every :data:`CHUNK` calls the
         running value is stored (Python's compiler recurses on a long nesting)."""
-        if any(call.ufunc in GUARDED for call in chain.calls):  # 1 / inf is 0, 1 / (inf * inf) too:
+        if any(guarded(call.ufunc) for call in chain.calls):  # 1 / inf is 0, 1 / (inf * inf) too:
             for call in chain.calls:  # an overflow to inf must not pass unseen
                 for arg in call.args:
                     if isinstance(arg, Slot):
                         self.guard(self.names[arg.index])
         texts: list[str] = []
         for k, call in enumerate(chain.calls):
-            spelling = FLOAT_CALLS.get(call.ufunc)
+            spelling = float_spelling(call.ufunc)
             if spelling is None or spelling.count("{}") != len(call.args):
                 raise _Decline
             text = spelling.format(*[self._arg(arg, texts) for arg in call.args])
@@ -278,7 +279,8 @@ def bound_record(resolver: ShapeResolver, term: Term, dense: Sequence[tuple[int,
     return resolver.terms.get(key)
 
 
-#: each ufunc of the binder's chains (program._sum_chain, program._bind_pow) as float source
+#: each ufunc of the binder's chains (program._sum_chain, program._bind_pow, program._bind_func)
+#: as float source, besides the language's functions (:func:`float_spelling`)
 FLOAT_CALLS = {
     np.add: "({} + {})",
     np.subtract: "({} - {})",
@@ -287,9 +289,38 @@ FLOAT_CALLS = {
     np.divide: "({} / {})",
     np.sqrt: "_m.sqrt({})",
     np.power: "_m.pow({}, {})",
+    np.maximum: "_maximum({}, {})",  # relu's call (program._bind_func)
 }
-#: calls whose result can hide an inf operand (1 / inf, inf ** -1): their operands are checked
-GUARDED = frozenset({np.divide, np.power})
+#: calls whose result can hide an inf operand (1 / inf, inf ** -1, maximum(-inf, 0)): their
+#: operands are checked; with the functions whose spec says so (``float_guard``)
+GUARDED = frozenset({np.divide, np.power, np.maximum})
+
+
+def _function_specs() -> dict[Any, Any]:
+    """The language's functions by their NumPy ufunc (read live: functions registered later count)."""
+    return {spec.numpy: spec for spec in FUNCTIONS.values() if isinstance(spec.numpy, np.ufunc)}
+
+
+def float_spelling(ufunc: np.ufunc) -> str | None:
+    """The float source of one call of a binder's chain: ``FLOAT_CALLS``, or the function
+    spec's ``float_source`` (:mod:`tenscalc.core.functions`) of the function that is this ufunc.
+
+    >>> float_spelling(np.tanh), float_spelling(np.multiply), float_spelling(np.matmul) is None
+    ('_m.tanh({})', '({} * {})', True)
+    """
+    if ufunc in FLOAT_CALLS:
+        return FLOAT_CALLS[ufunc]
+    spec = _function_specs().get(ufunc)
+    return None if spec is None else spec.float_source
+
+
+def guarded(ufunc: np.ufunc) -> bool:
+    """Whether the float call of ``ufunc`` can turn an inf operand into a finite number."""
+    if ufunc in GUARDED:
+        return True
+    spec = _function_specs().get(ufunc)
+    return spec is not None and spec.float_guard
+
 
 #: op kind -> the method writing its statement (``input`` needs none; every other op
 #: kind, ``pair``, ``band``, ``accumulate``, ``inv`` ..., has axes somewhere)
@@ -365,7 +396,7 @@ def _load(source: str, numbers: dict[str, float]) -> Callable[..., tuple[float, 
         "_F64": np.dtype(np.float64),
         "_Fallback": ScalarFallback,
         "_sign": _sign,
-        "_relu": _relu,
+        "_maximum": _maximum,
         **numbers,
     }
     exec(compile(source, "<tenscalc scalar program>", "exec"), namespace)  # noqa: S102 - source written above

@@ -348,26 +348,16 @@ class ProgramSource:
         return f"_np.array({text})" if is_output else text  # never hand out the module's own array
 
     def _func(self, step: Step, shape, is_output: bool) -> str:
+        # a function NumPy runs as no ufunc (a registered one): the binder describes no chain
         (a,) = step.args
         return numpy_call(step.data, self._arg(a))
 
     def _pow(self, step: Step, shape, is_output: bool) -> str:
-        if len(step.args) == 2:
-            a, b = step.args
-            return f"_np.power({self._arg(a)}, {self._arg(b)})"
+        # the binder describes every power but x^1 as a chain (program._bind_pow), written
+        # from that description in _op; x^1 is x itself, as the binder hands it out
         (a,) = step.args
-        x, e = self._arg(a), step.data
-        if e == 1:
-            return x
-        if e == 2:
-            return f"{x} * {x}"
-        if e == -1:
-            return f"1.0 / {x}"
-        if e == -2:
-            return f"1.0 / ({x} * {x})"
-        if e == 0.5:
-            return f"_np.sqrt({x})"
-        return f"_np.power({x}, {literal(e)})"
+        assert step.data == 1, "program._bind_pow describes every other power as a Chain"
+        return self._arg(a)
 
     def _slice(self, step: Step, shape, is_output: bool) -> str:
         view = f"{self._arg(step.args[0])}[{slice_text(step.data)}]"

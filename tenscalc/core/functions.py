@@ -55,7 +55,8 @@ class FunctionSpec:
         (``abs`` is ``|x|``).
     numpy_source, float_source
         How generated code calls it, a format string of the argument: on arrays
-        (the module imports NumPy as ``_np``) and on floats (``math`` as ``_m``).
+        (the module imports NumPy as ``_np``) and on floats (``math`` as ``_m``; the
+        float runner writes a call of the binder's chain with it where ``numpy`` is a ufunc).
     float_guard
         The float function can turn an inf into a finite number, so the float runner
         checks its argument first.
@@ -199,7 +200,7 @@ for _spec in (
     FunctionSpec(
         # 1 where x > 0, else 0 (relu'(0) = 0)
         "relu", _relu, lambda v: max(v, 0.0), lambda x, fx: N.func("sign", fx), lambda sp, v: sp.Max(v, 0),
-        r"\operatorname{relu}", "_np.maximum({}, 0.0)", "_relu({})", float_guard=True, exact=True,
+        r"\operatorname{relu}", "_np.maximum({}, 0.0)", "_maximum({}, 0.0)", float_guard=True, exact=True,
     ),
 ):  # fmt: skip
     register(_spec)

@@ -183,11 +183,14 @@ def test_fallbacks_give_the_numpy_programs_values_and_warnings(case):
                 np.testing.assert_array_equal(g, tc.evaluate(e, values))
 
 
-def test_sign_and_relu_are_numpys():
-    from tenscalc.compiler.scalar import _relu, _sign
+def test_sign_and_maximum_are_numpys():
+    # relu is the binder's np.maximum(x, 0.0) call, written with _maximum: every pair, both orders
+    from tenscalc.compiler.scalar import _maximum, _sign
 
-    for v in (-2.0, -0.0, 0.0, 3.0, np.nan, np.inf, -np.inf):
-        for mine, theirs in ((_sign(v), np.sign(v)), (_relu(v), np.maximum(v, 0.0))):
+    values = (-2.0, -0.0, 0.0, 3.0, np.nan, np.inf, -np.inf)
+    for v in values:
+        pairs = [(_sign(v), np.sign(v))] + [(_maximum(v, w), np.maximum(v, w)) for w in values]
+        for mine, theirs in pairs:
             assert type(mine) is float
             np.testing.assert_array_equal(mine, theirs)
             assert np.signbit(mine) == np.signbit(theirs)
