@@ -351,8 +351,8 @@ class CompiledFunction:
         described = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items())
         with optionally_verbose(self.verbose), stage("bind", lambda: f"shapes {described}") as logged:
             # every step a number (NumPy): one straight-line float function, the program its fallback
-            bound = bind(self.plan, resolver, self._backend, self.pd, FusedOpSource)  # the fused function's op writer
-            program = scalar_program(self.plan, resolver, bound)
+            lowered = bind(self.plan, resolver, self._backend, self.pd, FusedOpSource)  # the fused function's writer
+            program = scalar_program(self.plan, resolver, lowered)
             logged.done(f"a {self._backend.name} program")
         call = None
         if self.jit and (self._jit_request or len(program.ops) <= JIT_MAX_OPS):
@@ -394,7 +394,7 @@ class CompiledFunction:
         >>> tc.compile(g).cost({"x": (1000,)}).largest_intermediate
         1000
         """
-        resolved = {}
+        resolved: dict[str, tuple[int, ...]] = {}
         for name in self.inputs:
             if name not in shapes:
                 raise EvaluationError(f"no shape given for variable '{name}' (order {self.orders[name]})")
