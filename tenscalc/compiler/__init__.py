@@ -424,13 +424,18 @@ class CompiledFunction:
         )
 
 
+def _check_jit(jit: object) -> None:
+    """``jit`` is True, False or None, or a clear error (``jit="False"`` is a true value)."""
+    if jit is not None and not isinstance(jit, (bool, np.bool_)):
+        raise EvaluationError(f"jit must be True, False or None (the backend's default), not {jit!r}")
+
+
 def _jit_choice(backend: Backend, jit: bool | None) -> bool:
     """Whether programs are handed to the backend's compiler: the backend's default, or
     the caller's choice where the backend has a compiler (a clear error where not)."""
     if jit is None:
         return backend.jit_default
-    if not isinstance(jit, (bool, np.bool_)):  # jit="False" is a true value
-        raise EvaluationError(f"jit must be True, False or None (the backend's default), not {jit!r}")
+    _check_jit(jit)
     if jit and type(backend).whole_program is Backend.whole_program:
         raise EvaluationError(
             f"backend {backend.name!r} has no whole-program compiler: jit=True is for 'jax' (jax.jit, "
@@ -525,6 +530,7 @@ def compile(  # noqa: A001
         roots = require_exprs([exprs[key] for key in keys], "compile")
     else:
         roots = require_exprs(exprs, "compile")
+    _check_jit(jit)  # before the backend is loaded: a bad argument is named whether its library is installed or not
     with optionally_verbose(verbose):
         run = CompiledFunction(
             roots, single, get_backend(backend or "numpy"), keys, jit, auto=backend is None, assumptions=assumptions
