@@ -19,7 +19,7 @@ import pytest
 import tenscalc as tc
 from tenscalc.testing import random_values
 from tests.compiler.test_backends import GROUPS, IDS
-from tests.compiler.test_runners import CORPUS, NAMES, _values
+from tests.compiler.test_runners import NAMES, _values
 
 
 def _torch_cuda():
@@ -122,7 +122,6 @@ def test_runner_corpus_on_every_gpu_library(name):
         ran += 1
     if not ran:
         pytest.skip("no GPU library with a CUDA device")
-    assert name in CORPUS
 
 
 def test_torch_cuda_declared_pd_factorises_on_the_device():
