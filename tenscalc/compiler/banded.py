@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -54,6 +54,167 @@ BandValues = tuple[Any, ...]  # per band: a 1-D array of its length, or a number
 BandFn = Callable[[list], BandValues]
 
 
+#: the layout arithmetic of bands (a band as the tuple ``(row, col, length, rstep, cstep)``)
+#: and the run-time parts of a banded step: one text, run here (:class:`Band`, :class:`Layout`,
+#: :func:`_ranges`) and written into the shape-free ``tc.to_python()`` module, which lays its
+#: bands out at run time from the lengths of the arguments (NumPy only)
+BAND_SOURCE = """
+# the module's function may be named range or len: the helpers read the builtins as imported
+_brange, _blen, _bmax, _bmin, _bslice = range, len, max, min, slice
+_bzip, _bany, _bisinstance, _bint, _btuple = zip, any, isinstance, int, tuple
+
+def _band_gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _band_placed(band, rows, cols):
+    \"\"\"The band of a matrix written at the rows ``rows`` and columns ``cols`` (ranges) of a
+    larger one (``embed``).\"\"\"
+    row, col, length, rstep, cstep = band
+    return (rows.start + rows.step * row, cols.start + cols.step * col, length, rows.step * rstep, cols.step * cstep)
+
+
+def _band_transposed(band):
+    row, col, length, rstep, cstep = band
+    return (col, row, length, cstep, rstep)
+
+
+def _band_clipped(band, rows, cols):
+    \"\"\"The band of ``A[rows, cols]`` (ranges of positive step), the first ``t`` kept and the
+    step between kept ``t``; None when no entry is kept.  An entry is kept when its row is in
+    ``rows`` and its column in ``cols``: two congruences in ``t``, so the kept ``t`` repeat
+    with the period ``every``.\"\"\"
+    row, col, length, rstep, cstep = band
+    first = _bmax(0, -((row - rows.start) // rstep), -((col - cols.start) // cstep))
+    stop = _bmin(length, -((row - rows.stop) // rstep), -((col - cols.stop) // cstep))
+    every_rows = rows.step // _band_gcd(rstep, rows.step)
+    every_cols = cols.step // _band_gcd(cstep, cols.step)
+    every = every_rows * every_cols // _band_gcd(every_rows, every_cols)
+    for t in _brange(first, _bmin(stop, first + every)):
+        if (row + rstep * t - rows.start) % rows.step == 0 and (col + cstep * t - cols.start) % cols.step == 0:
+            kept = (
+                (row + rstep * t - rows.start) // rows.step,
+                (col + cstep * t - cols.start) // cols.step,
+                _blen(_brange(t, stop, every)),
+                rstep * every // rows.step,
+                cstep * every // cols.step,
+            )
+            return kept, t, every
+    return None
+
+
+def _band_lines(band):
+    \"\"\"The rows and the columns the band's entries lie on, as slices of vectors along them.\"\"\"
+    row, col, length, rstep, cstep = band
+    return _bslice(row, row + rstep * (length - 1) + 1, rstep), _bslice(col, col + cstep * (length - 1) + 1, cstep)
+
+
+def _band_keys(width, bands):
+    \"\"\"Per band, the slice of the flattened matrix (rows of ``width`` entries) it lies on.\"\"\"
+    keys = []
+    for row, col, length, rstep, cstep in bands:
+        start, step = row * width + col, rstep * width + cstep
+        keys.append(_bslice(start, start + (length - 1) * step + 1, step))
+    return _btuple(keys)
+
+
+def _band_disjoint(keys):
+    \"\"\"No two bands share an entry: each band is written with ``=``, not ``+=`` (a read of
+    fresh zeroed pages before the write faults each page in twice).\"\"\"
+    flat = [_np.arange(key.start, key.stop, key.step) for key in keys]
+    positions = _np.concatenate(flat) if flat else _np.zeros(0, dtype=_np.int64)
+    return _blen(_np.unique(positions)) == _blen(positions)
+
+
+def _band_ranges(items, shape):
+    \"\"\"Per axis, the rows a slice (or embed) key selects; None unless slices of positive step.\"\"\"
+    if _blen(items) != _blen(shape) or _bany(_bisinstance(item, _bint) for item in items):
+        return None
+    ranges = []
+    for item, length in _bzip(items, shape):
+        start, stop, step = _bslice(*item).indices(length)
+        if step < 1:
+            return None
+        ranges.append(_brange(start, _bmax(start, stop), step))
+    return ranges
+
+
+def _bands(parts):
+    \"\"\"A banded value ``(bands, values)`` from its parts ``(band, value)``: those of one
+    stretch added into one, in order.\"\"\"
+    groups = {}
+    for band, value in parts:
+        groups[band] = groups[band] + value if band in groups else value
+    return _btuple(groups), _btuple(groups.values())
+
+
+def _bands_identity(n, coef):
+    \"\"\"``coef`` on the main diagonal of an ``n x n`` matrix.\"\"\"
+    return [((0, 0, n, 1, 1), coef)] if n else []
+
+
+def _bands_diagonal(core):
+    \"\"\"The vector ``core`` on the main diagonal.\"\"\"
+    n = _np.shape(core)[0]
+    return [((0, 0, n, 1, 1), core)] if n else []
+
+
+def _bands_scaled(banded, vectors, factor, transpose):
+    \"\"\"Each band of ``banded`` times the stretch of each vector (``(vector, on_rows)``) along
+    its rows or columns, and ``factor``; transposed where asked.\"\"\"
+    parts = []
+    for band, value in _bzip(*banded):
+        rows, cols = _band_lines(band)
+        for vector, on_rows in vectors:
+            value = value * vector[rows if on_rows else cols]
+        parts.append((_band_transposed(band) if transpose else band, value * factor if factor != 1 else value))
+    return parts
+
+
+def _bands_placed(banded, items, shape, coef):
+    \"\"\"The bands of ``banded`` times ``coef``, written at the slices ``items`` of a ``shape``
+    matrix (None: all of it).\"\"\"
+    rows, cols = _band_ranges(items, shape) if items is not None else (_brange(shape[0]), _brange(shape[1]))
+    return [(_band_placed(band, rows, cols), value if coef == 1 else value * coef) for band, value in _bzip(*banded)]
+
+
+def _bands_clipped(banded, items, shape):
+    \"\"\"The bands of ``A[items]`` for a banded ``A`` of ``shape``: each band's kept stretch.\"\"\"
+    rows, cols = _band_ranges(items, shape)
+    parts = []
+    for band, value in _bzip(*banded):
+        kept = _band_clipped(band, rows, cols)
+        if kept is not None:
+            clipped, first, every = kept
+            stop = first + every * (clipped[2] - 1) + 1
+            parts.append((clipped, value if _np.ndim(value) == 0 else value[first:stop:every]))
+    return parts
+
+
+def _bands_dense(banded, shape):
+    \"\"\"The dense ``shape`` matrix of ``banded``: zeros, each band written (added, where
+    bands overlap) at its strided stretch of the flattened matrix.\"\"\"
+    bands, values = banded
+    keys = _band_keys(shape[1], bands)
+    disjoint = _band_disjoint(keys)
+    out = _np.zeros(shape, dtype=_np.result_type(*[v for v in values if _np.ndim(v)], _np.float64))
+    flat = out.reshape(-1)
+    for key, value in _bzip(keys, values):
+        if disjoint:
+            flat[key] = value
+        else:
+            flat[key] += value
+    return out
+"""
+_namespace: dict[str, Any] = {"_np": np}
+exec(compile(BAND_SOURCE, "<tenscalc bands>", "exec"), _namespace)  # noqa: S102 - the text above
+_placed, _transposed, _clipped = _namespace["_band_placed"], _namespace["_band_transposed"], _namespace["_band_clipped"]
+_lines, _keys, _disjoint = _namespace["_band_lines"], _namespace["_band_keys"], _namespace["_band_disjoint"]
+_ranges = _namespace["_band_ranges"]
+
+
 @dataclass(frozen=True)
 class Band:
     """The entries ``A[row + rstep t, col + cstep t]``, ``0 <= t < length`` (steps >= 1)."""
@@ -66,53 +227,28 @@ class Band:
 
     def placed(self, rows: range, cols: range) -> Band:
         """The band of a matrix written at rows ``rows``, columns ``cols`` of a larger one (``embed``)."""
-        return Band(
-            rows.start + rows.step * self.row,
-            cols.start + cols.step * self.col,
-            self.length,
-            rows.step * self.rstep,
-            cols.step * self.cstep,
-        )
+        return Band(*_placed(self.tuple, rows, cols))
 
     def transposed(self) -> Band:
-        return Band(self.col, self.row, self.length, self.cstep, self.rstep)
+        return Band(*_transposed(self.tuple))
 
     def clipped(self, rows: range, cols: range) -> tuple[Band, int, int] | None:
         """The band of ``A[rows, cols]`` (positive steps), the first ``t`` kept and the
-        step between kept ``t``; None when no entry is kept.
-
-        An entry is kept when its row is in ``rows`` and its column in ``cols``: two
-        congruences in ``t``, so the kept ``t`` repeat with the period ``every``.
-        """
-        first = max(0, _ceil_div(rows.start - self.row, self.rstep), _ceil_div(cols.start - self.col, self.cstep))
-        stop = min(
-            self.length, _ceil_div(rows.stop - self.row, self.rstep), _ceil_div(cols.stop - self.col, self.cstep)
-        )
-        every = math.lcm(rows.step // math.gcd(self.rstep, rows.step), cols.step // math.gcd(self.cstep, cols.step))
-        for t in range(first, min(stop, first + every)):
-            if (self.row + self.rstep * t - rows.start) % rows.step == 0 and (
-                self.col + self.cstep * t - cols.start
-            ) % cols.step == 0:
-                band = Band(
-                    (self.row + self.rstep * t - rows.start) // rows.step,
-                    (self.col + self.cstep * t - cols.start) // cols.step,
-                    len(range(t, stop, every)),
-                    self.rstep * every // rows.step,
-                    self.cstep * every // cols.step,
-                )
-                return band, t, every
-        return None
+        step between kept ``t``; None when no entry is kept (``_band_clipped``)."""
+        kept = _clipped(self.tuple, rows, cols)
+        return None if kept is None else (Band(*kept[0]), kept[1], kept[2])
 
     def rows(self) -> slice:
         """The rows the band's entries lie on, as a slice of a vector along them."""
-        return slice(self.row, self.row + self.rstep * (self.length - 1) + 1, self.rstep)
+        return _lines(self.tuple)[0]
 
     def cols(self) -> slice:
-        return slice(self.col, self.col + self.cstep * (self.length - 1) + 1, self.cstep)
+        return _lines(self.tuple)[1]
 
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
+    @property
+    def tuple(self) -> tuple[int, int, int, int, int]:
+        """``(row, col, length, rstep, cstep)``: the band as :data:`BAND_SOURCE` holds it."""
+        return (self.row, self.col, self.length, self.rstep, self.cstep)
 
 
 @dataclass(frozen=True)
@@ -129,30 +265,44 @@ class Layout:
     @functools.cached_property
     def keys(self) -> tuple[slice, ...]:
         """Per band, the slice of the flattened matrix it lies on."""
-        width = self.shape[1]
-        keys = []
-        for band in self.bands:
-            start = band.row * width + band.col
-            step = band.rstep * width + band.cstep
-            keys.append(slice(start, start + (band.length - 1) * step + 1, step))
-        return tuple(keys)
+        return _keys(self.shape[1], [band.tuple for band in self.bands])
 
     @functools.cached_property
     def disjoint(self) -> bool:
         """No two bands share an entry: each band is written with ``=``, not ``+=``
         (a read of fresh zeroed pages before the write faults each page in twice)."""
-        flat = [np.arange(key.start, key.stop, key.step) for key in self.keys]
-        positions = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
-        return len(np.unique(positions)) == len(positions)
+        return _disjoint(self.keys)
 
 
 @dataclass
 class BandStep:
-    """A banded step bound: its layout, the closure computing its band values, its cost."""
+    """A banded step bound: its layout, the closure computing its band values, its cost,
+    and how its bands are made, free of lengths (:data:`Recipe`: what the shape-free
+    ``tc.to_python()`` writes, laying the bands out at run time with :data:`BAND_SOURCE`)."""
 
     layout: Layout
     run: BandFn
     cost: OpCost
+    recipe: Recipe = ()
+
+
+#: a banded step's bands, free of lengths: for a constant ``(("constant", tree),)``, else its
+#: parts in order (those of one stretch added), each one of
+#:
+#: * ``("identity", coef)``: ``coef`` on the main diagonal;
+#: * ``("diagonal", term)``: the vector of the product term ``term`` on the main diagonal;
+#: * ``("scaled", source, vectors, factor, transpose)``: the bands of ``source`` (a slot, or
+#:   ``("constant", tree)`` of the step's shape, transposed first where ``transpose``), each
+#:   times the stretch of each vector slot along its rows (``(slot, True)``) or columns, and
+#:   ``factor``; transposed where ``transpose``;
+#: * ``("placed", slot, items, coef)``: the bands of ``slot`` times ``coef`` written at the
+#:   slices ``items`` of the step's shape (None: the same shape);
+#: * ``("clipped", slot, items)``: the kept stretch of each band of ``slot[items]``;
+#:
+#: and a constant's ``tree`` one of ``("identity",)`` (``delta(1)``), ``("embed", items,
+#: child, tree)``, ``("slice", items, child, tree)`` (``child``: the node, whose shape the
+#: tree has) and ``("sum", ((coef, tree), ...))``
+Recipe = tuple[tuple[Any, ...], ...]
 
 
 def write_bands(layout: Layout, values: BandValues) -> np.ndarray:
@@ -206,19 +356,6 @@ def _number(coef: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _ranges(items: Sequence, shape: Sequence[int]) -> list[range] | None:
-    """Per axis, the rows a slice (or embed) key selects; None unless slices of positive step."""
-    if len(items) != len(shape) or any(isinstance(item, int) for item in items):
-        return None
-    ranges = []
-    for item, length in zip(items, shape):
-        start, stop, step = slice(*item).indices(length)
-        if step < 1:
-            return None
-        ranges.append(range(start, max(start, stop), step))
-    return ranges
-
-
 class _Binder:
     """The forward pass of :func:`band_steps`."""
 
@@ -231,6 +368,7 @@ class _Binder:
         self.bind_term = bind_term
         self.steps: dict[int, BandStep] = {}
         self.static: dict[int, BandValues] = {}  # constant steps: their band numbers
+        self.recipe: list[tuple[Any, ...]] = []  # the parts of the step being bound, free of lengths
 
     def fetch(self, slot: int, k: int) -> Callable[[list], Any]:
         """The value of band ``k`` of banded ``slot`` (a constant's number is baked in)."""
@@ -243,13 +381,15 @@ class _Binder:
         shape = self.dense[step.index]
         if len(shape) != 2 or step.index in self.skip:
             return None
+        self.recipe = []
         if step.kind == "constant":
             found = self.constant(cast(Expr, step.data), shape)
             if found is None:
                 return None
-            bands, values = found
+            bands, values, tree = found
             self.static[step.index] = values
-            return BandStep(Layout(shape, bands), describe(lambda env: values, BandNumber(values)), OpCost(0, 0, 0))
+            run = describe(lambda env: values, BandNumber(values))
+            return BandStep(Layout(shape, bands), run, OpCost(0, 0, 0), (("constant", tree),))
         if step.kind == "product":
             parts = self.product(step, shape)
         elif step.kind == "add":
@@ -264,13 +404,15 @@ class _Binder:
         bands, run = _merge(parts)
         layout = Layout(shape, bands)
         largest = max((band.length for band in bands), default=0)
-        return BandStep(layout, run, cost + OpCost(layout.entries, len(bands), largest, layout.entries))
+        cost = cost + OpCost(layout.entries, len(bands), largest, layout.entries)
+        return BandStep(layout, run, cost, tuple(self.recipe))
 
     # -------------------------------------------------------------- constants
-    def constant(self, node: Expr, shape: tuple[int, ...]) -> tuple[tuple[Band, ...], BandValues] | None:
-        """A constant of ``delta(1)``, ``embed`` and ``slice`` nodes as bands of numbers."""
+    def constant(self, node: Expr, shape: tuple[int, ...]) -> tuple[tuple[Band, ...], BandValues, tuple] | None:
+        """A constant of ``delta(1)``, ``embed`` and ``slice`` nodes as bands of numbers, and
+        its tree (:data:`Recipe`)."""
         if node.op == "delta" and node.arg == 1 and shape[0] == shape[1]:
-            return ((Band(0, 0, shape[0]),), (1.0,)) if shape[0] else ((), ())
+            return ((Band(0, 0, shape[0]),), (1.0,), ("identity",)) if shape[0] else ((), (), ("identity",))
         if node.op == "add":  # the difference matrix D = I[1:] - I[:-1] of total variation
             return self._constant_sum(node, shape)
         if node.op not in ("embed", "slice"):
@@ -283,7 +425,8 @@ class _Binder:
             inner = self.constant(child, (len(ranges[0]), len(ranges[1])))
             if inner is None:
                 return None
-            return tuple(band.placed(ranges[0], ranges[1]) for band in inner[0]), inner[1]
+            tree = ("embed", node.arg[0], child, inner[2])
+            return tuple(band.placed(ranges[0], ranges[1]) for band in inner[0]), inner[1], tree
         try:
             child_shape = self.resolver.shape(child)
         except Exception:  # noqa: BLE001 - no axis information: stays dense
@@ -293,25 +436,27 @@ class _Binder:
         if inner is None or ranges is None:
             return None
         bands, values = [], []
-        for band, value in zip(*inner):
+        for band, value in zip(inner[0], inner[1]):
             kept = band.clipped(ranges[0], ranges[1])
             if kept is not None:
                 bands.append(kept[0])
                 values.append(value)
-        return tuple(bands), tuple(values)
+        return tuple(bands), tuple(values), ("slice", node.arg, child, inner[2])
 
-    def _constant_sum(self, node: Expr, shape: tuple[int, ...]) -> tuple[tuple[Band, ...], BandValues] | None:
+    def _constant_sum(self, node: Expr, shape: tuple[int, ...]) -> tuple[tuple[Band, ...], BandValues, tuple] | None:
         """A sum of banded constants: the bands of its terms, scaled, those of one stretch added."""
         coefs = node.arg if node.arg is not None else (1,) * len(node.children)
         merged: dict[Band, float] = {}
+        trees = []
         for child, coef in zip(node.children, coefs):
             number = _number(coef)
             inner = self.constant(child, shape) if number is not None else None
             if inner is None or number is None:
                 return None
-            for band, value in zip(*inner):
+            for band, value in zip(inner[0], inner[1]):
                 merged[band] = merged.get(band, 0.0) + number * value
-        return tuple(merged), tuple(merged.values())
+            trees.append((number, inner[2]))
+        return tuple(merged), tuple(merged.values()), ("sum", tuple(trees))
 
     # -------------------------------------------------------------- products
     def product(self, step: Step, shape: tuple[int, ...]):
@@ -339,6 +484,7 @@ class _Binder:
         fn, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend)
         # the term, for a writer that spells products itself (to_python); the fused function calls fn
         value = describe(lambda env: fn(env), BandTerm(core, (n,), fn))
+        self.recipe.append(("diagonal", core))
         return ([(Band(0, 0, n), value)] if n else []), cost
 
     def scaled_term(self, term: Term, shape: tuple[int, ...]):
@@ -362,6 +508,7 @@ class _Binder:
             return None
         if at:
             layout, fetch = self.steps[slot].layout, functools.partial(self.fetch, slot)
+            source: Any = slot
         else:
             sizes = dict(zip(term.out, shape))
             found = self.constant(node, (sizes[p], sizes[q]))
@@ -369,8 +516,10 @@ class _Binder:
                 return None
             layout, numbers = Layout((sizes[p], sizes[q]), found[0]), found[1]
             fetch = lambda k: describe(lambda env, v=numbers[k]: v, BandNumber(numbers[k]))  # noqa: E731
+            source = ("constant", found[2])
         vectors = [(s, other[0] == p) for s, other in others]
         transpose = term.out == (q, p)
+        self.recipe.append(("scaled", source, tuple(vectors), factor, transpose))
         parts = []
         for k, band in enumerate(layout.bands):
             stretches = []
@@ -390,6 +539,7 @@ class _Binder:
             if item.kind == "delta" and item.n == 1 and shape[0] == shape[1]:
                 if shape[0]:
                     parts.append((Band(0, 0, shape[0]), describe(lambda env, c=coef: c, BandNumber(coef))))
+                self.recipe.append(("identity", coef))
                 continue
             if item.kind not in ("slot", "embed") or item.slot not in self.steps:
                 return None
@@ -402,6 +552,7 @@ class _Binder:
                 ranges = found
             elif layout.shape != shape:
                 return None
+            self.recipe.append(("placed", item.slot, item.items if item.kind == "embed" else None, coef))
             for k, band in enumerate(layout.bands):
                 parts.append((band.placed(*ranges), _scaled(self.fetch(item.slot, k), [], coef)))
         return parts, OpCost(0, 0, 0)
@@ -418,6 +569,7 @@ class _Binder:
                 return None
             for k, band in enumerate(layout.bands):
                 parts.append((band.placed(ranges[0], ranges[1]), self.fetch(source, k)))
+            self.recipe.append(("placed", source, cast(tuple, step.data)[0], 1))
             return parts, OpCost(0, 0, 0)
         ranges = _ranges(cast(tuple, step.data), layout.shape)
         if ranges is None:
@@ -426,6 +578,7 @@ class _Binder:
             kept = band.clipped(ranges[0], ranges[1])
             if kept is not None:
                 parts.append((kept[0], _stretch(self.fetch(source, k), *kept[1:], kept[0].length)))
+        self.recipe.append(("clipped", source, cast(tuple, step.data)))
         return parts, OpCost(0, 0, 0)
 
 

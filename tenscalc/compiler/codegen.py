@@ -39,6 +39,7 @@ from ..interpreter import is_constant_scalar
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
 from ..simplifier import simplify_many
+from .banded import BAND_SOURCE, BandStep
 from .cholesky import Declared, declared
 from .generated import (
     ALIASES,
@@ -54,7 +55,7 @@ from .generated import (
 )
 from .numpy_names import numpy_call
 from .plan import Term, step_reads
-from .program import DP_MAX_OPERANDS, PROPORTION
+from .program import DP_MAX_OPERANDS, PROPORTION, ShapeResolver, band_decision
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
 #: opt_einsum's ``auto``, or a ``dp``/``greedy`` path of fewer flops where ``auto`` would build
@@ -454,7 +455,7 @@ class _Writer:
         if self.helpers:
             from .source import HELPERS  # the same helpers to_python(shapes=) writes
 
-            helpers = {**HELPERS, "_add_parts": PARTS_HELPER, "_sum": SUM_HELPER}
+            helpers = {**HELPERS, "_add_parts": PARTS_HELPER, "_sum": SUM_HELPER, "_bands": BAND_SOURCE}
             imports += [helpers[helper].rstrip() for helper in sorted(self.helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
@@ -549,9 +550,15 @@ class _PlanWriter(_Writer):
         for step in self.plan.steps:
             for slot in step_reads(step):
                 self.readers.setdefault(slot, []).append(step.index)
+        #: tc.compile's band decision (:func:`.program.band_decision`): the banded slots, those
+        #: also read densely (a dense twin written once), and every banded step's recipe
+        self.banded, self.twins, self.band_steps = _band_decision(roots, self.plan)
+        self.band_names: dict[int, str] = {}  # banded slot -> the name of its (bands, values) pair
         #: product steps written as a diagonal matrix's core (slot -> the einsum reading that
         #: diagonal), where every reader embeds it into a sum: never a dense n x n array
-        self.diagonal = {slot: eq for slot in self.readers if (eq := self._diagonal_eq(slot)) is not None}
+        self.diagonal = {
+            slot: eq for slot in self.readers if slot not in self.banded and (eq := self._diagonal_eq(slot)) is not None
+        }
         #: whether the step being written may be a view of a slot (a slice, a relabelling)
         self.view = False
         #: slots holding an array this function made that no other name views: a step
@@ -562,12 +569,16 @@ class _PlanWriter(_Writer):
     def write(self) -> list[_Value]:
         plan = self.plan
         outputs = set(plan.outputs)
-        inputs = set(plan.inputs.values())
         for step in plan.steps:
             shape = self._node_shape(step.node)
             if step.kind == "input":
                 self.slots[step.index] = _Value(self.names[str(step.data)], False, shape)
                 continue
+            if step.index in self.band_steps:
+                self._write_bands(step, shape)
+                if step.index in self.banded:
+                    self._release(step)
+                    continue
             rule = STEP_WRITERS.get(step.kind)
             if rule is None:  # pragma: no cover - every plan step kind has a rule
                 raise _PlanDecline(step.kind)
@@ -585,11 +596,84 @@ class _PlanWriter(_Writer):
                 self.owned.add(step.index)
             self.lines.append(f"{name} = {text}")
             self.slots[step.index] = _Value(name, False, shape)
-            dead = [f"_s{slot}" for slot in plan.release[step.index] if slot in self.slots and slot not in inputs]
-            dead = [name for name in dead if int(name[2:]) not in outputs]
-            if dead:
-                self.lines.append("del " + ", ".join(dead))
+            self._release(step)
         return [self.slots[slot] for slot in plan.outputs]
+
+    def _release(self, step) -> None:
+        """``del`` the slots (dense arrays and bands) dead after ``step``, as the plan releases them."""
+        inputs, outputs = set(self.plan.inputs.values()), set(self.plan.outputs)
+        dead = []
+        for slot in self.plan.release[step.index]:
+            if slot in self.band_names:
+                dead.append(self.band_names.pop(slot))
+            if slot in self.slots and slot not in inputs and slot not in outputs:
+                dead.append(f"_s{slot}")
+        if dead:
+            self.lines.append("del " + ", ".join(dead))
+
+    # -- banded steps (.banded: written from compile's decision, laid out at run time) --------
+    def _write_bands(self, step, shape: tuple[str | None, ...]) -> None:
+        """``_bK = `` the bands of banded step ``K``, from its recipe (:data:`.banded.Recipe`);
+        its dense value too where another step reads it densely or it is a result."""
+        self._helper("_bands")
+        (first, *_), recipe = self.band_steps[step.index].recipe, self.band_steps[step.index].recipe
+        if first[0] == "constant":
+            text = self._band_tree(first[1], shape, step.node)
+        else:
+            parts = "".join(f"*{self._band_part(part, step, shape)}, " for part in recipe)
+            text = f"_bands([{parts}])"
+        name = f"_b{step.index}"
+        self.lines.append(f"{name} = {text}")
+        self.band_names[step.index] = name
+        if step.index in self.banded and (step.index in self.twins or step.index in self.plan.outputs):
+            self.lines.append(f"_s{step.index} = _bands_dense({name}, {_shape_text(step.node, shape)})")
+            self.slots[step.index] = _Value(f"_s{step.index}", False, shape)
+            self.owned.add(step.index)
+
+    def _band_part(self, part: tuple, step, shape: tuple[str | None, ...]) -> str:
+        """The text of one part of a banded step (a list of ``(band, value)``)."""
+        kind, node = part[0], step.node
+        if kind == "identity":
+            return f"_bands_identity({shape[0]}, {_literal(float(part[1]))})"
+        if kind == "diagonal":
+            core, _ = self._plan_term(part[1], node, shape[:1])
+            return f"_bands_diagonal({core})"
+        if kind == "scaled":
+            _, source, vectors, factor, transpose = part
+            if isinstance(source, int):
+                banded = self.band_names[source]
+            else:  # a constant of the term's operand shape
+                banded = self._band_tree(source[1], shape[::-1] if transpose else shape, node)
+            read = "".join(f"({self._read(slot)}, {on_rows}), " for slot, on_rows in vectors)
+            return f"_bands_scaled({banded}, ({read}), {_literal(float(factor))}, {transpose})"
+        if kind == "placed":
+            _, slot, items, coef = part
+            where = "None" if items is None else _items_text(items)
+            return (
+                f"_bands_placed({self.band_names[slot]}, {where}, {_shape_text(node, shape)}, {_literal(float(coef))})"
+            )
+        _, slot, items = part  # clipped
+        source = self._node_shape(self.plan.steps[slot].node)
+        return f"_bands_clipped({self.band_names[slot]}, {_items_text(items)}, {_shape_text(node, source)})"
+
+    def _band_tree(self, tree: tuple, shape: tuple[str | None, ...], node: Expr) -> str:
+        """The text of a banded constant's ``(bands, values)`` of ``shape`` from its tree."""
+        kind = tree[0]
+        if kind == "identity":
+            return f"_bands(_bands_identity({shape[0]}, 1.0))"
+        if kind == "sum":
+            parts = "".join(
+                f"*_bands_placed({self._band_tree(inner, shape, node)}, None, {_shape_text(node, shape)}, "
+                f"{_literal(float(coef))}), "
+                for coef, inner in tree[1]
+            )
+            return f"_bands([{parts}])"
+        _, items, child, inner = tree
+        child_shape = self._node_shape(child)
+        banded = self._band_tree(inner, child_shape, child)
+        if kind == "embed":
+            return f"_bands(_bands_placed({banded}, {_items_text(items)}, {_shape_text(node, shape)}, 1.0))"
+        return f"_bands(_bands_clipped({banded}, {_items_text(items)}, {_shape_text(child, child_shape)}))"
 
     def _node_shape(self, node: Expr) -> tuple[str | None, ...]:
         graph = self.graphs.get(node)
@@ -850,6 +934,41 @@ class _PlanWriter(_Writer):
                 "cannot tell the length of a summed index that only constants carry: no variable fixes it"
             )
         return text
+
+
+def _items_text(items: tuple) -> str:
+    """Slice items ``((start, stop, step), ...)`` as source: ints and None only."""
+    for item in items:
+        if not all(part is None or type(part) is int for part in item):  # pragma: no cover - a plan's slices
+            raise TensCalcError(f"unexpected slice {item!r}")
+    return repr(tuple(tuple(item) for item in items))
+
+
+def _band_decision(roots: list[Expr], plan) -> tuple[set[int], set[int], dict[int, BandStep]]:
+    """``tc.compile``'s band decision over the shape-free plan (:func:`.program.band_decision`),
+    taken at lengths chosen here: each class of variable axes its own length, far from the
+    others' (a band decision reads lengths only to compare the axes' classes), so that no two
+    classes' slices meet by chance; multiples of 2,520 first (``x[1::2]`` as long as
+    ``x[::2]``), then odd ones (``x[1:]`` as long as some ``y``).  None (every step dense)
+    where neither fits the expressions."""
+    graph = axis_graph(roots[0] if len(roots) == 1 else roots)
+    for first, step in _PROBES:
+        lengths: dict[int, int] = {}
+        shapes: dict[str, list[int]] = {}
+        for name, order, axis, slot in graph.var_slots:
+            length = lengths.setdefault(graph.find(slot), first + step * len(lengths))
+            shapes.setdefault(name, [0] * order)[axis] = length
+        try:
+            resolver = ShapeResolver([graph], {name: tuple(shape) for name, shape in shapes.items()}, estimate=True)
+            banded, twins, steps = band_decision(plan, resolver)
+        except Exception:  # noqa: BLE001 - lengths the expressions refuse: the next ones
+            continue
+        return set(banded), twins, steps
+    return set(), set(), {}
+
+
+#: the lengths :func:`_band_decision` tries (the first class's, the step to the next class's)
+_PROBES = ((2520 * 11, 2520 * 6), (1009, 997))
 
 
 def _canonical_letters(spec: tuple[int, ...]) -> tuple[int, ...]:

@@ -219,6 +219,11 @@ MODULE_NAMES = frozenset(
     | {"_inv", "_det", "_adj", "_EvaluationError"}
     | {"_accumulate", "_owned", "_add_into", "_write_bands", "_min", "_zip", "_any"}
     | {"_outer_columns", "_stretch"}
+    # the shape-free module's bands (.banded.BAND_SOURCE)
+    | {"_band_gcd", "_band_placed", "_band_transposed", "_band_clipped", "_band_lines", "_band_keys"}
+    | {"_band_disjoint", "_band_ranges", "_bands", "_bands_identity", "_bands_diagonal", "_bands_scaled"}
+    | {"_bands_placed", "_bands_clipped", "_bands_dense", "_brange", "_blen", "_bmax", "_bmin", "_bslice"}
+    | {"_bzip", "_bany", "_bisinstance", "_bint", "_btuple"}
 )
 _CONSTANT_NAME = re.compile(r"_K\d+")
 

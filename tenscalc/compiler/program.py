@@ -27,7 +27,7 @@ from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
 from .accumulate import Dense, Part, bind_accumulate, gather_sums, parts
-from .backends import Backend
+from .backends import Backend, get_backend
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
@@ -641,6 +641,14 @@ def _banded_slots(
     if backend.name != "numpy":
         return {}, {}, {}
     banded, constants = band_steps(plan, dense, set(structured), resolver, backend, _bind_term)
+    return _band_reads(plan, banded, constants)
+
+
+def _band_reads(
+    plan: Plan, banded: dict[int, BandStep], constants: set[int]
+) -> tuple[dict[int, BandStep], dict[int, int], dict[int, tuple[int, ...]]]:
+    """:func:`_banded_slots`'s banded steps, twins and early releases, from every banded step
+    :func:`.banded.band_steps` found (``banded``, changed) and which of them are constants."""
     dense_read: set[int] = set()
     band_read: set[int] = set()
     for step in plan.steps:
@@ -651,6 +659,19 @@ def _banded_slots(
     twins = {slot: -1 for slot in banded if slot in dense_read}
     early = {slot: (slot,) for slot in twins if slot not in band_read and slot not in outputs}
     return banded, twins, early
+
+
+def band_decision(plan: Plan, resolver: ShapeResolver) -> tuple[dict[int, BandStep], set[int], dict[int, BandStep]]:
+    """``tc.compile``'s band decision over ``plan`` as it stands (not rewritten for the shapes)
+    at the shapes ``resolver`` knows: the banded steps, those some other step reads densely (a
+    dense twin), and every step :func:`.banded.band_steps` bands, the constants read densely
+    too (their banded readers take their bands).  The shape-free ``tc.to_python()`` takes it
+    at lengths of its own choosing (its steps' :data:`.banded.Recipe` hold no length)."""
+    dense = [step_shape(step, resolver) for step in plan.steps]
+    found, constants = band_steps(plan, dense, set(_structured_slots(plan)), resolver, get_backend("numpy"), _bind_term)
+    every = dict(found)
+    banded, twins, _ = _band_reads(plan, found, constants)
+    return banded, set(twins), every
 
 
 def _write_twin(layout: Layout, slot: int, env: list) -> Any:
