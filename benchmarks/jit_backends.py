@@ -17,10 +17,15 @@ compile) and the median time of a call, of
 
 and with ``--torch`` also ``backend="torch"`` eager against ``jit=True`` (``torch.compile``).
 The problems are the two of issue 26 (the chained Rosenbrock value and gradient, n = 1,000;
-logistic regression value, gradient and Hessian, X 400x100) and the classes of
-``classes.py``.  Times are medians of ``--repeats`` batches (each about 20 ms of calls), the
-contenders interleaved batch by batch so that a shared machine's drifting load moves them
-alike.  Say how loaded the machine was when quoting the numbers.
+logistic regression value, gradient and Hessian, X 400x100), the classes of
+``classes.py``, issue 27's structured problems (``structured.py``: log-sum-exp, Rayleigh,
+GP, A-optimal design, optimal transport, CP) and the vertex-elimination Jacobians of
+``elimination_problems.py`` over a batch of 1,000 points (against the faster of JAX's
+``vmap(jacfwd)`` and ``vmap(jacrev)``).  Times are medians of ``--repeats`` batches (each
+about 20 ms of calls), the contenders interleaved batch by batch so that a shared
+machine's drifting load moves them alike; ``paired`` is the median over rounds of the
+ratio of the two batches timed in the same round (the load drifts less within a round).
+Say how loaded the machine was when quoting the numbers.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ class Problem:
     data: dict
     build: Callable  # tc -> list of expressions
     jax: Callable  # (jax, jnp, data) -> (jitted fn, args)
+    options: Callable = lambda tc: {}  # tc -> tc.compile's keyword arguments (declared assumptions)
+    #: JAX's results as the list tenscalc's are (None: JAX's leaves already are)
+    theirs: Callable | None = None
 
 
 ROSEN = "sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)"
@@ -90,19 +98,96 @@ def problems() -> list[Problem]:
     return found
 
 
+def structured_problems() -> list[Problem]:
+    """Issue 27's problems (``structured.py``) against ``jax.jit`` of JAX's transform."""
+    from benchmarks import structured
+
+    def jax_form(problem):
+        return lambda jax, jnp, d: (jax.jit(problem.jax(jax, jnp)), [d[k] for k in problem.args])
+
+    return [Problem(p.name, p.what, p.data(), p.build, jax_form(p), p.compile_options) for p in structured.problems()]
+
+
+#: the batch of the vertex-elimination problems (issue 26: n = 1,000)
+BATCH = 1000
+
+
+def elimination_problems() -> list[Problem]:
+    """The vertex-elimination Jacobians (``elimination_problems.py``) of a batch of
+    :data:`BATCH` points: tenscalc's Jacobian diagonals against the faster (timed here)
+    of ``jax.jit`` of ``vmap(jacfwd)`` and ``vmap(jacrev)``."""
+    from benchmarks.elimination_problems import PROBLEMS
+
+    found = []
+    for name, (fn, names, point) in PROBLEMS.items():
+        r = np.random.default_rng(0)
+        data = {x: v * (1 + 0.05 * r.standard_normal(BATCH)) for x, v in zip(names, point)}
+
+        def live_pairs(tc, name=name, names=names):
+            from benchmarks.elimination_problems import tenscalc_outputs
+
+            outs, variables = tenscalc_outputs(name, batched=True)
+            acc = tc.jacobian_accumulation(outs, variables, shapes={x: (BATCH,) for x in names})
+            # a batch's Jacobians are diagonal: compiled as their diagonals; a zero one (an
+            # output that does not depend on an input) is left out, as elimination.py does
+            pairs = [(k, x) for k in range(len(outs)) for x in names]
+            parts = {p: acc.partials[p[0]][p[1]].value for p in pairs}
+            return [(p, parts[p]) for p in pairs if not (parts[p].op == "const" and parts[p].arg[0] == 0)]
+
+        def build(tc, live_pairs=live_pairs):
+            return [part for _, part in live_pairs(tc)]
+
+        def theirs(jacobians, live_pairs=live_pairs, names=names):
+            import tenscalc as tc
+
+            return [jacobians[names.index(x)][:, k] for (k, x), _ in live_pairs(tc)]
+
+        def jax_form(jax, jnp, d, fn=fn, names=names):
+            from benchmarks.elimination import _jax_jacobians
+
+            args = [d[x] for x in names]
+            fwd, rev = _jax_jacobians(fn, len(names), True)
+            return _faster(jax, (fwd, rev), args), args
+
+        what = f"{name} Jacobian (diagonals), batch {BATCH:,}"
+        found.append(Problem(f"elim_{name}", what, data, build, jax_form, theirs=theirs))
+    return found
+
+
+def _faster(jax, fns, args):
+    """The faster of ``fns`` on ``args`` (best of 5 batches of 20 calls after a warm-up)."""
+
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(20):
+                jax.block_until_ready(fn(*args))
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return min(fns, key=best)
+
+
 #: seconds between two batches: long enough for another library's spinning threads to sleep
 SETTLE_S = 0.02
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median seconds per call of each function, timed in alternating batches."""
+def interleaved(
+    fns: dict[str, Callable[[], object]], repeats: int, samples: dict[str, list[float]] | None = None
+) -> dict[str, float]:
+    """Median seconds per call of each function, timed in alternating batches (each
+    batch's seconds per call kept in ``samples`` where one is given)."""
     batch = {}
     for name, fn in fns.items():
         fn()
         start = time.perf_counter()
         fn()
         batch[name] = max(1, int(0.02 / max(time.perf_counter() - start, 1e-7)))
-    samples: dict[str, list[float]] = {name: [] for name in fns}
+    if samples is None:
+        samples = {}
+    samples.update({name: [] for name in fns})
     order = random.Random(0)
     for _ in range(repeats):
         # a new order each round (seeded): worker threads of a library still spinning
@@ -128,8 +213,9 @@ def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dic
     row: dict = {"what": problem.what}
     start = time.perf_counter()
     exprs = problem.build(tc)
-    eager = tc.compile(exprs, backend="jax", jit=False)
-    jitted = tc.compile(exprs, backend="jax")
+    options = problem.options(tc)
+    eager = tc.compile(exprs, backend="jax", jit=False, **options)
+    jitted = tc.compile(exprs, backend="jax", **options)
     row["symbolic_s"] = time.perf_counter() - start  # both compiles share nothing but are cheap
     values = {k: jnp.asarray(v) for k, v in problem.data.items() if k in jitted.inputs}
     fns: dict[str, Callable[[], object]] = {}
@@ -149,7 +235,8 @@ def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dic
     first["jax_jit"] = time.perf_counter() - start
     fns["jax_jit"] = lambda: jax.block_until_ready(fn(*args))
     ours = jitted(values)
-    row["error_jit_vs_jax"] = _max_rel(ours, jax.tree_util.tree_leaves(theirs))
+    leaves = problem.theirs(theirs) if problem.theirs else jax.tree_util.tree_leaves(theirs)
+    row["error_jit_vs_jax"] = _max_rel(ours, leaves)
     row["error_jit_vs_eager"] = _max_rel(ours, eager(values))
     if torch is not None:
         tensors = {k: torch.from_numpy(np.asarray(v)) for k, v in problem.data.items() if k in jitted.inputs}
@@ -162,7 +249,15 @@ def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dic
             fns[name] = lambda c=c: c(tensors)
         row["error_torch_compile_vs_jax"] = _max_rel([t.numpy() for t in compiled(tensors)], ours)
     row["first_call_s"] = first
-    row["call_s"] = interleaved(fns, repeats)
+    samples: dict[str, list[float]] = {}
+    row["call_s"] = interleaved(fns, repeats, samples)
+    # each round's batches ran back to back: the median of the rounds' ratios cancels the
+    # load drifting between rounds, which the ratio of two medians does not
+    row["paired_ratio"] = {
+        name: statistics.median(a / b for a, b in zip(samples[name], samples["jax_jit"]))
+        for name in ("tc_jit", "tc_jit_raw")
+        if name in samples
+    }
     return row
 
 
@@ -190,7 +285,7 @@ def main(argv: list[str] | None = None) -> dict:
         "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "problems": {},
     }
-    for problem in problems():
+    for problem in problems() + structured_problems() + elimination_problems():
         if only and problem.name not in only:
             continue
         row = run_problem(tc, jax, jnp, problem, args.repeats, torch)
@@ -198,8 +293,9 @@ def main(argv: list[str] | None = None) -> dict:
         t, f = row["call_s"], row["first_call_s"]
         line = (
             f"{problem.name:17s} eager {t['tc_eager'] * 1e3:9.3f} ms  jit {t['tc_jit'] * 1e3:8.3f} ms  "
-            f"jax.jit {t['jax_jit'] * 1e3:8.3f} ms  jit/jax {t['tc_jit'] / t['jax_jit']:5.2f}x  "
-            + (f"raw/jax {t['tc_jit_raw'] / t['jax_jit']:5.2f}x  " if "tc_jit_raw" in t else "")
+            f"jax.jit {t['jax_jit'] * 1e3:8.3f} ms  jit/jax {t['tc_jit'] / t['jax_jit']:5.2f}x "
+            f"(paired {row['paired_ratio']['tc_jit']:5.2f}x)  "
+            + (f"raw/jax {row['paired_ratio']['tc_jit_raw']:5.2f}x  " if "tc_jit_raw" in t else "")
             + f"first: symbolic {row['symbolic_s']:.2f} s + {f['tc_jit']:.2f} s, jax {f['jax_jit']:.2f} s"
         )
         if torch is not None:

@@ -121,6 +121,9 @@ def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
     else:
         other = "greedy"
     candidates = [auto, opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize=other)]
+    scaled = _scaled_first(eq, op_shapes, out_size, other)
+    if scaled is not None:
+        candidates.append(scaled)
     bound = PROPORTION * max([out_size, *(math.prod(s) for s in op_shapes)])
 
     def key(candidate):
@@ -128,6 +131,54 @@ def choose_path(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int):
         return (info.largest_intermediate > bound, float(info.opt_cost), info.largest_intermediate)
 
     return min(candidates, key=key)
+
+
+def _scaled_first(eq: str, op_shapes: Sequence[tuple[int, ...]], out_size: int, search: Any):
+    """A path that first multiplies each operand carrying only result letters (a row or
+    column scaling, ``c`` in ``ab,b,a,c,bd,ca->cd``) into the smallest other operand that
+    has all its letters, where that one is smaller than the result; the rest searched as
+    ``search`` does.  opt_einsum's searches leave such a scaling for the finished result
+    (the wide Jacobian's ``tanh'`` multiplied into its 10x1000 result, not into the
+    10x200 weight it could scale first): None where no operand is one, or nothing is
+    smaller than the result.
+
+    >>> path, info = _scaled_first("ab,b,a,c,bd,ca->cd", [(200, 200), (200,), (200,), (10,), (200, 1000), (10, 200)],
+    ...                            10 * 1000, "dp")
+    >>> path[0], info.contraction_list[0][2]  # c scales ca (10x200) before any product
+    ((3, 5), 'ca,c->ca')
+    """
+    lhs, target = eq.split("->")
+    specs, shapes = lhs.split(","), list(op_shapes)
+    path: list[tuple[int, int]] = []
+    while len(specs) > 2:
+        step = _first_scaling(specs, shapes, set(target), out_size)
+        if step is None:
+            break
+        i, host = step
+        path.append((min(i, host), max(i, host)))
+        host_spec, host_shape = specs[host], shapes[host]
+        for k in sorted((i, host), reverse=True):  # opt_einsum's order: the rest, then the product
+            del specs[k], shapes[k]
+        specs.append(host_spec)
+        shapes.append(host_shape)
+    if not path:
+        return None
+    rest, _ = opt_einsum.contract_path(",".join(specs) + "->" + target, *shapes, shapes=True, optimize=search)
+    return opt_einsum.contract_path(eq, *op_shapes, shapes=True, optimize=path + [tuple(s) for s in rest])
+
+
+def _first_scaling(specs: list[str], shapes: list[tuple[int, ...]], result: set[str], out_size: int):
+    """(operand, host) of the first scaling :func:`_scaled_first` applies, or None."""
+    sizes = [math.prod(shape) for shape in shapes]
+    for i, spec in enumerate(specs):
+        if not set(spec) <= result:
+            continue
+        hosts = [k for k, other in enumerate(specs) if k != i and set(spec) <= set(other) and sizes[k] >= sizes[i]]
+        if hosts:
+            host = min(hosts, key=sizes.__getitem__)
+            if sizes[host] < out_size and set(specs[host]) != set(spec):
+                return i, host
+    return None
 
 
 def _in_output_order(eq: str, op_shapes: Sequence[tuple[int, ...]], best):

@@ -182,3 +182,46 @@ def opt_einsum_path(eq, shapes):
     import opt_einsum
 
     return opt_einsum.contract_path(eq, *shapes, shapes=True, optimize="auto")
+
+
+MAP = "tanh(W3 *(oh,h->o) tanh(W2 *(gh,h->g) tanh(W1 *(hi,i->h) x)))"
+MAP_ORDERS = {"x": 1, "W1": 2, "W2": 2, "W3": 2}
+
+
+def _wide_map_shapes(n_in: int, hidden: int = 200, n_out: int = 10) -> dict:
+    return {"x": (n_in,), "W1": (hidden, n_in), "W2": (hidden, hidden), "W3": (n_out, hidden)}
+
+
+def test_a_row_scaling_multiplies_the_small_weight_not_the_wide_result():
+    """The wide Jacobian diag(s3) W3 diag(s2) W2 diag(s1) W1: opt_einsum's searches scale
+    the finished n_out x n_in result by s3; scaling W3 (n_out x hidden) first costs less.
+    Doubling n_in then adds exactly the result's product and the first layer's, with no
+    result-sized scaling (n_out * n_in more multiplications where s3 came last)."""
+    run = tc.compile(tc.jacobian(tc.parse(MAP, MAP_ORDERS), "x"))
+    small, large = (run.cost(_wide_map_shapes(n)) for n in (1000, 2000))  # the benchmark's sizes
+    hidden, n_out = 200, 10
+    assert large.multiplications - small.multiplications == 1000 * (n_out * hidden + hidden)
+    # no result-sized array beside the result itself at the peak (was the result twice)
+    assert large.peak_memory <= n_out * 2000 + 4 * hidden * hidden
+
+
+def test_the_wide_jacobian_with_its_scalings_moved_agrees_with_finite_differences():
+    rng = np.random.default_rng(3)
+    shapes = _wide_map_shapes(7, hidden=5, n_out=2)
+    values = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+    expr = tc.parse(MAP, MAP_ORDERS)
+    jac = tc.compile(tc.jacobian(expr, "x"))(values)
+    f = tc.compile(expr)
+    h = 1e-6
+    for i in range(7):
+        step = np.zeros(7)
+        step[i] = h
+        column = (f({**values, "x": values["x"] + step}) - f({**values, "x": values["x"] - step})) / (2 * h)
+        np.testing.assert_allclose(jac[:, i], column, rtol=1e-6, atol=1e-8)
+
+
+def test_the_path_scales_the_weight_before_the_product():
+    shapes = [(200, 200), (200,), (200,), (10,), (200, 1000), (10, 200)]
+    path, info = choose_path("ab,b,a,c,bd,ca->cd", shapes, 10 * 1000)
+    steps = [step[2] for step in info.contraction_list]
+    assert "ca,c->ca" in steps and "cd,c->cd" not in steps, steps
