@@ -481,9 +481,11 @@ class _Binder:
             return None
         n = shape[0]
         core = replace(term, out=term.out[:1])
-        fn, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend)
-        # the term, for a writer that spells products itself (to_python); the fused function calls fn
-        value = describe(lambda env: fn(env), BandTerm(core, (n,), fn))
+        records: list = []
+        fn, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend, records=records)
+        # the term and its record, for a writer that spells products itself (to_python); the fused
+        # function calls fn
+        value = describe(lambda env: fn(env), BandTerm(core, (n,), fn, records[0]))
         self.recipe.append(("diagonal", core))
         return ([(Band(0, 0, n), value)] if n else []), cost
 

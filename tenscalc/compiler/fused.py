@@ -230,6 +230,7 @@ class BandTerm:
     term: Any
     shape: tuple[int, ...]
     fn: Callable[[list], Any]
+    record: Any = None  # the term's record as the binder bound it (.terms.TermPlan)
 
 
 @dataclass(frozen=True)

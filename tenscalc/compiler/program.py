@@ -1459,10 +1459,20 @@ def _bind_full_sums(terms: Sequence[Term], shapes, resolver: ShapeResolver):
 
 
 def _bind_term(
-    term: Term, shape: tuple[int, ...], shapes, resolver: ShapeResolver, backend: Backend, is_output: bool = False
+    term: Term,
+    shape: tuple[int, ...],
+    shapes,
+    resolver: ShapeResolver,
+    backend: Backend,
+    is_output: bool = False,
+    records: list | None = None,
 ):
+    """The closure computing ``term`` at ``shape`` and its cost; ``records``, where given, gets
+    the term's record (a banded step's core term: kept with its op, :class:`.fused.BandTerm`)."""
     # every decision is the record's (.terms: made once, read by the source writer too)
     record = plan_term(term, shape, shapes, resolver, backend.name == "numpy", choose_path)
+    if records is not None:
+        records.append(record)
     out, unique_shape, factor = record.out, record.unique_shape, record.factor
     out_size = math.prod(shape)
     diagonal_out = record.diagonal_out

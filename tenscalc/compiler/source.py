@@ -189,8 +189,8 @@ class ProgramSource:
             call=_undescribed,
             stretch="_stretch",
             multiply="_np.multiply",
-            # a band's core term is bound over the dense shapes (.banded)
-            term=lambda band: self._term(band.term, band.shape, self.dense),
+            # a band's core term: written from the record its op holds (.banded)
+            term=lambda band: self._written_term(band.record, band.term, band.shape),
         )
 
     @property
@@ -476,6 +476,10 @@ class ProgramSource:
         record = self.bound.terms.get(key)
         if record is None:  # the writer writes what the binder bound, nothing else
             raise AssertionError(f"the binder bound no record of the term {term} at shape {shape}")
+        return self._written_term(record, term, shape)
+
+    def _written_term(self, record: TermPlan, term: Term, shape: tuple[int, ...]) -> str:
+        """The value of ``term`` at ``shape``, written from ``record`` (.terms.TermPlan)."""
         self.records.append(record)
         diagonal_eq = letters(record.out) + "->" + letters(record.unique)
         if record.fill is not None:

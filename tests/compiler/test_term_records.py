@@ -160,3 +160,36 @@ def test_a_sum_into_one_buffer_is_written_from_the_binders_parts(name):
     writer._accumulate = lambda found, shape: seen.append(found) or accumulate(found, shape)  # type: ignore[method-assign]
     writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
     assert [id(found) for found in seen] == [id(bound.steps[slot].parts) for slot in buffered]
+
+
+def _band_terms(inline) -> list:
+    """The core terms (:class:`.fused.BandTerm`) a banded op's description holds."""
+    from tenscalc.compiler.fused import BandScaled, BandStretch, BandSum, BandTerm
+
+    if isinstance(inline, BandTerm):
+        return [inline]
+    if isinstance(inline, BandSum):
+        return [term for group in inline.groups for fn in group for term in _band_terms(fn.inline)]
+    if isinstance(inline, (BandScaled, BandStretch)):
+        return _band_terms(inline.value.inline)
+    return []
+
+
+def test_a_banded_steps_core_terms_are_written_from_the_records_their_op_holds():
+    """A banded step's diagonal core term keeps the record it was bound with on its op
+    (``BandTerm.record``): the writer reads it there, not program-wide by the dense
+    shapes (the writer still writes the Hessian with the program's table emptied)."""
+    build, shapes = CORPUS["chained Rosenbrock (slices, banded Hessian)"]
+    roots = build()
+    graphs = [axis_graph(roots[0] if len(roots) == 1 else tuple(roots))]
+    planner = ShapeResolver(graphs, shapes, estimate=True)
+    bound = bind(build_plan(list(roots)), planner, get_backend("numpy"))
+    held = [term for op in bound.ops if op.kind == "band" for term in _band_terms(op.inline)]
+    assert len(held) == 2  # the Hessian's two diagonal cores (-400 (x[1:] - x[:-1]^2), -400 x[:-1])
+    made = {id(record) for record in planner.terms.values()}
+    assert all(term.record is not None and id(term.record) in made for term in held)
+    cores = {id(term.record) for term in held}
+    bound.terms = {key: record for key, record in bound.terms.items() if id(record) not in cores}
+    writer = ProgramSource(bound, ShapeResolver(graphs, shapes))
+    writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
+    assert cores <= {id(record) for record in writer.records}
