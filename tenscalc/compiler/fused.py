@@ -17,8 +17,9 @@ and runs the loop: a function called once does not pay for compiling source):
   and their dense twins, ``inv``, ``det`` and ``adj``) are written by the writer of
   ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the module's statements,
   no closure called;
+* ``x^1`` (:class:`Same`) is the slot itself;
 * every other step (Cholesky factors and their readers, a sum
-  with broadcast, embedded or diagonal parts, ``x^1``) is a call of its
+  with broadcast, embedded or diagonal parts) is a call of its
   closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
   array) or :class:`Terms` (a product's terms, added in place) is known to allocate its
   result;
@@ -77,6 +78,7 @@ __all__ = [
     "Chain",
     "Const",
     "Fresh",
+    "Same",
     "Slot",
     "Temp",
     "Terms",
@@ -156,6 +158,13 @@ class View:
 
     slot: int
     key: tuple
+
+
+@dataclass(frozen=True)
+class Same:
+    """The slot's array itself (``x^1``): nothing computed, no new array."""
+
+    slot: int
 
 
 @dataclass(frozen=True)
@@ -240,7 +249,7 @@ class BandSum:
     groups: tuple[tuple[Callable[[list], Any], ...], ...]
 
 
-Inline = Chain | View | Tiles | Fresh | Terms | BandSum | BandNumber | BandRef | BandScaled | BandStretch | BandTerm
+Inline = Chain | View | Same | Tiles | Fresh | Terms | BandSum | BandNumber | BandRef | BandScaled | BandStretch | BandTerm
 #: steps whose value is a new array that aliases none of the slots they read
 ALLOCATING = (Chain, Tiles, Fresh, Terms)
 
@@ -601,6 +610,8 @@ def fuse(
                 owned.add(slot)
         elif isinstance(inline, View):
             lines.append(f"{target} = env[{inline.slot}][{writer.name('_k', inline.key)}]")
+        elif isinstance(inline, Same):
+            lines.append(f"{target} = env[{inline.slot}]")
         elif isinstance(inline, Terms):
             writer.terms(target, inline)
             owned.add(slot)

@@ -32,7 +32,7 @@ from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
-from .fused import Call, Chain, Const, Fresh, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
+from .fused import Call, Chain, Const, Fresh, Same, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
 from .generated import linalg_adj, linalg_det, linalg_inv
 from .kernels import contraction_kernel, gram_contraction, laid_in_order
 from .lowered import Op, program_cost
@@ -1157,8 +1157,8 @@ def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
         return both, cost
     (a,) = step.args
     e = step.data
-    if e == 1:  # x itself, no new array: nothing for a chain to describe
-        return (lambda env: env[a]), OpCost(0, 0, 0)
+    if e == 1:  # x itself, no new array
+        return describe(lambda env: env[a], Same(a)), OpCost(0, 0, 0)
     if e == 2:
         square = lambda env: env[a] * env[a]  # noqa: E731
         if numpy:

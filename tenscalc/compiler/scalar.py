@@ -48,7 +48,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..core.functions import FUNCTIONS
-from .fused import Chain, Const, Slot, Temp
+from .fused import Chain, Const, Same, Slot, Temp
 from .lowered import Op
 from .plan import Plan, Step, Term, step_reads
 from .program import Program, ShapeResolver, _items_of, _terms_of
@@ -172,8 +172,8 @@ class ScalarSource:
         # math.pow raises where np.power gives nan or inf; Python's ** would give a complex number
         if isinstance(op.inline, Chain):
             self._calls(name, op.inline)
-        elif len(step.args) == 1 and step.data == 1:  # the binder hands out x itself
-            self.lines.append(f"{name} = {self.names[step.args[0]]}")
+        elif isinstance(op.inline, Same):  # x^1: the binder hands out x itself
+            self.lines.append(f"{name} = {self.names[op.inline.slot]}")
         else:  # pragma: no cover - _bind_pow describes every other power of NumPy's
             raise _Decline
 

@@ -31,7 +31,7 @@ from ..printing.text import slice_text  # the language writes slices as Python i
 from . import kernels
 from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, Part, block_rows
 from .backends import letters
-from .fused import BandSum, Chain, ChainWriter, Spelling, Tiles, band_tuple, tiles_lines
+from .fused import BandSum, Chain, ChainWriter, Same, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import (
     ALIASES,
     CHOLESKY_HELPER,
@@ -165,6 +165,7 @@ class ProgramSource:
         assert bound.bound_plan is not None, "a program bound from a plan"
         self.plan = bound.bound_plan
         self.bound = bound
+        self.ops = {op.slot: op for op in bound.ops}
         self.resolver = resolver
         self.records: list[TermPlan] = []  # every term's record, in the order written
         self.pairs: list[PairLayout] = []  # every pairwise contraction's layout, in the order written
@@ -353,11 +354,11 @@ class ProgramSource:
         return numpy_call(step.data, self._arg(a))
 
     def _pow(self, step: Step, shape, is_output: bool) -> str:
-        # the binder describes every power but x^1 as a chain (program._bind_pow), written
-        # from that description in _op; x^1 is x itself, as the binder hands it out
-        (a,) = step.args
-        assert step.data == 1, "program._bind_pow describes every other power as a Chain"
-        return self._arg(a)
+        # the binder describes every power as a chain (program._bind_pow), written from that
+        # description in _op, but x^1: the array itself (fused.Same), as the binder hands it out
+        same = self.ops[step.index].inline
+        assert isinstance(same, Same), "program._bind_pow describes every other power as a Chain"
+        return self._arg(same.slot)
 
     def _slice(self, step: Step, shape, is_output: bool) -> str:
         view = f"{self._arg(step.args[0])}[{slice_text(step.data)}]"

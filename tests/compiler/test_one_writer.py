@@ -230,3 +230,27 @@ def test_the_three_runners_raise_the_same_error_on_a_non_finite_matrix():
     loop, fused, module, shape_free = _errors(exprs, values, bad)
     assert loop.startswith("adj: the SVD did not converge")
     assert loop == fused == module == shape_free
+
+
+def test_x_to_the_one_is_one_record_every_writer_follows():
+    """``x^1`` is ``x`` itself: the binder says so once (``fused.Same``), the fused
+    function, the module and the float runner write that alias and call no closure."""
+    from tenscalc.compiler.fused import Same
+
+    expr = tc.parse("x^1 .* y + x^1", {"x": 1, "y": 1})
+    values = {"x": np.array([0.5, -2.0, 3.0]), "y": np.array([1.5, 2.0, -1.0])}
+    compiled, program = _fused_program([expr], values)
+    (power,) = [op for op in program.ops if op.kind == "pow"]
+    assert power.inline == Same(power.reads[0])
+    assert not any(value is power.fn for value in program.fused.__globals__.values())
+    assert f"env[{power.slot}] = env[{power.reads[0]}]" in program.fused_source
+    module = tc.to_python([expr], shapes={"x": (3,), "y": (3,)})
+    assert f"_s{power.slot} = x\n" in module
+    namespace: dict = {}
+    exec(module, namespace)  # noqa: S102 - the module under test
+    expected = values["x"] * values["y"] + values["x"]
+    np.testing.assert_array_equal(namespace["f"](**values)[0], expected)
+    np.testing.assert_array_equal(compiled(values)[0], expected)
+    scalar = tc.compile(tc.parse("a^1 * b", {"a": 0, "b": 0}))
+    assert scalar(a=2.0, b=3.0) == 6.0
+    assert isinstance(scalar._last[1], ScalarProgram) and "_s1 = _s0\n" in scalar._last[1].source
