@@ -249,7 +249,9 @@ class BandSum:
     groups: tuple[tuple[Callable[[list], Any], ...], ...]
 
 
-Inline = Chain | View | Same | Tiles | Fresh | Terms | BandSum | BandNumber | BandRef | BandScaled | BandStretch | BandTerm
+Inline = (
+    Chain | View | Same | Tiles | Fresh | Terms | BandSum | BandNumber | BandRef | BandScaled | BandStretch | BandTerm
+)
 #: steps whose value is a new array that aliases none of the slots they read
 ALLOCATING = (Chain, Tiles, Fresh, Terms)
 
