@@ -1,7 +1,8 @@
 """Every runner of a compiled program computes the same numbers (issue 26 item 4).
 
 One corpus (the benchmark problems, the Rosenbrock family with slices, order-3 and
-order-4 derivatives, all-scalar programs, banded and Gram cases) runs through the
+order-4 derivatives, all-scalar programs, banded and Gram cases, a batched Jacobian's
+diagonals of shared sines and cosines) runs through the
 interpreter, the closure loop, the fused NumPy function, the float runner,
 ``to_python(shapes=)``, shape-free ``to_python()``, JAX jitted and eager, torch op by
 op and through ``torch.compile`` (slow set), and dask; the values must agree (the
@@ -53,6 +54,18 @@ def _family(text: str, orders=None, wrt: str = "x", order: int = 2) -> Callable[
     return build
 
 
+def _robot_arm_diagonals() -> list:
+    """The batched robot arm's Jacobian diagonals (``benchmarks/elimination_problems.py``):
+    sines and cosines each read by many outputs, the form XLA's CPU fusion copies into
+    every reader."""
+    from benchmarks.elimination_problems import tenscalc_outputs
+
+    outs, names = tenscalc_outputs("robot_arm_6dof", batched=True)
+    acc = tc.jacobian_accumulation(outs, names, shapes={x: (5,) for x in names})
+    parts = [acc.partials[k][x].value for k in range(len(outs)) for x in names]
+    return [p for p in parts if not (p.op == "const" and p.arg[0] == 0)]
+
+
 #: name -> (expressions, shapes with distinct axis lengths)
 CORPUS: dict[str, tuple[Callable[[], list], dict[str, tuple[int, ...]]]] = {
     "quadratic": (_bench("quadratic"), {"x": (4,), "A": (4, 4)}),
@@ -72,6 +85,7 @@ CORPUS: dict[str, tuple[Callable[[], list], dict[str, tuple[int, ...]]]] = {
                                         wrt="u"), {"u": (3,), "v": (5,), "C": (3, 5)}),
     "inv and det": (_family("log(det(A)) + x *(i,ij->j) inv(A) *(j,j->) x", {"A": 2, "x": 1}, order=1),
                     {"A": (3, 3), "x": (3,)}),
+    "robot arm Jacobian diagonals (batch)": (_robot_arm_diagonals, {f"t{k}": (5,) for k in range(1, 7)}),
 }  # fmt: skip
 NAMES = list(CORPUS)
 
