@@ -146,16 +146,18 @@ def elimination_problems() -> list[Problem]:
             from benchmarks.elimination import _jax_jacobians
 
             args = [d[x] for x in names]
-            fwd, rev = _jax_jacobians(fn, len(names), True)
-            return _faster(jax, (fwd, rev), args), args
+            faster = _faster(jax, _jax_jacobians(fn, len(names), True), args)
+            # the same transform afresh (new functions, so jit traces and compiles again):
+            # its first call is timed like every other problem's
+            return _jax_jacobians(fn, len(names), True)[faster], args
 
         what = f"{name} Jacobian (diagonals), batch {BATCH:,}"
         found.append(Problem(f"elim_{name}", what, data, build, jax_form, theirs=theirs))
     return found
 
 
-def _faster(jax, fns, args):
-    """The faster of ``fns`` on ``args`` (best of 5 batches of 20 calls after a warm-up)."""
+def _faster(jax, fns, args) -> int:
+    """The index of the faster of ``fns`` on ``args`` (best of 5 batches of 20 calls after a warm-up)."""
 
     def best(fn):
         jax.block_until_ready(fn(*args))
@@ -167,7 +169,8 @@ def _faster(jax, fns, args):
             times.append(time.perf_counter() - start)
         return min(times)
 
-    return min(fns, key=best)
+    times = [best(fn) for fn in fns]
+    return times.index(min(times))
 
 
 #: seconds between two batches: long enough for another library's spinning threads to sleep
