@@ -16,7 +16,6 @@ import pytest
 from tenscalc import oracle
 from tenscalc.calculus.elimination import PARTIAL_RULES
 from tenscalc.calculus.pullbacks import FUNCTION_DERIVATIVES, PULLBACK_RULES
-from tenscalc.compiler.codegen import CODEGEN_RULES
 from tenscalc.compiler.plan import PLAN_RULES
 from tenscalc.convexity.assumptions import DOMAIN_RULES
 from tenscalc.convexity.congruence import SYMMETRIC_MATRIX_RULES
@@ -49,7 +48,6 @@ KIND_TABLES = {
     "EVALUATORS": (EVALUATORS, ()),
     "ORACLE_EXPANDERS": (oracle.ORACLE_EXPANDERS, ()),
     "PLAN_RULES": (PLAN_RULES, ("const", "delta")),  # absorbed into products or bound once
-    "CODEGEN_RULES": (CODEGEN_RULES, ()),
     # printers
     "TEXT_PRINTERS": (TEXT_PRINTERS, ()),
     "MATRIX_NOTATION_PRINTERS": (MATRIX_NOTATION_PRINTERS, ()),

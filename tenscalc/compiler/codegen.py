@@ -8,8 +8,10 @@ written out by :class:`_PlanWriter`: one statement per plan step (products fused
 into one einsum per term, deltas absorbed into letters, shared work computed once),
 each temporary deleted after the plan's last reader of it, sums added into one
 buffer, and contractions along the compiler's memory-bounded path choice.  Lengths
-are read from the arguments at run time, so the function takes any shapes.  The
-DAG walker (:class:`_Writer`) writes the constant-only steps.
+are read from the arguments at run time, so the function takes any shapes.  A
+constant-only step is written from the steps of its own plan
+(:func:`.plan.build_constant_plan`), and banded steps from ``tc.compile``'s band
+decision (:func:`.program.band_decision`), laid out at run time.
 
 Nothing the user writes reaches the source as text except the function name and
 the variable names, and both must be plain identifiers (checked here), so the
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -29,13 +30,10 @@ from typing import Any, cast
 from ..adjugate import ADJUGATE_SOURCE
 from ..core.axes import AxisGraph, axis_graph
 from ..core.checks import require_exprs
-from ..core.letters import LetterClasses
 from ..core.nodes import Expr, topological
-from ..core.products import unite_delta
 from ..core.text import einsum_letters as _letters
 from ..core.text import short
 from ..errors import TensCalcError
-from ..interpreter import is_constant_scalar
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
 from ..simplifier import simplify_many
@@ -54,7 +52,7 @@ from .generated import (
     signature,
 )
 from .numpy_names import numpy_call
-from .plan import Term, step_reads
+from .plan import step_reads
 from .program import DP_MAX_OPERANDS, PROPORTION, ShapeResolver, band_decision
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
@@ -146,18 +144,18 @@ def _operand(text: str) -> str:
 
 @dataclass
 class _Value:
-    """A node's value in the generated code: a Python expression (a temporary, a
-    parameter or a literal), whether it is a scalar standing for a constant tensor,
-    and the Python expressions of its axis lengths (None where unknown)."""
+    """A slot's value in the generated code: a Python expression (a temporary, a
+    parameter or a literal) and the Python expressions of its axis lengths (None
+    where unknown)."""
 
     text: str
-    scalar: bool
     shape: tuple[str | None, ...]
 
 
 class _Writer:
-    """Collects the statements of the generated function, one per shared node
-    (every node has one shape: constants carry their dimensions)."""
+    """What writing the generated function needs besides the plan: the axis lengths read
+    from the arguments, the Cholesky factors of declared inputs, the module around the
+    statements (:meth:`source`)."""
 
     def __init__(self, roots: list[Expr], name: str, declared: Declared | None = None):
         self.roots = roots
@@ -166,7 +164,6 @@ class _Writer:
         self.factors: dict[str, str] = {}  # a declared positive-definite variable -> its factor's temporary
         self.unread: set[str] = set()  # temporaries to drop when nothing reads them (a det whose log reads the factor)
         self.lines: list[str] = []
-        self.values: dict[Expr, _Value] = {}
         self.graphs: dict[Expr, AxisGraph] = {}  # node -> the axis graph that sizes it
         # id(graph) -> class -> "x.shape[k]" (an AxisGraph is a mutable dataclass: not hashable)
         self.sources: dict[int, dict[int, str]] = {}
@@ -231,79 +228,6 @@ class _Writer:
         self.lines.append(f"{temp} = {text}")
         return temp
 
-    def write(self) -> list[_Value]:
-        for node in topological(self.roots):
-            graph = self.graphs[node]
-            shape = self._shape(graph, graph.classes(node))
-            kids = [self.values[child] for child in node.children]
-            self.values[node] = self.build(node, kids, shape)
-        return [self.values[root] for root in self.roots]
-
-    def build(self, node: Expr, kids: list[_Value], shape: tuple[str | None, ...]) -> _Value:
-        """The value of ``node`` from its children's, by the rule of its kind."""
-        return CODEGEN_RULES[node.op](self, node, kids, shape)
-
-    def scalar_text(self, text: str) -> str:
-        """A constant's text, bound to a temporary once it nests deeply (Python's parser
-        refuses about 200 nested parentheses: `sin(sin(...(1)...))` is a valid input)."""
-        return self.bind(text) if text.count("(") > 50 else text
-
-    def full(self, node: Expr, value: _Value) -> str:
-        """``value`` with its full shape (a broadcast scalar materialised)."""
-        if value.scalar and node.order > 0:
-            return f"_np.full({_shape_text(node, value.shape)}, {value.text}, dtype=_dtype)"
-        return value.text
-
-    def _write_var(self, node, kids, shape):
-        return _Value(self.names[node.arg[0]], False, shape)
-
-    def _write_const(self, node, kids, shape):
-        return _Value(_literal(node.arg[0]), True, shape)
-
-    def _write_delta(self, node, kids, shape):
-        n = node.arg
-        if n == 0:
-            return _Value("1.0", True, shape)
-        text = _shape_text(node, shape)
-        size = " * ".join(a for a in shape[:n])
-        # not bound to a temporary: a product absorbs it without ever building it
-        return _Value(f"_np.eye({size}, dtype=_dtype).reshape({text})", False, shape)
-
-    def _write_add(self, node, kids, shape):
-        parts = []
-        for i, (kid, coef) in enumerate(zip(kids, node.arg)):
-            term = kid.text if abs(coef) == 1 else f"{_literal(abs(coef))} * {_operand(kid.text)}"
-            if i == 0:
-                parts.append(term if coef > 0 else f"-{_operand(term)}")
-            else:
-                parts.append(f" + {term}" if coef > 0 else f" - {_operand(term)}")
-        text = "".join(parts)
-        scalar = all(kid.scalar for kid in kids)
-        return _Value(self.scalar_text(text) if scalar else self.bind(text), scalar, shape)
-
-    def _write_func(self, node, kids, shape):
-        (kid,) = kids
-        matrix = node.children[0].children[0] if node.children[0].op == "det" else None
-        factor = self._factor(matrix) if node.arg == "log" else None
-        if factor is not None:  # log det from the factor: finite where det overflows
-            return _Value(self.bind(f"_cho_det({factor}, True)"), False, shape)
-        text = numpy_call(node.arg, kid.text)
-        return _Value(self.scalar_text(text) if kid.scalar else self.bind(text), kid.scalar, shape)
-
-    def _write_pow(self, node, kids, shape):
-        base, exponent = kids
-        e = node.children[1].arg[0] if node.children[1].op == "const" else None
-        # a constant base is a Python number: as a NumPy float, 1 / 0 is inf and 2^-1
-        # is 0.5 as in evaluate (Python raises ZeroDivisionError, NumPy's integer power a ValueError)
-        b = f"_np.float64({base.text})" if base.scalar else base.text
-        if e == 2:
-            text = f"{b} * {b}"
-        elif e == -1:
-            text = f"1.0 / {b}"
-        else:
-            text = f"_np.power({b}, {exponent.text})"
-        return _Value(self.scalar_text(text) if base.scalar else self.bind(text), base.scalar, shape)
-
     def _factor(self, node: Expr | None) -> str | None:
         """The temporary holding the Cholesky factor of ``node`` where it is a variable
         declared positive definite (written at its first use), else None."""
@@ -313,94 +237,6 @@ class _Writer:
         if name not in self.factors:
             self.factors[name] = self.bind(f"_cholesky({self.names[name]}, {name!r})")
         return self.factors[name]
-
-    def _write_inv(self, node, kids, shape):
-        factor = self._factor(node.children[0])
-        if factor is not None:
-            return _Value(self.bind(f"_cho_inv({factor})"), False, shape)
-        self.helpers.add("_linalg")  # the text tc.compile's closures run (.generated.LINALG_HELPER)
-        return _Value(self.bind(f"_inv({self.full(node.children[0], kids[0])})"), False, shape)
-
-    def _write_det(self, node, kids, shape):
-        factor = self._factor(node.children[0])
-        if factor is not None:
-            temp = self.bind(f"_cho_det({factor}, False)")
-            self.unread.add(temp)
-            return _Value(temp, False, shape)
-        self.helpers.add("_linalg")
-        return _Value(self.bind(f"_det({self.full(node.children[0], kids[0])})"), False, shape)
-
-    def _write_adj(self, node, kids, shape):
-        # float16 and longdouble through the nearest LAPACK dtype, as inv and det
-        self.helpers.update(("_linalg", "_adjugate"))
-        text = f"_adj({self.full(node.children[0], kids[0])}, {node.arg})"
-        return _Value(self.bind(text), False, shape)
-
-    def _write_mul(self, node, kids, shape):
-        ins, out = node.arg
-        if any(c.op == "const" and c.arg[0] == 0 for c in node.children):
-            # a zero factor is zero even against inf or nan, as in evaluate and compile
-            return _Value(f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)" if shape else "0.0", not shape, shape)
-        children, kids, ins, out = _absorb_deltas(node.children, kids, ins, out)
-        kept: set[int] = set()
-        for child, kid, spec in zip(children, kids, ins):
-            if not kid.scalar and not is_constant_scalar(child):
-                kept.update(spec)
-        factors: list[str] = []
-        operands: list[str] = []
-        specs: list[tuple[int, ...]] = []
-        for child, kid, spec in zip(children, kids, ins):
-            if (kid.scalar and set(spec) <= kept) or is_constant_scalar(child):
-                # a broadcast scalar is just a factor, applied after the contraction like
-                # any order-0 constant (det of a constant matrix too), as in evaluate
-                factors.append(kid.text)
-                continue
-            if kid.scalar:
-                kept.update(spec)
-            value = self.full(child, kid)
-            unique = tuple(dict.fromkeys(spec))
-            if len(unique) != len(spec):  # repeated letters read a diagonal
-                value = f'_np.einsum("{_letters(spec)}->{_letters(unique)}", {value})'
-                spec = unique
-            operands.append(value)
-            specs.append(spec)
-        unique_out = tuple(dict.fromkeys(out))
-        if operands:
-            spec_text = ",".join(_letters(s) for s in specs) + "->" + _letters(unique_out)
-            text = f'_contract("{spec_text}", {", ".join(operands)})'
-        else:
-            text = "1.0"
-        if factors:
-            text = " * ".join(_operand(f) for f in factors) + " * " + text
-        if len(unique_out) == len(out):
-            if not operands:
-                return _Value(text, True, shape)
-            return _Value(self.bind(text), False, shape)
-        # repeated output letters write onto a diagonal
-        if not operands:
-            unique_shape = tuple(shape[out.index(letter)] for letter in unique_out)
-            text = f"_np.full({_shape_text(node, unique_shape)}, {text}, dtype=_dtype)"
-        # zeros of the inputs' dtype: complex input keeps the diagonal's imaginary part
-        temp = self.bind(f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)")
-        self.lines.append(f'_np.einsum("{_letters(out)}->{_letters(unique_out)}", {temp})[...] = {text}')
-        return _Value(temp, False, shape)
-
-    def _write_slice(self, node, kids, shape):
-        (kid,) = kids
-        if kid.scalar:  # a part of a broadcast scalar is that scalar
-            return _Value(kid.text, True, shape)
-        return _Value(self.bind(f"{kid.text}[{_index_text(node.arg)}]"), False, shape)
-
-    def _write_embed(self, node, kids, shape):
-        (kid,) = kids
-        temp = self.bind(f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)")
-        child = node.children[0]
-        if child.op == "delta" and child.arg > 0:  # ones on the part's diagonal: no identity built
-            eq = _letters(tuple(range(child.arg)) * 2) + "->" + _letters(tuple(range(child.arg)))
-            self.lines.append(f"_np.einsum({eq!r}, {temp}[{_index_text(node.arg[0])}])[...] = 1.0")
-        else:
-            self.lines.append(f"{temp}[{_index_text(node.arg[0])}] = {kid.text}")
-        return _Value(temp, False, shape)
 
     # -- the module --------------------------------------------------------------------
     def source(self, params: list[str], results: list[_Value], single: bool, header: str) -> str:
@@ -425,10 +261,10 @@ class _Writer:
             word = "positive definite (pd)" if name in self.declared.pd else "symmetric"
             body.append(f"{names[name]} = _symmetric({names[name]}, {name!r}, {word!r})")
         texts = []
-        for root, value in zip(self.roots, results):
+        for value in results:
             # _result: the inputs' dtype, and never an input itself (writing into a result
             # must not change the caller's array)
-            text = value.text if value.scalar and root.order == 0 else self.full(root, value)
+            text = value.text
             copy = text in names.values()
             texts.append(f"_result({'_np.array(' + text + ')' if copy else text}, _dtype)")
         keep = set(_TEMP.findall(" ".join(texts)))
@@ -455,12 +291,34 @@ class _Writer:
         if self.helpers:
             from .source import HELPERS  # the same helpers to_python(shapes=) writes
 
-            # _add_parts: the bound sums' text too (.sums)
-            helpers = {**HELPERS, "_sum": SUM_HELPER, "_bands": BAND_SOURCE}
+            helpers = {**HELPERS, "_add_parts": PARTS_HELPER, "_sum": SUM_HELPER, "_bands": BAND_SOURCE}
             imports += [helpers[helper].rstrip() for helper in sorted(self.helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
         return read_aliases_only("\n".join(lines) + "\n")
+
+
+#: the plan writer's sum of embedded parts and diagonals (one buffer, no copy per part)
+PARTS_HELPER = '''
+def _add_parts(x, fresh, shape, parts):
+    """``x`` (broadcast to ``shape``) plus, in order, each ``coef * part`` written at its basic
+    index ``key`` (on the diagonal the einsum ``eq`` reads there, where ``part`` is a diagonal
+    matrix's core) and each ``coef`` on a diagonal (``part`` None, ``eq`` reading it); added
+    into ``x`` itself where it is an array of the sum just made (``fresh``), of the shape and
+    dtype of the sum, else into one copy."""
+    dtype = _np.result_type(x, *[part for part, _, _, _ in parts if part is not None], 0.0)
+    if not (fresh and _np.shape(x) == shape and x.dtype == dtype):
+        x = _np.array(_np.broadcast_to(x, shape), dtype=dtype)
+    for part, key, coef, eq in parts:
+        if part is None:
+            _np.einsum(eq, x)[...] += coef
+        elif eq is not None:
+            _np.einsum(eq, x[key])[...] += part if coef == 1.0 else coef * part
+        elif coef == 1.0:
+            x[key] += part
+        else:
+            x[key] += coef * part
+    return x'''
 
 
 #: the plan writer's sum of arrays: one buffer, as the compiled program adds into one
@@ -495,34 +353,31 @@ def _sum(parts):
     return acc'''
 
 
-class _PlanDecline(Exception):
-    """A step the plan writer does not write: the DAG walker writes the function."""
-
-
 class _PlanWriter(_Writer):
     """Writes the compiler's shape-free plan (:func:`.plan.build_plan`): one statement per
     plan step, in the plan's order, with the plan's decisions (products fused into one
     einsum per term, deltas absorbed into letters, shared subexpressions computed once)
     and its liveness (a slot is deleted after its last reader, as the compiled program
-    releases it).  Lengths are read from the arguments (``x.shape[k]``) as the DAG
-    walker reads them; a constant-only step is written by the walker's rules."""
+    releases it).  Lengths are read from the arguments (``x.shape[k]``).  A constant-only
+    step (or a term's constant operand) is written from the steps of its own plan
+    (:func:`.plan.build_constant_plan`, its numbers and deltas folded) by a
+    :class:`_ConstantWriter`."""
 
     def __init__(self, roots: list[Expr], name: str, declared: Declared | None = None):
         super().__init__(roots, name, declared)
         from .plan import build_plan
 
-        self.plan = build_plan(roots)
+        plan = build_plan(roots)
+        self._start(plan, _band_decision(roots, plan), "_s")
+
+    def _start(self, plan, bands, prefix: str) -> None:
+        """The state of writing ``plan``: its slots named ``prefix`` + index, ``bands`` its
+        band decision (:func:`_band_decision`)."""
+        self.plan = plan
+        self.prefix = prefix
         self.slots: dict[int, _Value] = {}
         self.constant_slots: set[int] = set()
-        # nodes inside another constant, and the terms' constants (the walker's array of
-        # such a node may be read again: never written into)
-        terms = [t for step in self.plan.steps if step.kind == "product" for t in cast("tuple[Term, ...]", step.data)]
-        held = {c for t in terms for c, _ in t.constants}
-        steps = [step.node for step in self.plan.steps if step.kind == "constant"]
-        constants = steps + list(held)
-        self.inner = held | {sub for c in constants for sub in topological([c]) if sub is not c}
-        self.inner |= {node for node, count in Counter(steps).items() if count > 1}  # one walker array, two steps
-        self.made = False  # whether the constant step just written made its own array
+        self.after_step: list[str] = []  # constants' names a step read, deleted after it
         self.unwritten: set[int] = set()  # steps not computed (a pd input's det read by its log only)
         self.readers: dict[int, list[int]] = {}
         for step in self.plan.steps:
@@ -530,7 +385,7 @@ class _PlanWriter(_Writer):
                 self.readers.setdefault(slot, []).append(step.index)
         #: tc.compile's band decision (:func:`.program.band_decision`): the banded slots, those
         #: also read densely (a dense twin written once), and every banded step's recipe
-        self.banded, self.twins, self.band_steps = _band_decision(roots, self.plan)
+        self.banded, self.twins, self.band_steps = bands
         self.band_names: dict[int, str] = {}  # banded slot -> the name of its (bands, values) pair
         #: product steps written as a diagonal matrix's core (slot -> the einsum reading that
         #: diagonal), where every reader embeds it into a sum: never a dense n x n array
@@ -550,7 +405,7 @@ class _PlanWriter(_Writer):
         for step in plan.steps:
             shape = self._node_shape(step.node)
             if step.kind == "input":
-                self.slots[step.index] = _Value(self.names[str(step.data)], False, shape)
+                self.slots[step.index] = _Value(self.names[str(step.data)], shape)
                 continue
             if step.index in self.band_steps:
                 self._write_bands(step, shape)
@@ -559,21 +414,24 @@ class _PlanWriter(_Writer):
                     continue
             rule = STEP_WRITERS.get(step.kind)
             if rule is None:  # pragma: no cover - every plan step kind has a rule
-                raise _PlanDecline(step.kind)
+                raise AssertionError(f"no writer for plan steps of kind {step.kind!r}")
             self.view, self.step = step.kind == "slice", step
             text = rule(self, step, shape)
             if text is None:  # not computed (a pd input's det whose log reads the factor)
                 self.unwritten.add(step.index)
                 continue
-            name = f"_s{step.index}"
+            name = f"{self.prefix}{step.index}"
             if self.view and step.index in outputs:
                 text = f"_np.array({text})"  # a view of an argument: the caller's result is its own
             if self.view:  # it keeps its operand's memory alive: neither is ever written into
                 self.owned.difference_update(step_reads(step))
-            elif shape and (step.kind != "constant" or self.made):  # a constant may be the walker's shared array
+            elif shape:  # every constant is an array of its own (its plan's, written for it alone)
                 self.owned.add(step.index)
             self.lines.append(f"{name} = {text}")
-            self.slots[step.index] = _Value(name, False, shape)
+            if self.after_step:  # the names of the constants it read, never read again
+                self.lines.append("del " + ", ".join(self.after_step))
+                self.after_step = []
+            self.slots[step.index] = _Value(name, shape)
             self._release(step)
         return [self.slots[slot] for slot in plan.outputs]
 
@@ -585,7 +443,7 @@ class _PlanWriter(_Writer):
             if slot in self.band_names:
                 dead.append(self.band_names.pop(slot))
             if slot in self.slots and slot not in inputs and slot not in outputs:
-                dead.append(f"_s{slot}")
+                dead.append(f"{self.prefix}{slot}")
         if dead:
             self.lines.append("del " + ", ".join(dead))
 
@@ -605,7 +463,7 @@ class _PlanWriter(_Writer):
         self.band_names[step.index] = name
         if step.index in self.banded and (step.index in self.twins or step.index in self.plan.outputs):
             self.lines.append(f"_s{step.index} = _bands_dense({name}, {_shape_text(step.node, shape)})")
-            self.slots[step.index] = _Value(f"_s{step.index}", False, shape)
+            self.slots[step.index] = _Value(f"_s{step.index}", shape)
             self.owned.add(step.index)
 
     def _band_part(self, part: tuple, step, shape: tuple[str | None, ...]) -> str:
@@ -656,17 +514,8 @@ class _PlanWriter(_Writer):
     def _node_shape(self, node: Expr) -> tuple[str | None, ...]:
         graph = self.graphs.get(node)
         if graph is None:  # pragma: no cover - every plan node is a node of the roots
-            raise _PlanDecline("a node outside the expressions")
+            raise AssertionError("a plan node outside the expressions")
         return self._shape(graph, graph.classes(node))
-
-    def _walk(self, node: Expr) -> _Value:
-        """A constant-only node's value by the walker's rules (a scalar stands for a tensor)."""
-        for sub in topological([node]):
-            if sub not in self.values:
-                graph = self.graphs[sub]
-                kids = [self.values[child] for child in sub.children]
-                self.values[sub] = self.build(sub, kids, self._shape(graph, graph.classes(sub)))
-        return self.values[node]
 
     def _read(self, slot: int) -> str:
         return self.slots[slot].text
@@ -688,12 +537,24 @@ class _PlanWriter(_Writer):
     # -- steps -------------------------------------------------------------------------
     def _plan_constant(self, step, shape) -> str:
         self.constant_slots.add(step.index)
-        node = step.node
-        known = node in self.values
-        value = self._walk(node)
-        # an array made here for this step alone (no other constant reads its node)
-        self.made = not known and node not in self.inner and _TEMP.fullmatch(value.text) is not None
-        return self.full(node, value) if node.order > 0 else value.text
+        return self._constant(step.node, shape)
+
+    def _constant(self, node: Expr, shape: tuple[str | None, ...]) -> str:
+        """The value of constant-only ``node``: a number or delta written out, anything else
+        the name its own plan's steps leave it in (deleted after the step reading it)."""
+        if node.op == "const":
+            value = _literal(node.arg[0])
+            return f"_np.full({_shape_text(node, shape)}, {value}, dtype=_dtype)" if node.order else value
+        if node.op == "delta":
+            if node.arg == 0:
+                return "1.0"
+            size = " * ".join(str(length) for length in shape[: node.arg])
+            return f"_np.eye({size}, dtype=_dtype).reshape({_shape_text(node, shape)})"
+        prefix = f"_c{len(self.lines)}_"  # unique: each constant's plan writes its statements first
+        (value,) = _ConstantWriter(self, node, prefix).write()
+        if value.text.startswith(prefix):  # its plan's output slot
+            self.after_step.append(value.text)
+        return value.text
 
     def _plan_func(self, step, shape) -> str:
         (arg,) = step.args
@@ -703,8 +564,9 @@ class _PlanWriter(_Writer):
 
     def _plan_pow(self, step, shape) -> str:
         base = self._read(step.args[0])
-        if step.args[0] in self.constant_slots and not self.plan.steps[step.args[0]].node.order:
-            base = f"_np.float64({base})"  # a Python number: as NumPy's, 1 / 0 is inf
+        node = self.plan.steps[step.args[0]].node
+        if not node.order and not node.variables:  # may be a Python number: as NumPy's, 1 / 0 is inf
+            base = f"_np.float64({base})"
         if len(step.args) == 2:
             return f"_np.power({base}, {self._read(step.args[1])})"
         e = step.data
@@ -837,13 +699,13 @@ class _PlanWriter(_Writer):
         operands: list[tuple[str, tuple[int, ...]]] = [(self._read(slot), spec) for slot, spec in term.operands]
         after: list[str] = []  # order-0 constants: multiplied into the result after the contraction
         for constant, spec in term.constants:
-            value = self._walk(constant)
+            text = self._constant(constant, self._node_shape(constant))
             if not spec:
-                after.append(_operand(value.text))
+                after.append(_operand(text))
             elif len(spec) == constant.order:
-                operands.append((self.full(constant, value), spec))
+                operands.append((text, spec))
             else:  # pragma: no cover - a constant read at a shape not its own
-                raise _PlanDecline("a constant read at another shape")
+                raise AssertionError("a constant read at another shape")
         present = {letter for _, spec in operands for letter in spec}
         factor = [_literal(float(term.factor))] if term.factor != 1 else []
         for letter, (ref, original) in dict(term.refs).items():  # lengths summed over constants only
@@ -905,13 +767,27 @@ class _PlanWriter(_Writer):
         graph = self.graphs.get(ref)
         slots = graph.letter_slots.get(ref) if graph is not None else None
         if graph is None or slots is None or original not in slots:
-            raise _PlanDecline("a letter the axis graph does not size")
+            raise TensCalcError("cannot tell the length of a summed index: no axis of the expressions sizes it")
         text = self.sources[id(graph)].get(graph.find(slots[original]))
         if text is None:
             raise TensCalcError(
                 "cannot tell the length of a summed index that only constants carry: no variable fixes it"
             )
         return text
+
+
+class _ConstantWriter(_PlanWriter):
+    """Writes one constant-only node from the steps of its own plan
+    (:func:`.plan.build_constant_plan`), into the statements of the function being
+    written (:class:`_PlanWriter` ``parent``), its slots named ``prefix`` + index."""
+
+    def __init__(self, parent: _PlanWriter, node: Expr, prefix: str):
+        from .plan import build_constant_plan
+
+        shared = ("roots", "name", "declared", "factors", "unread", "lines", "graphs", "sources", "orders")
+        for attribute in (*shared, "checks", "names", "helpers"):  # the function's sizes, names and statements
+            setattr(self, attribute, getattr(parent, attribute))
+        self._start(build_constant_plan(node), (set(), set(), {}), prefix)
 
 
 def _items_text(items: tuple) -> str:
@@ -994,52 +870,6 @@ def with_releases(lines: Sequence[str], keep: set[str]) -> list[str]:
         if k in dead:
             out.append("del " + ", ".join(sorted(dead[k], key=lambda t: int(t[2:]))))
     return out
-
-
-Shape = tuple[str | None, ...]
-
-#: node kind -> the writer method giving a node's value from its children's values
-CODEGEN_RULES: dict[str, Callable[[_Writer, Expr, list[_Value], Shape], _Value]] = {
-    "var": _Writer._write_var,
-    "const": _Writer._write_const,
-    "delta": _Writer._write_delta,
-    "add": _Writer._write_add,
-    "mul": _Writer._write_mul,
-    "func": _Writer._write_func,
-    "pow": _Writer._write_pow,
-    "inv": _Writer._write_inv,
-    "det": _Writer._write_det,
-    "adj": _Writer._write_adj,
-    "slice": _Writer._write_slice,
-    "embed": _Writer._write_embed,
-}
-
-
-def _absorb_deltas(children, kids, ins, out):
-    """Drop delta operands by giving their paired letters one name (an einsum with a
-    repeated output letter then writes the diagonal), so no identity is built."""
-    classes = LetterClasses()
-    find = classes.find
-    kept = []
-    for k, (child, kid, spec) in enumerate(zip(children, kids, ins)):
-        n = child.arg if child.op == "delta" else 0
-        pairs = [(spec[t], spec[n + t]) for t in range(n)]
-        # each pair needs a letter that another operand carries, or the result would
-        # have an axis that no operand gives a length to
-        others = {find(x) for j, s in enumerate(ins) if j != k and children[j].op != "delta" for x in s}
-        usable = all(find(a) in others or find(b) in others for a, b in pairs)
-        if n and usable and all(find(a) != find(b) for a, b in pairs) and len(set(spec)) == len(spec):
-            unite_delta(child, spec, classes)
-            continue
-        kept.append((child, kid, spec))
-    if len(kept) == len(children) or not kept:
-        return children, kids, ins, out
-    return (
-        [c for c, _, _ in kept],
-        [k for _, k, _ in kept],
-        [tuple(find(x) for x in s) for _, _, s in kept],
-        tuple(find(x) for x in out),
-    )
 
 
 def _shape_text(node: Expr, shape: tuple[str | None, ...]) -> str:
@@ -1172,10 +1002,4 @@ def to_python(
     header = _describe(roots, name, single)
     planned = _PlanWriter(roots, name, structure)
     params = planned.bind_sizes()
-    try:
-        results = planned.write()
-    except _PlanDecline:  # pragma: no cover - a plan step this writer cannot size: the DAG walker's function
-        writer = _Writer(roots, name, structure)
-        params = writer.bind_sizes()
-        return writer.source(params, writer.write(), single, header)
-    return planned.source(params, results, single, header)
+    return planned.source(params, planned.write(), single, header)

@@ -769,3 +769,36 @@ def paused_gc() -> Iterator[None]:
 def build_plan(roots: Sequence[Expr]) -> Plan:
     """The plan computing every root (shared subexpressions once)."""
     return PlanBuilder(roots).build()
+
+
+class _ConstantPlanBuilder(PlanBuilder):
+    """The plan of one node made of constants only, folding only its leaves (numbers and
+    deltas): the shape-free ``tc.to_python()`` writes a constant step from this plan's
+    steps, lengths being known only when it runs.  Bounds on constant factors still
+    read every constant-only node (a delta times ``2^2222`` stays an operand: nan off
+    the diagonal, as evaluate computes it)."""
+
+    def __init__(self, roots: Sequence[Expr]):
+        super().__init__(roots)
+        self.constant_valued = self.constant_only
+        self.constant_only = {node for node in self.constant_valued if not node.children}
+
+    def _own_scale(self, node: Expr) -> float:
+        parts = _scale_parts(node)
+        if parts is not None:
+            return _magnitude(parts[1])
+        scale = 1.0
+        for child in node.children:
+            if child in self.constant_valued:
+                scale *= self._constant_scale(child)
+        return scale
+
+
+def build_constant_plan(node: Expr) -> Plan:
+    """The plan computing constant-only ``node`` step by step (its numbers and deltas folded).
+
+    >>> import tenscalc as tc
+    >>> [step.kind for step in build_constant_plan(tc.parse("sin(2) + exp(1)")).steps]
+    ['constant', 'func', 'constant', 'func', 'add']
+    """
+    return _ConstantPlanBuilder([node]).build()

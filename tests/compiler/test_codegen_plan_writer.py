@@ -10,6 +10,7 @@ independent evaluator) at distinct axis lengths; peak memory through tracemalloc
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -136,3 +137,36 @@ def test_a_pd_inputs_inverse_and_log_det_read_one_factor(rng):
 
 def test_the_writer_has_a_rule_for_every_step_kind_the_binder_binds():
     assert set(STEP_WRITERS) == set(BIND_RULES)
+
+
+@pytest.mark.parametrize(
+    ("text", "orders"),
+    [
+        ("inv(3 *(,ij->ij) delta(1) + 0.1 *(,ij->ij) W) *(ij,ij->) (2 *(,ij->ij) delta(1) - W)", {"W": 2}),
+        ("sum(x * (sin(1) + exp(2)) + x * 2^2222) + sum(x) * cos(1) / (1 - cos(0))", {"x": 1}),
+        ("sum(x) * " + "sin(" * 60 + "1" + ")" * 60, {"x": 1}),  # one statement per level: no nesting limit
+    ],
+)
+def test_a_constant_is_written_from_the_steps_of_its_own_plan(text, orders, rng):
+    # issue 26: the DAG walker wrote constant-only steps (and terms' constant operands) by its
+    # own rules; each is now its own plan (numbers and deltas folded: build_constant_plan),
+    # written one statement per step by the plan writer, its temporaries deleted
+    from tenscalc.compiler.plan import build_constant_plan
+
+    expr = tc.parse(text, orders)
+    function, source = _function(expr)
+    plan = build_plan([expr])
+    constants = [step.node for step in plan.steps if step.kind == "constant"]
+    constants += [c for step in plan.steps if step.kind == "product" for term in step.data for c, _ in term.constants]
+    expected = sorted(len(build_constant_plan(node).steps) for node in constants if node.children)
+    assert expected, "the case has a constant that is more than a number or a delta"
+    body = [line.strip() for line in source.splitlines()]
+    written = Counter(m.group(1) for line in body if (m := re.match(r"_c(\d+)_\d+ = ", line)))
+    assert sorted(written.values()) == expected
+    made = {m.group(0) for line in body if (m := re.match(r"_c\d+_\d+", line))}
+    deleted = {name for line in body if line.startswith("del ") for name in re.findall(r"_c\d+_\d+", line)}
+    assert made == deleted  # every constant's arrays released
+    values = {"W": rng.standard_normal((3, 3)) / 5, "x": rng.standard_normal(4)}
+    values = {name: values[name] for name in expr.variables}
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        np.testing.assert_allclose(function(**values), tc.evaluate(expr, values), rtol=1e-12)
