@@ -331,7 +331,7 @@ def bind_accumulate(
         return fn
 
     dense = [bound(p.term, shape) for p in found if isinstance(p, Dense)]
-    dense_fresh = bool(dense) and isinstance(getattr(dense[0], "inline", None), (Chain, Fresh))
+    take = bool(dense) and takes_first(dense[0])
     outers = [(bound(p.row, shape[:1]), bound(p.col, shape[1:])) for p in found if isinstance(p, Outer)]
     diagonals = [bound(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
     broadcasts = [
@@ -376,13 +376,23 @@ def bind_accumulate(
         buf = None
         for k, fn in enumerate(dense):
             value = fn(env)
-            buf = (value if dense_fresh else np.array(value)) if k == 0 else _add_into(buf, value)
+            buf = (value if take else np.array(value)) if k == 0 else _add_into(buf, value)
         if not (rows or cores or spread or sources):
             return buf
         return _accumulate(buf, shape, rows, cores, spread, sources, scales, block)
 
     run.parts = tuple(found)  # type: ignore[attr-defined]  # the binder keeps them: to_python writes these
+    run.take = take  # type: ignore[attr-defined]  # and whether the first dense term is the buffer
     return describe(run, Fresh()), cost
+
+
+def takes_first(fn: Callable[[list], Any]) -> bool:
+    """Whether the first dense term's array may be the sum's buffer (written into): only
+    where its closure always returns an array nobody else holds (an elementwise chain's,
+    a contraction's new array), never an input, a view of one, or a slot read later.
+    Decided once, when binding; the closure, the fused function and ``tc.to_python``
+    follow it (``BoundStep.take``), copying the term's value otherwise."""
+    return isinstance(getattr(fn, "inline", None), (Chain, Fresh))
 
 
 def _scale(copy: Copy, env: list) -> Any:
@@ -396,15 +406,7 @@ def _scale(copy: Copy, env: list) -> Any:
 #: text into the generated module (which needs NumPy only), so both add the same way
 ACCUMULATE_SOURCE = '''
 # builtins under names of their own: the generated function may be named like one
-_len, _range, _min, _zip, _any = len, range, min, zip, any
-
-def _owned(value, reads):
-    """``value``, copied if it may share memory with an array it was computed from."""
-    value = _np.asarray(value)
-    if value.flags.writeable and not _any(_np.may_share_memory(value, r) for r in reads):
-        return value
-    return _np.array(value)
-
+_len, _range, _min, _zip = len, range, min, zip
 
 def _add_into(buf, value):
     """``buf + value``, written into ``buf`` when its dtype holds the sum."""

@@ -291,34 +291,12 @@ class _Writer:
         if self.helpers:
             from .source import HELPERS  # the same helpers to_python(shapes=) writes
 
-            helpers = {**HELPERS, "_add_parts": PARTS_HELPER, "_sum": SUM_HELPER, "_bands": BAND_SOURCE}
+            # _add_parts: the bound sums' text too (.sums)
+            helpers = {**HELPERS, "_sum": SUM_HELPER, "_bands": BAND_SOURCE}
             imports += [helpers[helper].rstrip() for helper in sorted(self.helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
         return read_aliases_only("\n".join(lines) + "\n")
-
-
-#: the plan writer's sum of embedded parts and diagonals (one buffer, no copy per part)
-PARTS_HELPER = '''
-def _add_parts(x, fresh, shape, parts):
-    """``x`` (broadcast to ``shape``) plus, in order, each ``coef * part`` written at its basic
-    index ``key`` (on the diagonal the einsum ``eq`` reads there, where ``part`` is a diagonal
-    matrix's core) and each ``coef`` on a diagonal (``part`` None, ``eq`` reading it); added
-    into ``x`` itself where it is an array of the sum just made (``fresh``), of the shape and
-    dtype of the sum, else into one copy."""
-    dtype = _np.result_type(x, *[part for part, _, _, _ in parts if part is not None], 0.0)
-    if not (fresh and _np.shape(x) == shape and x.dtype == dtype):
-        x = _np.array(_np.broadcast_to(x, shape), dtype=dtype)
-    for part, key, coef, eq in parts:
-        if part is None:
-            _np.einsum(eq, x)[...] += coef
-        elif eq is not None:
-            _np.einsum(eq, x[key])[...] += part if coef == 1.0 else coef * part
-        elif coef == 1.0:
-            x[key] += part
-        else:
-            x[key] += coef * part
-    return x'''
 
 
 #: the plan writer's sum of arrays: one buffer, as the compiled program adds into one

@@ -13,14 +13,14 @@ and runs the loop: a function called once does not pay for compiling source):
   into its strided view when only the sum reads it) or a banded step
   (:class:`BandSum`: a tuple of band-value expressions) is written inline;
 * the ops of the kinds in :data:`WRITTEN` (contractions, a product's terms added in
-  place, shared pairs, sums into one buffer, constants, slices, embeds, banded steps
+  place, shared pairs, sums into one buffer, sums with broadcast, embedded or diagonal
+  parts (from their :class:`.sums.SumPlan`), constants, slices, embeds, banded steps
   and their dense twins, ``inv``, ``det`` and ``adj``) are written by the writer of
   ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the module's statements,
   no closure called;
 * ``x^1`` (:class:`Same`) is the slot itself;
-* every other step (Cholesky factors and their readers, a sum
-  with broadcast, embedded or diagonal parts) is a call of its
-  closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
+* every other step (Cholesky factors and their readers, a function that is no ufunc)
+  is a call of its closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
   array) or :class:`Terms` (a product's terms, added in place) is known to allocate its
   result;
 * a ufunc's result goes into a buffer nobody needs any more instead of a new array
@@ -97,12 +97,13 @@ __all__ = [
 #: the op kinds the fused function writes with the writer of ``tc.to_python(shapes=)``
 #: (:class:`.source.FusedOpSource`) where the op is no elementwise :class:`Chain` or
 #: :class:`View`: a contraction, a product's terms, a pair several products share, a sum
-#: into one buffer, a constant, a slice, a part embedded in zeros, a banded step's band
+#: into one buffer, any other sum (from its record, :class:`.sums.SumPlan`: a sum with
+#: broadcast, embedded or diagonal parts), a constant, a slice, a part embedded in zeros, a banded step's band
 #: values and their dense twin (and the dense value of a banded or diagonal result), and
 #: ``inv``, ``det`` and ``adj`` (the text the closures run, :data:`.generated.LINALG_HELPER`;
 #: not the readers of a Cholesky factor, which stay closures)
 WRITTEN = frozenset(
-    {"product", "pair", "accumulate", "constant", "slice", "embed", "band", "twin"} | {"inv", "det", "adj"}
+    {"product", "pair", "accumulate", "add", "constant", "slice", "embed", "band", "twin"} | {"inv", "det", "adj"}
 )
 
 #: programs with more operations than this keep the loop: compiling the source costs

@@ -37,6 +37,7 @@ from .generated import linalg_adj, linalg_det, linalg_inv
 from .kernels import contraction_kernel, gram_contraction, laid_in_order
 from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
+from .sums import SumPlan, plan_sum, sum_closure
 from .terms import plan_term
 
 StepFn = Callable[[list], Any]
@@ -325,7 +326,11 @@ class BoundStep:
     transposed view of what the step computes; ``factor``: (input slot, ``inv``, ``det``,
     ``logdet`` or ``unused``) for a step read off a declared positive-definite input's
     Cholesky factor (:mod:`.cholesky`); ``parts``: the parts of a sum of terms added into
-    one buffer (:func:`.accumulate.bind_accumulate`); ``output``: the step was bound as a
+    one buffer (:func:`.accumulate.bind_accumulate`), and ``take``: whether its first
+    dense term's array is that buffer (written into; else copied:
+    :func:`.accumulate.takes_first`); ``sum``: a sum's record (its parts, the buffer it
+    starts from, whether it writes into it: :func:`.sums.plan_sum`), which its closure
+    and the source writers follow; ``output``: the step was bound as a
     result handed out as it is (a slice or a constant is then copied: never a view of an
     input, nor the program's own constant).
     """
@@ -337,6 +342,8 @@ class BoundStep:
     factor: tuple[int, str] | None = None
     parts: tuple[Part, ...] | None = None  # a sum added into one buffer: its parts (.accumulate)
     output: bool = False
+    sum: SumPlan | None = None  # a sum of the plan (an ``add`` step): its record (.sums)
+    take: bool = False  # a sum into one buffer: its first dense term's array is the buffer (.accumulate)
 
 
 @dataclass
@@ -583,7 +590,10 @@ def bind(
         found = getattr(fn, "parts", None)
         if found is not None:
             kind = "accumulate"
-            bound_steps[step.index] = replace(bound_steps[step.index], parts=found)
+            bound_steps[step.index] = replace(bound_steps[step.index], parts=found, take=getattr(fn, "take", False))
+        record = getattr(fn, "sum", None)
+        if record is not None:
+            bound_steps[step.index] = replace(bound_steps[step.index], sum=record)
         account(kind, fn, step.index, dead, cost, shape, step_reads(step))
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
@@ -1236,136 +1246,46 @@ def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     items = _items_of(step)
-    arrays = [(it.slot, it.coef) for it in items if it.kind == "slot"]
-    # delta(0) is the scalar 1: added as a number (its "diagonal" is no array view)
-    scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
-    deltas = [(it.n, it.coef) for it in items if it.kind == "delta" and it.n > 0]
-    from ..interpreter import slice_key
-
-    embeds = [(it.slot, it.coef, slice_key(it.items)) for it in items if it.kind == "embed"]
+    # every decision is the record's (.sums: made once, read by the source writers too)
+    record = plan_sum(items, shape, shapes)
     size = math.prod(shape)
+    arrays = [part for part in record.parts if part.how in ("dense", "broadcast")]
+    n_diagonals = sum(part.how == "diagonal" for part in record.parts)
     scaled = sum(1 for it in items if it.kind in ("slot", "embed") and it.coef not in (1, -1))
     cost = OpCost(
-        size * max(len(arrays) - 1 + (scalar != 0), 0) + len(deltas) * size,
+        size * max(len(arrays) - 1 + (record.scalar != 0), 0) + n_diagonals * size,
         len(items) - 1,
         size,
         multiplications=scaled * size,  # an upper bound: an embedded part is smaller
     )
     mutable = backend.mutable and backend.name == "numpy"
+    embeds = [(p.slot, p.coef, p.key) for p in record.parts if p.how == "embedded"]
+    run = sum_closure(record, backend)
+    run.sum = record  # type: ignore[attr-defined]  # the binder keeps it: the source writers write it
 
-    # `1 - x` and `x + 2` are one operation: the number joins the first summand of
-    # coefficient ±1 (a tensor of the sum's shape: broadcasting a smaller one with it
-    # would allocate the full shape before the other summands are added)
-    join_scalar = scalar != 0 and bool(arrays) and arrays[0][1] in (1, -1) and shapes[arrays[0][0]] == shape
-
-    if mutable and not arrays and not deltas and scalar == 0 and _partitions(embeds, shape):
+    if mutable and not arrays and not n_diagonals and record.scalar == 0 and _partitions(embeds, shape):
         # parts that tile the result (x[::2] and x[1::2]): each written once into an
         # empty array, as a hand-written gradient does (no zeros, no += pass)
-        parts = [(slot, coef, key) for slot, coef, key in embeds]
+        parts = list(embeds)
 
         def run_tiles(env):
             values = [env[slot] if coef == 1 else coef * env[slot] for slot, coef, _ in parts]
             dtype = values[0].dtype
             if any(v.dtype != dtype for v in values):
-                return run(env)  # mixed float/complex parts: the general sum below
+                return run(env)  # mixed float/complex parts: the general sum (the record's)
             out = np.empty(shape, dtype=dtype)
             for value, (_, _, key) in zip(values, parts):
                 out[key] = value
             return out
 
+        run_tiles.sum = record  # type: ignore[attr-defined]
         return describe(run_tiles, Tiles(shape, tuple(parts))), cost
 
-    def run(env):
-        acc = None
-        fresh = False
-        pending = scalar
-        for slot, coef in arrays:
-            x = env[slot]
-            if acc is None:
-                if join_scalar:
-                    acc = x + pending if coef == 1 else pending - x
-                    pending, fresh = 0, True
-                elif coef == 1:
-                    acc = x
-                else:
-                    acc = -x if coef == -1 else coef * x
-                    fresh = True
-            elif fresh and mutable and acc.shape == shape and acc.dtype == x.dtype:
-                if coef == 1:
-                    acc += x
-                elif coef == -1:
-                    acc -= x
-                else:
-                    acc += coef * x
-            else:
-                acc = acc + x if coef == 1 else (acc - x if coef == -1 else acc + coef * x)
-                fresh = True
-        for slot, coef, key in embeds:  # parts written into their slices of the sum
-            part = env[slot] if coef == 1 else coef * env[slot]
-            if acc is None:
-                acc, fresh = backend.embed(part, key, shape), True
-            elif mutable and tuple(acc.shape) == shape and acc.dtype == part.dtype:
-                if not fresh:
-                    acc, fresh = acc.copy(), True
-                acc[key] += part
-            else:
-                acc, fresh = acc + backend.embed(part, key, shape), True
-        if acc is None:
-            acc = backend.full(shape, scalar, env[-1])
-            fresh = True
-        elif pending != 0:
-            if fresh and mutable and acc.shape == shape:
-                acc += pending
-            else:
-                acc = acc + pending
-                fresh = True
-        if tuple(acc.shape) != shape:
-            acc = backend.broadcast(acc, shape)
-            fresh = False
-        for n, coef in deltas:
-            acc = backend.add_diagonal(acc, n, coef, shape, fresh)
-            fresh = True
-        return acc
-
-    if mutable and arrays and not embeds and not deltas and all(shapes[slot] == shape for slot, _ in arrays):
-        chain = _sum_chain(arrays, scalar, join_scalar)
-        if chain is not None:
-            return describe(run, chain), cost
+    if mutable and record.chain is not None and not record.added and not record.broadcast:
+        return describe(run, record.chain), cost  # the dense parts' ufunc calls: written inline
+    if mutable and record.fresh:
+        return describe(run, Fresh()), cost  # a new array, aliasing none of its reads
     return run, cost
-
-
-def _sum_chain(arrays: list[tuple[int, float]], scalar: float, join_scalar: bool) -> Chain | None:
-    """The ufunc calls :func:`_bind_add`'s ``run`` makes for a sum of same-shape arrays,
-    in its order; None when the sum is one array as it is (no new array)."""
-    calls: list[Call] = []
-    acc: Slot | Temp | None = None
-
-    operators = {np.add: "+", np.subtract: "-", np.negative: "-", np.multiply: "*"}  # as run writes them
-
-    def call(ufunc: np.ufunc, *args: Slot | Const | Temp) -> Temp:
-        calls.append(Call(ufunc, args, operators[ufunc]))
-        return Temp(len(calls) - 1)
-
-    pending = scalar
-    for slot, coef in arrays:
-        x = Slot(slot)
-        if acc is None:
-            if join_scalar:
-                acc = call(np.add, x, Const(pending)) if coef == 1 else call(np.subtract, Const(pending), x)
-                pending = 0
-            elif coef == 1:
-                acc = x
-            else:
-                acc = call(np.negative, x) if coef == -1 else call(np.multiply, Const(coef), x)
-        elif coef == 1:
-            acc = call(np.add, acc, x)
-        elif coef == -1:
-            acc = call(np.subtract, acc, x)
-        else:
-            acc = call(np.add, acc, call(np.multiply, Const(coef), x))
-    if pending != 0 and acc is not None:
-        acc = call(np.add, acc, Const(pending))
-    return Chain(tuple(calls)) if calls else None
 
 
 def _partitions(embeds: list, shape: tuple[int, ...]) -> bool:

@@ -55,8 +55,9 @@ from .kernels import (
 )
 from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
-from .plan import AddItem, Step, Term
+from .plan import Step, Term
 from .program import Program, ShapeResolver, variable_orders
+from .sums import EMBED_HELPER, PARTS_HELPER, SumPlan
 from .terms import TermPlan
 
 # helpers the generated module defines when it uses them (NumPy only)
@@ -68,27 +69,8 @@ def _write_diagonal(core, eq, shape):
     _np.einsum(eq, full)[...] = core
     return full
 ''',
-    "_add_diagonal": '''
-def _add_diagonal(x, eq, coef, shape):
-    """``x`` (broadcast to ``shape``) plus ``coef`` on the diagonal ``eq`` reads."""
-    x = _np.array(_np.broadcast_to(x, shape), dtype=_np.result_type(x, 0.0))
-    _np.einsum(eq, x)[...] += coef
-    return x
-''',
-    "_embed": '''
-def _embed(part, key, shape):
-    """Zeros of ``shape`` with ``part`` written at the basic index ``key``."""
-    out = _np.zeros(shape, dtype=_np.result_type(part, 0.0))
-    out[key] = part
-    return out
-''',
-    "_add_embedded": '''
-def _add_embedded(x, part, key, coef, shape):
-    """``x`` (broadcast to ``shape``) plus ``coef * part`` at the basic index ``key``."""
-    x = _np.array(_np.broadcast_to(x, shape), dtype=_np.result_type(x, part, 0.0))
-    x[key] += part if coef == 1 else coef * part
-    return x
-''',
+    "_embed": EMBED_HELPER,  # zeros with a part at its slice (.sums)
+    "_add_parts": PARTS_HELPER,  # a sum's embedded and diagonal parts into one buffer (.sums)
     "_gram": GRAM_SOURCE,  # the Gram kernel's own text (.kernels)
     "_outer_columns": COLUMN_OUTER_SOURCE,  # the long-by-short outer product's own text (.kernels)
     "_lapack": LAPACK_HELPER,
@@ -273,7 +255,7 @@ class ProgramSource:
             self._tiles(op.slot, name)
             return
         elif bound.parts is not None:  # the binder adds this sum's parts into one buffer
-            text = self._accumulate(bound.parts, bound.shape)
+            text = self._accumulate(bound.parts, bound.shape, bound.take)
         else:
             # whether the binder bound it as a result handed out as it is (a slice or constant: copied)
             text = SOURCE_RULES[bound.step.kind](self, bound.step, bound.shape, bound.output)
@@ -382,56 +364,47 @@ class ProgramSource:
         return f"_adj({self._arg(step.args[0])}, {step.data})"
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
-        items = cast("tuple[AddItem, ...]", step.data)
-        # delta(0) is the number 1, as in the compiled program
-        scalar = sum(it.coef for it in items if it.kind == "scalar" or (it.kind == "delta" and it.n == 0))
-        slots = [it for it in items if it.kind == "slot"]
-        # `1 - x` and `x + 2` are one operation, as the binder writes them (program._bind_add)
-        join = scalar != 0 and bool(slots) and slots[0].coef in (1, -1) and self.shapes[slots[0].slot] == shape
-        embeds = [it for it in items if it.kind == "embed"]
-        first = None  # the embedded part written first, into zeros
-        text = ""
-        for item in slots:
-            x, coef = self._arg(item.slot), item.coef
-            if not text and join:
-                text = f"{x} + {literal(scalar)}" if coef == 1 else f"{literal(scalar)} - {x}"
-            elif not text:
-                text = x if coef == 1 else (f"-{x}" if coef == -1 else f"{literal(coef)} * {x}")
-            elif coef == 1:
-                text += f" + {x}"
-            elif coef == -1:
-                text += f" - {x}"
-            else:
-                text += f" + {literal(coef)} * {x}"
-        if not text and scalar == 0 and embeds:  # the first part written into zeros, as the binder does
-            first = embeds[0]
+        record = self.bound.steps[step.index].sum  # every sum the binder binds has its record (.sums)
+        assert record is not None and record.shape == tuple(shape), "program._bind_add records every sum"
+        return self._sum(record)
+
+    def _sum(self, record: SumPlan) -> str:
+        """A sum as the binder bound it (:class:`.sums.SumPlan`), deciding nothing: the
+        buffer it starts from (the chain's new array, a slot as it is, the first embedded
+        part in zeros, or the number over the shape), then the embedded and diagonal parts
+        added into it by ``_add_parts``, in place only where the record's ``take`` says."""
+        shape = record.shape
+        if record.chain is not None:
+            start = self._fresh()
+            self.lines += self.chains.lines(start, record.chain, [], reuse=False)
+        elif record.start == "slot":
+            start = self._arg(next(p.slot for p in record.parts if p.how in ("dense", "broadcast")))
+        elif record.start == "embedded":
+            first = next(p for p in record.parts if p.how == "embedded")
             self.helpers.add("_embed")
-            part = self._arg(first.slot) if first.coef == 1 else f"{literal(first.coef)} * {self._arg(first.slot)}"
-            text = f"_embed({part}, _np.s_[{slice_text(first.items)}], {shape!r})"
-        elif not text:
-            text = f"_np.full({shape!r}, {literal(scalar)})"
-        elif scalar != 0 and not join:
-            text += f" + {literal(scalar)}"
-        if not any(self.shapes[it.slot] == shape for it in slots) and not text.startswith("_embed("):
-            text = f"_np.broadcast_to({text}, {shape!r})"
-        for item in items:
-            if item.kind == "embed" and item is not first:  # a part written into its slice of the sum
-                self.helpers.add("_add_embedded")
-                key = f"_np.s_[{slice_text(item.items)}]"
-                text = f"_add_embedded({text}, {self._arg(item.slot)}, {key}, {literal(item.coef)}, {shape!r})"
-            if item.kind == "delta" and item.n > 0:
-                self.helpers.add("_add_diagonal")
-                eq = letters(tuple(range(item.n)) * 2) + "->" + letters(range(item.n))
-                text = f"_add_diagonal({text}, {eq!r}, {literal(item.coef)}, {shape!r})"
-        return text
+            scaled = self._arg(first.slot) if first.coef == 1 else f"{literal(first.coef)} * {self._arg(first.slot)}"
+            start = f"_embed({scaled}, {key_text(first.key)}, {shape!r})"
+        else:
+            start = f"_np.full({shape!r}, {literal(record.scalar)})"
+        if not record.added:
+            return f"_np.broadcast_to({start}, {shape!r})" if record.broadcast else start
+        self.helpers.add("_add_parts")
+        parts = []
+        for part in record.added:
+            if part.how == "embedded":
+                parts.append(f"({self._arg(part.slot)}, {key_text(part.key)}, {literal(part.coef)}, None)")
+            else:
+                parts.append(f"(None, (), {literal(part.coef)}, {part.eq!r})")
+        return f"_add_parts({start}, {record.take!r}, {shape!r}, ({''.join(p + ', ' for p in parts)}))"
 
     def _product(self, step: Step, shape, is_output: bool) -> str:
         terms = cast("tuple[Term, ...]", step.data)  # a sum the binder adds term by term (else: _accumulate)
         return " + ".join(self._term(term, shape) for term in terms)
 
-    def _accumulate(self, found: Sequence[Part], shape: tuple[int, ...]) -> str:
+    def _accumulate(self, found: Sequence[Part], shape: tuple[int, ...], take: bool = False) -> str:
         """A sum of terms written into one buffer, as the compiled program adds it
-        (:mod:`.accumulate`: the binder's parts, the same run-time function)."""
+        (:mod:`.accumulate`: the binder's parts, the same run-time function); ``take``: the
+        binder's decision that the first dense term's array is the buffer (else a copy)."""
 
         def held(term: Term, term_shape: tuple[int, ...]) -> str:
             name = self._fresh()
@@ -457,8 +430,7 @@ class ProgramSource:
             text = self._term(p.term, shape)
             if k == 0:
                 buf = self._fresh()
-                reads = "".join(f"{self._arg(slot)}, " for slot, _ in p.term.operands)
-                self.lines.append(f"{buf} = _owned({text}, ({reads}))")
+                self.lines.append(f"{buf} = {text if take else f'_np.array({text})'}")
             else:
                 self.lines.append(f"{buf} = _add_into({buf}, {text})")
         self.helpers.add("_accumulate")
@@ -642,6 +614,22 @@ def _early_deletes(lines: list[str], temps: list[str]) -> tuple[list[str], list[
         if dead and k < len(lines) - 1:
             out.append("del " + ", ".join(dead))
     return out, [name for name in temps if last.get(name, len(lines) - 1) == len(lines) - 1]
+
+
+def key_text(key: tuple) -> str:
+    """A basic index (integers and slices) as source: ``_np.s_[...]``.
+
+    >>> key_text((slice(1, None, None), 0, slice(None, -1, 2)))
+    '_np.s_[1:, 0, :-1:2]'
+    """
+
+    def one(item: int | slice) -> str:
+        if isinstance(item, slice):
+            bounds = ["" if b is None else str(b) for b in (item.start, item.stop)]
+            return ":".join(bounds if item.step is None else [*bounds, str(item.step)])
+        return str(item)
+
+    return f"_np.s_[{', '.join(one(item) for item in key)}]" if key else "_np.s_[()]"
 
 
 def _undescribed(fn: Callable) -> str:

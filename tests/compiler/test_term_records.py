@@ -157,7 +157,7 @@ def test_a_sum_into_one_buffer_is_written_from_the_binders_parts(name):
     seen: list = []
     writer = ProgramSource(bound, ShapeResolver(graphs, shapes))
     accumulate = writer._accumulate
-    writer._accumulate = lambda found, shape: seen.append(found) or accumulate(found, shape)  # type: ignore[method-assign]
+    writer._accumulate = lambda found, shape, take: seen.append(found) or accumulate(found, shape, take)  # type: ignore[method-assign]
     writer.write({slot: n for n, slot in bound.bound_plan.inputs.items()})
     assert [id(found) for found in seen] == [id(bound.steps[slot].parts) for slot in buffered]
 
