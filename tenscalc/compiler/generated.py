@@ -214,10 +214,10 @@ MODULE_NAMES = frozenset(
         "_len",
         "_range",
     }
-    | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_add_embedded", "_write_diagonal", "_add_diagonal"}
+    | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_write_diagonal"}
     | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
     | {"_inv", "_det", "_adj", "_EvaluationError"}
-    | {"_accumulate", "_owned", "_add_into", "_write_bands", "_min", "_zip", "_any"}
+    | {"_accumulate", "_add_into", "_write_bands", "_min", "_zip"}
     | {"_outer_columns", "_stretch"}
     # the shape-free module's bands (.banded.BAND_SOURCE)
     | {"_band_gcd", "_band_placed", "_band_transposed", "_band_clipped", "_band_lines", "_band_keys"}

@@ -138,7 +138,7 @@ def test_function_names_are_validated(name):
 
 
 def test_no_function_name_replaces_a_name_of_the_module():
-    # a function named _accumulate (or _owned, _write_bands, ...) replaced the helper it calls
+    # a function named _accumulate (or _add_into, _write_bands, ...) replaced the helper it calls
     from tests.compiler.test_runners import CORPUS
 
     pd = tc.parse_problem("declare K 2 pd y 1 expression y'*inv(K)*y + log(det(K)) derivative wrt K")
