@@ -46,7 +46,6 @@ tenscalc.errors.EvaluationError: 'K' is declared positive definite (pd) but its 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,9 +54,10 @@ import numpy as np
 
 from ..core.vocabulary import ASSUMPTION_WORDS
 from ..errors import EvaluationError
-from ..linalg import lapack_dtype, numpy_inv
+from ..linalg import lapack_dtype
 from .backends import Backend
 from .cost import OpCost
+from .generated import cholesky_det, cholesky_factor, cholesky_inv, mirror_block, not_finite, not_pd, symmetric_check
 from .plan import Plan, Step, step_reads
 
 __all__ = [
@@ -81,8 +81,8 @@ SYMMETRY_CHECKED = ("numpy", "torch", "jax", "cupy")
 #: the words about matrices only (as :mod:`tenscalc.convexity.assumptions` reads them)
 MATRIX_WORDS = ("symmetric", "psd", "pd", "diagonal")
 #: blocks of this many rows are mirrored at a time when the inverse's triangles are made
-#: equal: each block is a cache-sized copy, no n x n temporary
-MIRROR_BLOCK = 128
+#: equal (the helper text's ``_cho_block``): each block is a cache-sized copy, no n x n temporary
+MIRROR_BLOCK: int = mirror_block
 
 
 def _words(name: str, given: Any) -> list[str]:
@@ -228,13 +228,12 @@ def _reader_kind(step: Step, pd_slots: frozenset[int], det_of: Mapping[int, int]
 
 @dataclass(frozen=True)
 class _Factor:
-    """A factorisation of ``matrix`` (converted to a dtype LAPACK has).
+    """A PyTorch factorisation of ``matrix`` (converted to a dtype LAPACK has).
 
-    ``kind``: ``scipy`` (``lower`` from LAPACK ``potrf``: ``L`` in its lower triangle, the
-    upper one not read), ``numpy`` (``numpy.linalg.cholesky``; the inverse is NumPy's LU
-    one), ``torch`` (``torch.linalg.cholesky_ex``) or ``generic`` (a complex matrix: the
-    backend's LU ``inv`` and ``det`` of ``matrix``); ``diagonal``: ``L``'s, kept apart as
-    ``potri`` overwrites ``lower``; ``dtype``: the matrix's own (results are cast back)."""
+    ``kind``: ``torch`` (``torch.linalg.cholesky_ex``) or ``generic`` (a complex matrix:
+    the backend's LU ``inv`` and ``det`` of ``matrix``); ``diagonal``: ``L``'s; ``dtype``:
+    the matrix's own (results are cast back).  A NumPy factor is the helper text's
+    (:data:`.generated.CHOLESKY_HELPER`), which every NumPy runner runs."""
 
     kind: str
     matrix: Any
@@ -243,37 +242,8 @@ class _Factor:
     diagonal: Any = None
 
 
-class _Lapack:
-    """SciPy's LAPACK routines for a dtype, each looked up once (``get_lapack_funcs``
-    takes microseconds, a visible share of a call on small matrices)."""
-
-    def __init__(self, module: Any):
-        self.module = module
-        self.found: dict[tuple[str, str], Any] = {}
-
-    def __call__(self, name: str, array: np.ndarray) -> Any:
-        key = (name, array.dtype.char)
-        routine = self.found.get(key)
-        if routine is None:
-            (routine,) = self.module.get_lapack_funcs((name,), (array,))
-            self.found[key] = routine
-        return routine
-
-
-def _scipy_lapack() -> _Lapack | None:
-    """SciPy's LAPACK, or None when SciPy is not installed (it is optional)."""
-    try:
-        from scipy.linalg import lapack
-    except ImportError:
-        return None
-    return _Lapack(lapack)
-
-
 def _not_pd(name: str, detail: str) -> EvaluationError:
-    return EvaluationError(
-        f"'{name}' is declared positive definite (pd) but its value is not: {detail}; check the data, "
-        f"or compile without assumptions={{'{name}': 'pd'}} (inv and det then factorise it by LU)"
-    )
+    return not_pd(name, detail)  # the helper text's message, for PyTorch too
 
 
 def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
@@ -291,22 +261,7 @@ def check_symmetric(name: str, x: Any, pd: bool = False) -> None:
         if getattr(x, "ndim", 0) != 2 or _traced(x) or (x.shape[0] == x.shape[1] and bool((x == x.T).all())):
             return
         x = _on_host(x)
-    if x.ndim != 2 or np.array_equal(x, x.T):
-        return
-    declared_as = "positive definite (pd)" if pd else "symmetric"
-    if x.shape[0] != x.shape[1]:
-        raise EvaluationError(f"'{name}' is declared {declared_as} but its value is not square (shape {x.shape})")
-    gap = np.abs(x - x.T)
-    worst, scale = gap.max(), np.abs(x).max()
-    if not math.isfinite(worst):
-        raise EvaluationError(f"'{name}' is declared {declared_as} but its value has an entry that is not finite")
-    if x.dtype.kind in "fc" and worst <= 16 * x.shape[0] * np.finfo(x.dtype).eps * scale:
-        return  # symmetric up to rounding (a product A B Aᵀ)
-    i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
-    raise EvaluationError(
-        f"'{name}' is declared {declared_as} but its value is not: {name}[{i}, {j}] = {x[i, j].item()!r}, "
-        f"{name}[{j}, {i}] = {x[j, i].item()!r}"
-    )
+    symmetric_check(x, name, "positive definite (pd)" if pd else "symmetric")  # the generated module's text
 
 
 def _traced(x: Any) -> bool:
@@ -329,35 +284,9 @@ def _on_host(x: Any) -> np.ndarray:
 
 
 def _finite_diagonal(name: str, diagonal: Any) -> Any:
-    finite = np.isfinite(diagonal).all() if isinstance(diagonal, np.ndarray) else diagonal.isfinite().all()
-    if not finite:
+    if not diagonal.isfinite().all():
         raise _not_pd(name, "it has an entry that is not finite")
     return diagonal
-
-
-def numpy_factor(name: str, x: Any, lapack: _Lapack | None) -> _Factor:
-    """The Cholesky factor of the NumPy array ``x`` (the value of ``name``), or a clear
-    error where ``x`` is not symmetric positive definite.  ``lapack``: SciPy's, or None."""
-    x = np.asarray(x)
-    work = x
-    if x.dtype.char not in "fd":  # float32 and float64 as they are (the common case, without a lookup)
-        if x.dtype.kind != "f":  # complex: Hermitian, not symmetric; the generic path
-            return _Factor("generic", x, x.dtype)
-        work = x.astype(lapack_dtype(x.dtype.name) or x.dtype)
-    check_symmetric(name, work, pd=True)  # potrf reads one triangle only
-    if work.shape[0] == 0 or lapack is None:
-        try:
-            lower = np.linalg.cholesky(work)
-        except np.linalg.LinAlgError:
-            raise _not_pd(name, "numpy.linalg.cholesky fails on it") from None
-        return _Factor("numpy", work, x.dtype, lower, _finite_diagonal(name, lower.diagonal()))
-    potrf = lapack("potrf", work)
-    # the transpose: a C-ordered matrix is then Fortran-ordered, read without a transposing copy
-    factor, info = potrf(work.T, lower=1, clean=0)
-    if info > 0:
-        detail = f"its Cholesky factorisation breaks down at row {info - 1} (a leading minor is not positive)"
-        raise _not_pd(name, detail)
-    return _Factor("scipy", work, x.dtype, factor, _finite_diagonal(name, factor.diagonal().copy()))
 
 
 def torch_factor(name: str, x: Any) -> _Factor:
@@ -369,6 +298,8 @@ def torch_factor(name: str, x: Any) -> _Factor:
     wider = lapack_dtype(str(x.dtype).replace("torch.", ""))
     work = x.to(getattr(torch, wider)) if wider is not None else x
     check_symmetric(name, work, pd=True)
+    if not bool(work.isfinite().all()):  # as the NumPy runners' helper text says it
+        raise not_finite(name, "positive definite (pd)")
     lower, info = torch.linalg.cholesky_ex(work)
     if int(info) > 0:
         detail = f"its Cholesky factorisation breaks down at row {int(info) - 1} (a leading minor is not positive)"
@@ -376,43 +307,10 @@ def torch_factor(name: str, x: Any) -> _Factor:
     return _Factor("torch", work, x.dtype, lower, _finite_diagonal(name, lower.diagonal()))
 
 
-#: the strict lower triangle of a diagonal block (made once: ``np.triu`` makes its mask per call)
-_BELOW = np.tri(MIRROR_BLOCK, k=-1, dtype=bool)
-
-
-def _mirror_lower(a: np.ndarray) -> np.ndarray:
-    """``a`` (Fortran-ordered, its lower triangle valid) made symmetric in place, returned
-    C-ordered: the lower triangle of ``a`` is the upper one of ``a.T``."""
-    t = a.T  # C-ordered, upper triangle valid
-    n = t.shape[0]
-    for i in range(0, n, MIRROR_BLOCK):
-        j = min(i + MIRROR_BLOCK, n)
-        t[j:, i:j] = t[i:j, j:].T
-        block = t[i:j, i:j]
-        np.copyto(block, block.T.copy(), where=_BELOW[: j - i, : j - i])
-    return t
-
-
-def factor_inv(factor: _Factor, backend: Backend, lapack: _Lapack | None) -> Any:
-    """``inv`` of the factorised matrix, symmetric, in its own dtype (SciPy: computed in
-    the factor's own array, which the matrix's one ``inv`` step is the last to need)."""
+def factor_inv(factor: _Factor, backend: Backend) -> Any:
+    """``inv`` of the matrix PyTorch factorised, symmetric, in its own dtype."""
     if factor.kind == "generic":
         return backend.inv(factor.matrix)
-    if factor.kind == "torch":
-        return _torch_inv(factor)
-    if factor.kind == "numpy" or lapack is None:  # no SciPy: NumPy has no inverse from a Cholesky factor
-        result = numpy_inv(factor.matrix)
-    else:
-        potri = lapack("potri", factor.lower)
-        # overwrites the factor (no copy): det and log det read the diagonal kept apart
-        inverse, info = potri(factor.lower, lower=1, overwrite_c=1)
-        if info != 0:  # not after a successful potrf; never a silent number
-            raise EvaluationError(f"inv: LAPACK potri failed (info {info}) after a successful factorisation")
-        result = _mirror_lower(inverse)
-    return result if result.dtype == factor.dtype else result.astype(factor.dtype)
-
-
-def _torch_inv(factor: _Factor) -> Any:
     import torch
 
     result = torch.cholesky_inverse(factor.lower)
@@ -420,16 +318,12 @@ def _torch_inv(factor: _Factor) -> Any:
 
 
 def factor_det(factor: _Factor, log: bool, backend: Backend) -> Any:
-    """``det`` (or ``log(det)``) of the factorised matrix, a 0-d array in its own dtype."""
+    """``det`` (or ``log(det)``) of the matrix PyTorch factorised, a 0-d tensor in its own dtype."""
     if factor.kind == "generic":
         det = backend.det(factor.matrix)
         return backend.func("log")(det) if log else det
     diagonal = factor.diagonal
-    if factor.kind == "torch":
-        value = 2 * diagonal.log().sum() if log else diagonal.prod() ** 2
-        return value.to(factor.dtype)
-    value = 2 * np.sum(np.log(diagonal)) if log else np.prod(diagonal) ** 2
-    return np.asarray(value, dtype=factor.dtype)
+    return (2 * diagonal.log().sum() if log else diagonal.prod() ** 2).to(factor.dtype)
 
 
 # ------------------------------------------------------------------ binding
@@ -437,7 +331,8 @@ def factor_det(factor: _Factor, log: bool, backend: Backend) -> Any:
 
 def bind_factor(name: str, matrix: int, n: int, backend: Backend) -> tuple[Any, OpCost]:
     """The op factorising the matrix in slot ``matrix`` (``n`` x ``n``, the value of ``name``):
-    ``potrf``'s n³/3 flops (n³/6 multiplications)."""
+    ``potrf``'s n³/3 flops (n³/6 multiplications).  NumPy: the helper text every NumPy runner
+    runs (:data:`.generated.CHOLESKY_HELPER`)."""
     cost = OpCost(n**3 / 3, 1, n * n, multiplications=n**3 / 6)
     if backend.name == "torch":
         import torch
@@ -446,12 +341,7 @@ def bind_factor(name: str, matrix: int, n: int, backend: Backend) -> tuple[Any, 
         # either way, and said so in 20 lines of Dynamo warnings ("Graph break from Tensor.item()")
         factor = torch.compiler.disable(torch_factor)
         return (lambda env: factor(name, env[matrix])), cost
-    lapack = _scipy_lapack()  # looked up once per binding
-
-    def run(env: list) -> _Factor:
-        return numpy_factor(name, env[matrix], lapack)
-
-    return run, cost
+    return (lambda env: cholesky_factor(env[matrix], name)), cost
 
 
 def bind_reader(what: str, factor: int, n: int, backend: Backend) -> tuple[Any, OpCost]:
@@ -459,9 +349,10 @@ def bind_reader(what: str, factor: int, n: int, backend: Backend) -> tuple[Any, 
     ``potri``'s 2n³/3 flops for ``inv``, the diagonal's n for the others."""
     if what == "unused":  # a det read only by logs computed from the factor
         return (lambda env: None), OpCost(0, 0, 0)
+    torch = backend.name == "torch"
     if what == "inv":
-        lapack = _scipy_lapack()
-        inv = lambda env: factor_inv(env[factor], backend, lapack)  # noqa: E731
+        inv = (lambda env: factor_inv(env[factor], backend)) if torch else (lambda env: cholesky_inv(env[factor]))
         return inv, OpCost(2 * n**3 / 3, 1, n * n, multiplications=n**3 / 3)
     log = what == "logdet"
-    return (lambda env: factor_det(env[factor], log, backend)), OpCost(n, 1, 1, multiplications=n)
+    det = (lambda env: factor_det(env[factor], log, backend)) if torch else (lambda env: cholesky_det(env[factor], log))
+    return det, OpCost(n, 1, 1, multiplications=n)

@@ -41,10 +41,7 @@ from .banded import BAND_SOURCE, BandStep
 from .cholesky import Declared, declared
 from .generated import (
     ALIASES,
-    CHOLESKY_HELPER,
-    LAPACK_HELPER,
     RESULT_HELPER,
-    SYMMETRIC_HELPER,
     check_function_name,
     dtype_line,
     python_names,
@@ -257,7 +254,9 @@ class _Writer:
         for a, b in self.checks:
             body.append(f"if {a} != {b}:")
             body.append(f'    raise _ValueError(f"{a} ({{{a}}}) must equal {b} ({{{b}}})")')
-        for name in sorted(self.declared.symmetric & set(names)):  # the declarations, on the data
+        # the declarations, on the data: a factorised matrix by its factor, as tc.compile checks it
+        for name in sorted(self.declared.symmetric & set(names) - set(self.factors)):
+            self.helpers.add("_symmetric")
             word = "positive definite (pd)" if name in self.declared.pd else "symmetric"
             body.append(f"{names[name]} = _symmetric({names[name]}, {name!r}, {word!r})")
         texts = []
@@ -280,20 +279,16 @@ class _Writer:
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
         if "_contract(" in "\n".join(body):
             imports += ["", CACHED_CONTRACT if searched else AUTO_CONTRACT]
-        if "_lapack(" in "\n".join(body) or self.factors or "_linalg" in self.helpers:
-            imports += [LAPACK_HELPER.rstrip()]
-        if self.declared.symmetric:
-            imports += [SYMMETRIC_HELPER.rstrip()]
-        if self.factors:
-            imports += [CHOLESKY_HELPER.rstrip()]
+        if self.factors:  # the text tc.compile's closures run (.generated.CHOLESKY_HELPER)
+            self.helpers.add("_cholesky")
         if "_adjugate(" in "\n".join(body):
             imports += ["", ADJUGATE_SOURCE.rstrip()]
         if self.helpers:
-            from .source import HELPERS  # the same helpers to_python(shapes=) writes
+            from .source import HELPERS, helper_texts  # the same helpers to_python(shapes=) writes
 
             # _add_parts: the bound sums' text too (.sums)
             helpers = {**HELPERS, "_sum": SUM_HELPER, "_bands": BAND_SOURCE}
-            imports += [helpers[helper].rstrip() for helper in sorted(self.helpers)]
+            imports += [text.rstrip() for text in helper_texts(self.helpers, helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
         return read_aliases_only("\n".join(lines) + "\n")
@@ -536,8 +531,11 @@ class _PlanWriter(_Writer):
 
     def _plan_func(self, step, shape) -> str:
         (arg,) = step.args
-        if step.data == "log" and arg in self.unwritten:  # log det from the factor: finite where det overflows
-            return f"_cho_det({self._pd_factor(self.plan.steps[arg].args[0])}, True)"
+        det = self.plan.steps[arg]
+        # log det from the factor, det computed or not (as tc.compile): finite where det overflows
+        factor = self._pd_factor(det.args[0]) if step.data == "log" and det.kind == "det" else None
+        if factor is not None:
+            return f"_cho_det({factor}, True)"
         return numpy_call(str(step.data), self._read(arg))
 
     def _plan_pow(self, step, shape) -> str:

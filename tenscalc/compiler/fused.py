@@ -15,12 +15,12 @@ and runs the loop: a function called once does not pay for compiling source):
 * the ops of the kinds in :data:`WRITTEN` (contractions, a product's terms added in
   place, shared pairs, sums into one buffer, sums with broadcast, embedded or diagonal
   parts (from their :class:`.sums.SumPlan`), constants, slices, embeds, banded steps
-  and their dense twins, ``inv``, ``det`` and ``adj``) are written by the writer of
-  ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the module's statements,
-  no closure called;
+  and their dense twins, ``inv``, ``det`` and ``adj``, Cholesky factors and their
+  readers) are written by the writer of ``tc.to_python(shapes=)``
+  (:class:`.source.FusedOpSource`): the module's statements, no closure called;
 * ``x^1`` (:class:`Same`) is the slot itself;
-* every other step (Cholesky factors and their readers, a function that is no ufunc)
-  is a call of its closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
+* every other step (a function that is no ufunc) is a call of its
+  closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
   array) or :class:`Terms` (a product's terms, added in place) is known to allocate its
   result;
 * a ufunc's result goes into a buffer nobody needs any more instead of a new array
@@ -100,10 +100,12 @@ __all__ = [
 #: into one buffer, any other sum (from its record, :class:`.sums.SumPlan`: a sum with
 #: broadcast, embedded or diagonal parts), a constant, a slice, a part embedded in zeros, a banded step's band
 #: values and their dense twin (and the dense value of a banded or diagonal result), and
-#: ``inv``, ``det`` and ``adj`` (the text the closures run, :data:`.generated.LINALG_HELPER`;
-#: not the readers of a Cholesky factor, which stay closures)
+#: ``inv``, ``det`` and ``adj`` (the text the closures run, :data:`.generated.LINALG_HELPER`),
+#: a declared positive-definite matrix's Cholesky factor and the ``inv``, ``det`` and
+#: ``log(det)`` read from it (the same, :data:`.generated.CHOLESKY_HELPER`)
 WRITTEN = frozenset(
-    {"product", "pair", "accumulate", "add", "constant", "slice", "embed", "band", "twin"} | {"inv", "det", "adj"}
+    {"product", "pair", "accumulate", "add", "constant", "slice", "embed", "band", "twin"}
+    | {"inv", "det", "adj", "cholesky"}
 )
 
 #: programs with more operations than this keep the loop: compiling the source costs
@@ -570,8 +572,8 @@ def fuse(
     written: Callable[[Op], bool] = lambda op: False  # noqa: E731
     if op_source is not None and program is not None and program.bound_plan is not None:
         source = op_source(program, resolver, writer.namespace)
-        steps = program.steps  # a Cholesky factor's readers stay closures: the factor op is one
-        written = lambda op: op.kind in WRITTEN and getattr(steps.get(op.slot), "factor", None) is None  # noqa: E731
+        steps = program.steps  # a log det read from a Cholesky factor is written too (a func step)
+        written = lambda op: op.kind in WRITTEN or getattr(steps.get(op.slot), "factor", None) is not None  # noqa: E731
     params = [f"_a{k}" for k in range(len(inputs))]
     lines = writer.lines
     if params:

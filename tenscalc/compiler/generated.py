@@ -131,70 +131,151 @@ except ImportError:
     _EvaluationError = ValueError
 """
 
-_namespace: dict = {"_np": np, "_EvaluationError": EvaluationError}
-exec(compile(LAPACK_HELPER + ADJUGATE_SOURCE + LINALG_HELPER, "<tenscalc linalg>", "exec"), _namespace)  # noqa: S102
-#: the closures' inv, det and adj of NumPy arrays: :data:`LINALG_HELPER` itself
-linalg_inv, linalg_det, linalg_adj = _namespace["_inv"], _namespace["_det"], _namespace["_adj"]
-
-#: the generated module's declared structure (``tc.to_python(..., assumptions=...)``, as
-#: ``tenscalc.compiler.cholesky`` in ``tc.compile``): a declared symmetric matrix is checked
-#: on entry ...
+#: the generated module's declared structure (``tc.to_python(..., assumptions=...)``), and
+#: ``tc.compile``'s check of it on NumPy arrays (:func:`.cholesky.check_symmetric` runs this
+#: text): a declared symmetric matrix is refused unless it equals its transpose up to
+#: rounding (16 n eps max|m|, as a product A B Aᵀ is), an entry that is not finite named as such
 SYMMETRIC_HELPER = '''
+def _not_finite(name, declared):
+    """The error of a declared matrix with an entry that is not finite."""
+    return _EvaluationError(f"'{name}' is declared {declared} but its value has an entry that is not finite")
+
+
 def _symmetric(m, name, declared):
     """m, refused unless it equals its transpose up to rounding (it was declared so)."""
     if m.ndim != 2 or _np.array_equal(m, m.T):
         return m
     if m.shape[0] != m.shape[1]:
-        raise _ValueError(f"'{name}' is declared {declared} but its value is not square (shape {m.shape})")
-    gap = _np.abs(m - m.T).max()
-    if m.dtype.kind in "fc" and gap <= 16 * m.shape[0] * _np.finfo(m.dtype).eps * _np.abs(m).max():
+        raise _EvaluationError(f"'{name}' is declared {declared} but its value is not square (shape {m.shape})")
+    gap = _np.abs(m - m.T)
+    worst = gap.max()
+    if not _np.isfinite(worst):
+        raise _not_finite(name, declared)
+    if m.dtype.kind in "fc" and worst <= 16 * m.shape[0] * _np.finfo(m.dtype).eps * _np.abs(m).max():
         return m
-    raise _ValueError(f"'{name}' is declared {declared} but its value is not symmetric (|{name} - {name}.T| <= {gap})")
+    i, j = (k.item() for k in _np.unravel_index(_np.argmax(gap), gap.shape))
+    raise _EvaluationError(
+        f"'{name}' is declared {declared} but its value is not: {name}[{i}, {j}] = {m[i, j].item()!r}, "
+        f"{name}[{j}, {i}] = {m[j, i].item()!r}"
+    )
 '''
 
 #: ... and the inv, det and log det of a declared positive-definite one read one Cholesky
-#: factor (its inverse through SciPy's LAPACK potri where SciPy is installed, NumPy's LU
-#: inverse where not); complex, float16 and longdouble matrices take the LU path
+#: factor: the text every NumPy runner runs (``tc.compile``'s closures exec it once, its fused
+#: function and both generated modules call it), so the numbers and the errors are the same
+#: in the four.  The factor is LAPACK's potrf through SciPy (numpy.linalg.cholesky without
+#: SciPy, which is optional), the inverse potri in the factor's own array (NumPy's LU inverse
+#: without SciPy), its triangles made equal block by block (a cache-sized copy each, no n x n
+#: temporary); float16 and longdouble are factorised in the dtype LAPACK has and the results
+#: cast back, complex matrices (Hermitian, not symmetric) take ``_inv`` and ``_det``.  It
+#: reads ``_lapack_wider``, ``_inv``, ``_det``, ``_symmetric`` and ``_EvaluationError``.
 CHOLESKY_HELPER = '''
-def _cholesky(m, name):
-    """(m, its lower Cholesky factor), refused unless m is positive definite (factor None: not float32/64)."""
-    if m.dtype.char not in "fd":
-        return m, None
-    try:
-        lower = _np.linalg.cholesky(m)
-    except _np.linalg.LinAlgError:
-        lower = None
-    if lower is None or not _np.isfinite(lower.diagonal()).all():
-        raise _ValueError(f"'{name}' is declared positive definite (pd) but its value is not (no Cholesky factor)")
-    return m, lower
+_cho_routines = {}  # (LAPACK routine, dtype char) -> SciPy's routine: a lookup takes microseconds
+_cho_block = 128  # rows mirrored at a time when the inverse's triangles are made equal
+_cho_below = _np.tri(_cho_block, k=-1, dtype=bool)  # a diagonal block's strict lower triangle
 
 
-def _cho_inv(factor):
-    """inv(m) from (m, its Cholesky factor): SciPy's potri; NumPy's LU inverse without SciPy."""
-    m, lower = factor
+def _cho_routine(name, array):
+    """SciPy's LAPACK routine for array's dtype, None without SciPy."""
     try:
         from scipy.linalg import lapack
     except ImportError:
-        lapack = None
-    if lower is None or lapack is None or m.shape[0] == 0:
-        return _lapack(_np.linalg.inv, m)
-    (potri,) = lapack.get_lapack_funcs(("potri",), (lower,))
-    inverse, info = potri(lower, lower=1)  # the lower triangle; the upper one stays 0
-    if info != 0:
-        raise _ValueError(f"inv: LAPACK potri failed (info {info})")
-    inverse += _np.tril(inverse, -1).T
-    return inverse
+        return None
+    key = (name, array.dtype.char)
+    routine = _cho_routines.get(key)
+    if routine is None:
+        (routine,) = lapack.get_lapack_funcs((name,), (array,))
+        _cho_routines[key] = routine
+    return routine
+
+
+def _not_pd(name, detail):
+    """The error of a value of name that is not positive definite."""
+    return _EvaluationError(
+        f"'{name}' is declared positive definite (pd) but its value is not: {detail}; check the data, "
+        f"or leave out assumptions={{'{name}': 'pd'}} (inv and det then factorise it by LU)"
+    )
+
+
+def _cholesky(m, name):
+    """The factor of m, the value of name: [m as factorised, its lower Cholesky factor (None:
+    complex, or spent by _cho_inv), its diagonal, m's dtype, whether potrf made it]; an error
+    unless m is symmetric positive definite with finite entries."""
+    m = _np.asarray(m)
+    work = m
+    if m.dtype.char not in "fd":  # float32 and float64 as they are (the common case, without a lookup)
+        if m.dtype.kind != "f":  # complex: Hermitian, not symmetric; LU
+            return [m, None, None, m.dtype, False]
+        work = m.astype(_lapack_wider.get(m.dtype.name, m.dtype))
+    _symmetric(work, name, "positive definite (pd)")  # potrf reads one triangle only
+    if not _np.isfinite(work).all():  # n^2 reads against the factorisation's n^3 / 3
+        raise _not_finite(name, "positive definite (pd)")
+    potrf = _cho_routine("potrf", work) if work.shape[0] else None
+    if potrf is None:
+        try:
+            lower = _np.linalg.cholesky(work)
+        except _np.linalg.LinAlgError:
+            raise _not_pd(name, "numpy.linalg.cholesky fails on it") from None
+        potrf_made = False
+    else:  # the transpose: a C-ordered matrix is then Fortran-ordered, read without a copy
+        lower, info = potrf(work.T, lower=1, clean=0)
+        if info > 0:
+            detail = f"its Cholesky factorisation breaks down at row {info - 1} (a leading minor is not positive)"
+            raise _not_pd(name, detail)
+        potrf_made = True
+    diagonal = lower.diagonal().copy()  # kept apart: potri overwrites the factor
+    if not _np.isfinite(diagonal).all():
+        raise _not_pd(name, "its Cholesky factor overflows")
+    return [work, lower, diagonal, m.dtype, potrf_made]
+
+
+def _cho_mirror(a):
+    """a (Fortran-ordered, its lower triangle valid) made symmetric in place, returned C-ordered."""
+    t = a.T  # C-ordered, its upper triangle valid
+    n = t.shape[0]
+    for i in _np.arange(0, n, _cho_block).tolist():  # no builtin: the function may be named range or min
+        j = i + _cho_block if i + _cho_block < n else n
+        t[j:, i:j] = t[i:j, j:].T
+        block = t[i:j, i:j]
+        _np.copyto(block, block.T.copy(), where=_cho_below[: j - i, : j - i])
+    return t
+
+
+def _cho_inv(factor):
+    """inv(m) in m's dtype from its factor: potri in the factor's own array, which is then spent
+    (a second inverse of it is NumPy's LU one); LU without SciPy or a potrf factor."""
+    work, lower, _, dtype, potrf_made = factor
+    potri = _cho_routine("potri", lower) if potrf_made and lower is not None else None
+    if potri is None:
+        inverse = _inv(work)
+    else:
+        factor[1] = None  # spent: potri overwrites it
+        inverse, info = potri(lower, lower=1, overwrite_c=1)
+        if info != 0:  # not after a successful potrf; never a silent number
+            raise _EvaluationError(f"inv: LAPACK potri failed (info {info}) after a successful factorisation")
+        inverse = _cho_mirror(inverse)
+    return inverse if inverse.dtype == dtype else inverse.astype(dtype)
 
 
 def _cho_det(factor, log):
-    """det(m) (log: log(det(m)), finite where det overflows) from (m, its Cholesky factor)."""
-    m, lower = factor
-    if lower is None:
-        det = _lapack(_np.linalg.det, m)
+    """det(m) (log: log(det(m)), finite where det overflows), a 0-d array of m's dtype."""
+    work, _, diagonal, dtype, _ = factor
+    if diagonal is None:  # complex: LU
+        det = _det(work)
         return _np.log(det) if log else det
-    diagonal = lower.diagonal()
-    return _np.asarray(2 * _np.sum(_np.log(diagonal)) if log else _np.prod(diagonal) ** 2, dtype=m.dtype)
+    return _np.asarray(2 * _np.sum(_np.log(diagonal)) if log else _np.prod(diagonal) ** 2, dtype=dtype)
 '''
+
+_namespace: dict = {"_np": np, "_EvaluationError": EvaluationError}
+_TEXT = LAPACK_HELPER + ADJUGATE_SOURCE + LINALG_HELPER + SYMMETRIC_HELPER + CHOLESKY_HELPER
+exec(compile(_TEXT, "<tenscalc linalg>", "exec"), _namespace)  # noqa: S102 - the texts above
+#: the closures' inv, det and adj of NumPy arrays: :data:`LINALG_HELPER` itself
+linalg_inv, linalg_det, linalg_adj = _namespace["_inv"], _namespace["_det"], _namespace["_adj"]
+#: the closures' check of a declared symmetric NumPy array, Cholesky factor and its readers:
+#: :data:`SYMMETRIC_HELPER` and :data:`CHOLESKY_HELPER` themselves
+symmetric_check, not_pd, not_finite = _namespace["_symmetric"], _namespace["_not_pd"], _namespace["_not_finite"]
+cholesky_factor, cholesky_inv, cholesky_det = _namespace["_cholesky"], _namespace["_cho_inv"], _namespace["_cho_det"]
+mirror_block: int = _namespace["_cho_block"]
 
 #: names the generated module defines at module level (a function of that name would replace them)
 MODULE_NAMES = frozenset(
@@ -216,6 +297,7 @@ MODULE_NAMES = frozenset(
     }
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_write_diagonal"}
     | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
+    | {"_cho_routines", "_cho_block", "_cho_below", "_cho_routine", "_not_pd", "_not_finite", "_cho_mirror"}
     | {"_inv", "_det", "_adj", "_EvaluationError"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_zip"}
     | {"_outer_columns", "_stretch"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
@@ -74,7 +74,12 @@ def _write_diagonal(core, eq, shape):
     "_gram": GRAM_SOURCE,  # the Gram kernel's own text (.kernels)
     "_outer_columns": COLUMN_OUTER_SOURCE,  # the long-by-short outer product's own text (.kernels)
     "_lapack": LAPACK_HELPER,
-    "_linalg": LINALG_ERROR + LINALG_HELPER,
+    # the texts tc.compile's closures run too (.generated), errors included: inv, det and adj,
+    # the check of a declared symmetric matrix, the Cholesky factor of a declared pd one
+    "_error": LINALG_ERROR,
+    "_linalg": LINALG_HELPER,
+    "_symmetric": SYMMETRIC_HELPER,
+    "_cholesky": CHOLESKY_HELPER,
     # banded steps (:mod:`.banded`): a slot holds a tuple of band values, numbers or vectors
     "_stretch": '''
 def _stretch(value, first, stop, every):
@@ -94,10 +99,31 @@ def _write_bands(values, shape, keys, disjoint):
             flat[key] += value
     return out
 ''',
-    "_cholesky": CHOLESKY_HELPER,
     "_adjugate": "\n" + ADJUGATE_SOURCE,
     "_accumulate": ACCUMULATE_SOURCE,
 }
+
+
+#: the helpers each helper calls (defined with it)
+REQUIRES = {
+    "_linalg": ("_error", "_lapack"),
+    "_symmetric": ("_error",),
+    "_cholesky": ("_error", "_lapack", "_linalg", "_symmetric"),
+}
+
+
+def helper_texts(helpers: Iterable[str], texts: Mapping[str, str] | None = None) -> list[str]:
+    """The texts (from ``texts``, :data:`HELPERS` by default) of ``helpers`` and of the
+    helpers they call (:data:`REQUIRES`), each once.
+
+    >>> [text.split("(")[0].split()[-1] for text in helper_texts(["_symmetric"])]
+    ['_EvaluationError', '_symmetric']
+    """
+    names = set(helpers)
+    for name in list(names):
+        names.update(REQUIRES.get(name, ()))
+    texts = HELPERS if texts is None else texts
+    return [texts[name] for name in sorted(names)]
 
 
 def literal(value: float) -> str:
@@ -226,11 +252,13 @@ class ProgramSource:
     def _op(self, op: Op) -> None:
         """The statement(s) of one op, naming its slot's value."""
         name = self.slot_name(op.slot)
-        if op.kind == "cholesky":  # before its first reader, as bind runs it
+        if op.kind == "cholesky":  # before its first reader, as bind runs it (.generated.CHOLESKY_HELPER)
             (matrix,) = op.reads
-            self.lines.append(f"_f{matrix} = _cholesky({self._arg(matrix)}, {self.pd[matrix]!r})")
-            self.helpers.update(("_cholesky", "_lapack"))
-            self.names[op.slot] = f"_f{matrix}"
+            variable = self.pd.get(matrix) or next(n for n, slot in self.plan.inputs.items() if slot == matrix)
+            factor = self.factor_name(op.slot, matrix)
+            self.lines.append(f"{factor} = _cholesky({self._arg(matrix)}, {variable!r})")
+            self.helpers.add("_cholesky")
+            self.names[op.slot] = factor
             return
         if op.kind == "band":
             self._banded(op, name)
@@ -250,7 +278,7 @@ class ProgramSource:
             matrix, what = bound.factor
             if what == "unused":  # a det whose log reads the factor: not computed
                 return
-            text = self._from_factor(matrix, what)
+            text = self._from_factor(op.reads[0], what)
         elif op.slot in self.tiled and self.tiled[op.slot].shape == bound.shape:
             self._tiles(op.slot, name)
             return
@@ -317,10 +345,14 @@ class ProgramSource:
         self.lines += tiles_lines(tiles, name, allocate, set(), self.spelling, shapes)
         self.names[slot] = name
 
-    def _from_factor(self, matrix: int, what: str) -> str:
-        """``inv``, ``det`` or ``logdet`` of the declared positive-definite input in slot
-        ``matrix`` from its Cholesky factor ``_f<matrix>`` (written before its first reader)."""
-        factor = f"_f{matrix}"
+    def factor_name(self, slot: int, matrix: int) -> str:
+        """The name of the Cholesky factor (op slot ``slot``) of the input in slot ``matrix``."""
+        return f"_f{matrix}"
+
+    def _from_factor(self, slot: int, what: str) -> str:
+        """``inv``, ``det`` or ``logdet`` of a declared positive-definite input from its
+        Cholesky factor, the value of slot ``slot`` (written before its first reader)."""
+        factor = self._arg(slot)
         if what == "inv":  # the factor carries the matrix: the plan may release the input after the factor
             return f"_cho_inv({factor})"
         return f"_cho_det({factor}, {what == 'logdet'})"
@@ -564,6 +596,9 @@ class FusedOpSource(ProgramSource):
     def _arg(self, slot: int) -> str:
         return f"env[{slot}]"
 
+    def factor_name(self, slot: int, matrix: int) -> str:
+        return f"env[{slot}]"
+
     def _constant(self, value: np.ndarray) -> str:
         value = np.asarray(value)
         if value.ndim == 0:  # a number, as the module writes it
@@ -595,8 +630,8 @@ class FusedOpSource(ProgramSource):
     def define_helpers(self) -> None:
         """Define the helpers the written statements call in the namespace."""
         exec(ALIASES, self.namespace)  # noqa: S102 - the module's own aliases
-        for helper in sorted(self.helpers):
-            exec(compile(HELPERS[helper], f"<tenscalc {helper}>", "exec"), self.namespace)  # noqa: S102
+        for text in helper_texts(self.helpers):
+            exec(compile(text, "<tenscalc helper>", "exec"), self.namespace)  # noqa: S102
 
 
 def _early_deletes(lines: list[str], temps: list[str]) -> tuple[list[str], list[str]]:
@@ -764,12 +799,15 @@ def program_source(
     body = writer.write({slot: names[var_name] for var_name, slot in plan.inputs.items()})
     # _result: the inputs' dtype (see .generated), an array the caller may write to
     results = [f"_result({writer.result(slot)}, _dtype)" for slot in plan.outputs]
+    # a declared matrix the program factorises is checked by its factor, when it is made (as
+    # tc.compile checks it); the others on entry
+    factored = {pd_slots[op.reads[0]] for op in bound.ops if op.kind == "cholesky"}
+    checked = sorted(set(symmetric) & set(names) - factored)
+    if checked:
+        writer.helpers.add("_symmetric")
     lines = [header, "import numpy as _np", "", ALIASES, RESULT_HELPER.rstrip()]
-    if symmetric:
-        lines.append(SYMMETRIC_HELPER.rstrip())
     lines += writer.constants
-    for helper in sorted(writer.helpers):
-        lines.append(HELPERS[helper].rstrip())
+    lines += [text.rstrip() for text in helper_texts(writer.helpers)]
     head, *reads = signature(name, names)
     lines += ["", "", head] + [f"    {line}" for line in reads]
     lines.append(f"    {dtype_line(names)}")  # from the values as passed: a Python number is weak
@@ -783,7 +821,7 @@ def program_source(
             f'        raise _ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{python}.shape}}: '
             f'generate it again with tc.to_python(..., shapes=...)")'
         )
-    for p in sorted(set(symmetric) & set(names)):  # the declarations, on the data (generated.SYMMETRIC_HELPER)
+    for p in checked:  # the declarations, on the data (generated.SYMMETRIC_HELPER)
         lines.append(f"    {names[p]} = _symmetric({names[p]}, {p!r}, {symmetric[p]!r})")
     lines += [f"    {line}" for line in body]
     if single:

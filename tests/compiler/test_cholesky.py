@@ -345,8 +345,9 @@ def test_generated_code_matches_the_generic_path(with_shapes):
     values = _values(3)  # the size of the BAD matrices
     shapes = {"K": (3, 3), "y": (3,)} if with_shapes else None
     source = tc.to_python(roots, name="f", shapes=shapes, assumptions=PD)
-    assert source.count("_symmetric(K, 'K', 'positive definite (pd)')") == 1  # checked on entry
-    assert source.count("= _cholesky(K, 'K')") == 1  # one factor for inv, the Hessian's inv and log det
+    # checked by its one factor (for inv, the Hessian's inv and log det), as tc.compile checks it
+    assert "_symmetric(K, " not in source.split("def f(")[1]
+    assert source.count("= _cholesky(K, 'K')") == 1
     assert "_np.linalg.inv" not in source.split("def f(")[1] and "_np.linalg.det" not in source.split("def f(")[1]
     f = _generated(roots, shapes)
     _same(f(K=values["K"], y=values["y"]), tc.compile(roots)(K=values["K"], y=values["y"]))
@@ -377,7 +378,8 @@ def test_generated_code_checks_a_symmetric_declaration():
     f = _generated([tc.parse("A + A *(ij,->ji) 1", {"A": 2})], assumptions={"A": "symmetric"})
     a = _pd(3)
     np.testing.assert_array_equal(f(A=a)[0], 2 * a)
-    with pytest.raises(ValueError, match="'A' is declared symmetric but its value is not symmetric"):
+    # tc.compile's error and message (the one text, .generated.SYMMETRIC_HELPER)
+    with pytest.raises(tc.EvaluationError, match=r"'A' is declared symmetric but its value is not: A\[0, 1\] = 1.0"):
         f(A=BAD["not symmetric"])
 
 

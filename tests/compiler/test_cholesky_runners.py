@@ -1,0 +1,205 @@
+"""A declared positive-definite matrix in every NumPy runner (issue 26): one helper text.
+
+``generated.CHOLESKY_HELPER`` (the symmetry check, the factorisation, ``inv``, ``det``
+and ``log(det)`` from the factor) is what ``tc.compile``'s loop of closures runs (the
+text exec'd once), what its fused function writes, and what both generated modules
+(``tc.to_python(shapes=)`` and the shape-free ``tc.to_python()``) write.  So data that is
+not what was declared (not symmetric, not positive definite, not finite) raises the same
+``EvaluationError`` with the same message in the four runners, and a valid matrix gives
+the same numbers (checked here against the generic LU path, a closed form and central
+differences, with distinct axis lengths).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tenscalc as tc
+
+GP = "y *(i,ij->j) inv(K) *(j,j->) y + log(det(K))"
+SOLVE = "B *(ij,jk->ik) inv(K) *(ik,k->i) b + det(K) *(,i->i) (B *(ij,j->i) b)"  # B: 2 x 4, K: 4 x 4
+PD = {"K": "pd"}
+N, M = 4, 2  # K is N x N, B is M x N: distinct lengths
+
+
+def _pd(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal((n, n))
+    return b @ b.T / n + np.eye(n)
+
+
+def _good() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(7)
+    return {"K": _pd(N), "y": rng.standard_normal(N), "B": rng.standard_normal((M, N)), "b": rng.standard_normal(N)}
+
+
+def _roots(text: str, derivatives: int) -> list[tc.Expr]:
+    orders = {"y": 1, "K": 2, "B": 2, "b": 1}
+    roots = [tc.parse(text, {name: order for name, order in orders.items() if name in text})]
+    for _ in range(derivatives):
+        roots.append(tc.derivative(roots[-1], "K"))
+    return roots
+
+
+def _runners(roots: list, good: dict, assumptions: dict) -> dict:
+    """The four NumPy runners of ``roots``, each a function of the values: the closure loop
+    (a fresh compile's first call), the fused function (a compile called twice on ``good``:
+    checked to have one), the module of ``to_python(shapes=)`` and the shape-free one."""
+    fused = tc.compile(roots, assumptions=assumptions)
+    fused(good)
+    fused(good)
+    assert fused._last[1].fused is not None, "the third call runs the fused function"
+    functions = []
+    for shapes in ({k: np.shape(v) for k, v in good.items()}, None):
+        namespace: dict = {}
+        source = tc.to_python(roots, name="f", shapes=shapes, assumptions=assumptions)
+        exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102 - the source under test
+        functions.append(namespace["f"])
+    return {
+        "loop": lambda values: tc.compile(roots, assumptions=assumptions)(values),
+        "fused": lambda values: fused(values),
+        "module": lambda values: functions[0](**values),
+        "shape-free": lambda values: functions[1](**values),
+    }
+
+
+def _errors(roots: list, good: dict, bad: dict, assumptions: dict = PD) -> dict[str, tuple[type, str]]:
+    """Each runner's error on ``bad``: (its class, its message)."""
+    caught = {}
+    for name, run in _runners(roots, good, assumptions).items():
+        with pytest.raises(Exception) as error:  # noqa: PT011 - the class is what is compared
+            run(bad)
+        caught[name] = (type(error.value), str(error.value))
+    return caught
+
+
+BAD = {
+    "indefinite": np.diag([1.0, -1.0, 2.0, 3.0]),
+    "singular": np.zeros((N, N)),
+    "rank one": np.outer([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]),
+    "not symmetric": np.triu(np.ones((N, N))) + np.eye(N),
+    "nan": np.diag([1.0, np.nan, 1.0, 1.0]),
+    "inf": np.diag([1.0, np.inf, 1.0, 1.0]),
+    "nan off the diagonal": np.where(np.eye(N) == 1, 2.0, 0.0)
+    + np.where(np.arange(N * N).reshape(N, N) == 1, np.nan, 0),
+}
+#: the start of each case's message: what is wrong, said once for every runner
+SAYS = {
+    "indefinite": "'K' is declared positive definite (pd) but its value is not: its Cholesky factorisation breaks down",
+    "singular": "'K' is declared positive definite (pd) but its value is not: its Cholesky factorisation breaks down",
+    "rank one": "'K' is declared positive definite (pd) but its value is not: its Cholesky factorisation breaks down",
+    "not symmetric": "'K' is declared positive definite (pd) but its value is not: K[0, 1] = 1.0, K[1, 0] = 0.0",
+    "nan": "'K' is declared positive definite (pd) but its value has an entry that is not finite",
+    "inf": "'K' is declared positive definite (pd) but its value has an entry that is not finite",
+    "nan off the diagonal": "'K' is declared positive definite (pd) but its value has an entry that is not finite",
+}
+#: programs reading the factor in each way: inv, det and log det (the GP objective with its
+#: gradient and Hessian), log det alone (its det never computed), inv inside a larger product
+PROGRAMS = {"gp": (GP, 2), "log det": ("log(det(K))", 0), "solve": (SOLVE, 1)}
+
+
+def _inputs(text: str, values: dict) -> dict:
+    return {k: v for k, v in values.items() if k in text}
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_the_four_runners_raise_one_error_on_data_that_is_not_positive_definite(program, case):
+    text, derivatives = PROGRAMS[program]
+    good = _inputs(text, _good())
+    caught = _errors(_roots(text, derivatives), good, dict(good, K=BAD[case]))
+    assert set(caught.values()) == {caught["loop"]}, caught
+    kind, message = caught["loop"]
+    assert kind is tc.EvaluationError
+    assert message.startswith(SAYS[case]), message
+
+
+def test_a_declared_matrix_read_only_as_itself_is_checked_alike():
+    """K declared pd but neither inverted nor its det taken: no factor, the declaration is
+    checked on entry (symmetric, finite), with the same error in the four runners."""
+    text = "B *(ij,j->i) (K *(ij,j->i) b)"
+    good = _inputs(text, _good())
+    for case in ("not symmetric", "nan"):
+        caught = _errors(_roots(text, 0), good, dict(good, K=BAD[case]))
+        assert set(caught.values()) == {caught["loop"]}, caught
+        assert caught["loop"] == (tc.EvaluationError, SAYS[case]), caught
+
+
+def test_a_symmetric_declaration_is_checked_alike():
+    text = "A + A *(ij,->ji) 1"
+    roots = [tc.parse(text, {"A": 2})]
+    good = {"A": _pd(3)}
+    bad = {"A": np.array([[1.0, 2.0, 0.0], [3.0, 1.0, 0.0], [0.0, 0.0, 1.0]])}
+    caught = _errors(roots, good, bad, {"A": "symmetric"})
+    assert set(caught.values()) == {caught["loop"]}, caught
+    assert caught["loop"] == (
+        tc.EvaluationError,
+        "'A' is declared symmetric but its value is not: A[0, 1] = 2.0, A[1, 0] = 3.0",
+    )
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_the_four_runners_compute_the_same_numbers(program):
+    text, derivatives = PROGRAMS[program]
+    good = _inputs(text, _good())
+    roots = _roots(text, derivatives)
+    want = tc.compile(roots)(good)  # the generic path: LU, no declaration
+    results = {name: run(good) for name, run in _runners(roots, good, PD).items()}
+    for name, got in results.items():
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-11 * max(1.0, float(np.abs(w).max())), err_msg=name)
+
+
+def test_the_factors_readers_are_bit_for_bit_the_same_in_the_four_runners():
+    """inv, det and log det of a declared matrix, as results: the helper text's own numbers,
+    the same bits from each runner (one text, the same LAPACK calls on the same matrix)."""
+    roots = [tc.parse(text, {"K": 2}) for text in ("inv(K)", "det(K)", "log(det(K))")]
+    good = {"K": _pd(5, seed=3)}
+    results = {name: run(good) for name, run in _runners(roots, good, PD).items()}
+    for name, got in results.items():
+        for g, w in zip(got, results["loop"]):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_array_equal(g, w, err_msg=name)
+    np.testing.assert_array_equal(results["loop"][0], results["loop"][0].T)  # the mirrored inverse
+
+
+def test_the_gradient_and_hessian_through_a_pd_matrix():
+    """The GP objective's gradient (closed form) and Hessian (central differences of the
+    gradient along a symmetric direction) from every runner."""
+    good = _inputs(GP, _good())
+    k, y = good["K"], good["y"]
+    k_inv = np.linalg.inv(k)
+    a = k_inv @ y
+    closed = k_inv - np.outer(a, a)  # d/dK (yᵀ K⁻¹ y + log det K)
+    rng = np.random.default_rng(11)
+    e = rng.standard_normal((N, N))
+    e = e + e.T
+    h = 1e-5
+    gradient = tc.compile(_roots(GP, 1)[1])
+    central = (gradient(K=k + h * e, y=y) - gradient(K=k - h * e, y=y)) / (2 * h)
+    for name, run in _runners(_roots(GP, 2), good, PD).items():
+        value, grad, hessian = run(good)
+        np.testing.assert_allclose(value, y @ a + np.linalg.slogdet(k)[1], rtol=1e-12, err_msg=name)
+        np.testing.assert_allclose(grad, closed, rtol=1e-11, atol=1e-12, err_msg=name)
+        assert np.shape(hessian) == (N, N, N, N)
+        np.testing.assert_allclose(np.einsum("ijkl,kl->ij", hessian, e), central, rtol=1e-6, atol=1e-8, err_msg=name)
+
+
+def test_the_fused_function_writes_the_factor_and_its_readers():
+    """The fused function calls the helper text's functions, no closure of the factor."""
+    roots = _roots(GP, 1)
+    good = _inputs(GP, _good())
+    run = tc.compile(roots, assumptions=PD)
+    run(good)
+    run(good)
+    program = run._last[1]
+    source = program.fused_source
+    assert source.count("_cholesky(") == 1 and "_cho_inv(" in source and "_cho_det(" in source
+    factor_ops = [
+        op for op in program.ops if op.kind == "cholesky" or op.slot in program.steps and program.steps[op.slot].factor
+    ]
+    assert len(factor_ops) >= 3  # the factor, inv and log det
+    names = program.fused.__globals__
+    assert not [op.kind for op in factor_ops if any(value is op.fn for value in names.values())]
