@@ -24,9 +24,11 @@ checks, ``det`` reads its factor and ``inv`` is NumPy's LU inverse); PyTorch
 (``torch.linalg.cholesky_ex``, ``torch.cholesky_inverse``; under ``torch.compile``,
 ``jit=True``, reading the factorisation's status is a graph break: correct, with
 dynamo's warning); the code ``tc.to_python(..., assumptions=...)`` writes (the
-helpers of :mod:`.generated`, the readers found by :func:`plan_factors` with
-``shapes``).  JAX, CuPy and Dask, and complex values (a complex positive-definite
-matrix is Hermitian, not symmetric), take the generic path: the same numbers through
+readers found by :func:`plan_factors` with ``shapes``).  Every NumPy runner (the loop
+of closures, the fused function, both generated modules) runs one text,
+:data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  JAX, CuPy
+and Dask, and complex values (a complex positive-definite matrix is Hermitian, not
+symmetric), take the generic path: the same numbers through
 LU, the declaration trusted (a jitted JAX function cannot raise on its data;
 ``jnp.linalg.cholesky`` would return NaN).
 
