@@ -941,10 +941,10 @@ def to_python(
     >>> value, grad = namespace["gp"](K=2 * np.eye(2), y=[1.0, 1.0])  # one Cholesky factor for both
     >>> round(float(value), 12), np.round(grad, 12).tolist()  # 1 + log 4; inv(K) - inv(K) y yᵀ inv(K)
     (2.38629436112, [[0.25, -0.25], [-0.25, 0.25]])
-    >>> namespace["gp"](K=-np.eye(2), y=[1.0, 1.0])
+    >>> namespace["gp"](K=-np.eye(2), y=[1.0, 1.0])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: 'K' is declared positive definite (pd) but its value is not (no Cholesky factor)
+    tenscalc.errors.EvaluationError: 'K' is declared positive definite (pd) but its value is not: its Cholesky ...
     """
     check_function_name(name)
     single = isinstance(exprs, Expr)

@@ -116,8 +116,8 @@ def helper_texts(helpers: Iterable[str], texts: Mapping[str, str] | None = None)
     """The texts (from ``texts``, :data:`HELPERS` by default) of ``helpers`` and of the
     helpers they call (:data:`REQUIRES`), each once.
 
-    >>> [text.split("(")[0].split()[-1] for text in helper_texts(["_symmetric"])]
-    ['_EvaluationError', '_symmetric']
+    >>> [name for name, text in HELPERS.items() if text in helper_texts(["_symmetric"])]
+    ['_error', '_symmetric']
     """
     names = set(helpers)
     for name in list(names):

@@ -12,6 +12,8 @@ differences, with distinct axis lengths).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -203,3 +205,24 @@ def test_the_fused_function_writes_the_factor_and_its_readers():
     assert len(factor_ops) >= 3  # the factor, inv and log det
     names = program.fused.__globals__
     assert not [op.kind for op in factor_ops if any(value is op.fn for value in names.values())]
+
+
+@pytest.mark.parametrize("with_shapes", [False, True], ids=["shape-free", "shape-specialised"])
+def test_a_module_run_without_tenscalc_raises_a_value_error_with_the_same_message(monkeypatch, with_shapes):
+    """A generated module needs NumPy only: where tenscalc cannot be imported its error
+    class is ValueError (tenscalc's EvaluationError is one), the message unchanged."""
+    roots = _roots(GP, 1)
+    good = _inputs(GP, _good())
+    bad = dict(good, K=BAD["indefinite"])
+    with pytest.raises(tc.EvaluationError) as compiled:
+        tc.compile(roots, assumptions=PD)(bad)
+    source = tc.to_python(
+        roots, name="f", shapes={k: v.shape for k, v in good.items()} if with_shapes else None, assumptions=PD
+    )
+    monkeypatch.setitem(sys.modules, "tenscalc.errors", None)  # `from tenscalc.errors import ...` fails
+    namespace: dict = {}
+    exec(compile(source, "<generated>", "exec"), namespace)  # noqa: S102 - the source under test
+    with pytest.raises(ValueError) as caught:  # noqa: PT011 - the class is what is checked
+        namespace["f"](**bad)
+    assert type(caught.value) is ValueError
+    assert str(caught.value) == str(compiled.value)
