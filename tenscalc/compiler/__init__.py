@@ -357,9 +357,9 @@ class CompiledFunction:
         call = None
         if self.jit and (self._jit_request or len(program.ops) <= JIT_MAX_OPS):
             signature = [tuple(shapes[name]) for name in self.inputs]
-            call = self._backend.whole_call(program.run_steps, self._slot_count, self._single, signature)
+            call = self._backend.whole_call(program.traced_steps, self._slot_count, self._single, signature)
             if call is None:
-                program.whole = self._backend.whole_program(program.run_steps)
+                program.whole = self._backend.whole_program(program.traced_steps)
             else:  # Program.run (and whoever calls it) runs the same compiled function
                 program.whole = _run_form(call, self._single)
         key = tuple(tuple(shapes[name]) for name in self.inputs)

@@ -88,6 +88,8 @@ class Backend:
     mutable = False
     #: whether arrays are lazy graphs of chunks (Dask): the memory limit then applies per chunk
     lazy = False
+    #: whether the binder marks the values :meth:`fence` keeps (``Program.fenced``)
+    fences = False
 
     def __init__(self) -> None:
         self._functions: dict[str, Callable] = {}
@@ -300,6 +302,12 @@ class Backend:
         shape signature ``run`` is bound to; arrays of other shapes are refused when the
         function is traced for them (never at run time)."""
         return None
+
+    def fence(self, fns: Sequence[Callable[[list], Any]], env: list, reads: Sequence[int]) -> list[Any]:
+        """The values of ``fns`` (closures over the slot list ``env``, reading the slots
+        ``reads``), computed once where a compiler would otherwise copy them into each
+        reader (:meth:`.program.Program.traced_steps`).  Eager backends just compute them."""
+        return [fn(env) for fn in fns]
 
     def native(self, arrays: Sequence[Any]) -> bool:
         """Whether ``arrays`` (a call's values, in input order) may go to a :meth:`whole_call`
@@ -708,6 +716,7 @@ class TorchBackend(Backend):
 class JaxBackend(Backend):
     name = "jax"
     jit_default = True
+    fences = True
     fuses_sums = True  # XLA: sum(a*b + c*d) is one loop, sum(a*b) + c*sum(d) two and a reduction each
 
     def from_numpy(self, array, like=None):
@@ -719,6 +728,13 @@ class JaxBackend(Backend):
 
         with jax.ensure_compile_time_eval():
             return jnp.asarray(array)
+
+    def fence(self, fns, env, reads):
+        import jax
+
+        if jax.default_backend() != "cpu":  # a loop's trip count would be read back from the device
+            return [fn(env) for fn in fns]
+        return _fenced_on_cpu(jax, fns, env, tuple(reads))
 
     def whole_program(self, run):
         # one XLA computation per shape signature (the program) and dtypes (jit's own
@@ -1079,3 +1095,39 @@ def available_backends() -> list[str]:
             continue
         found.append(name)
     return found
+
+
+def _fenced_on_cpu(jax: Any, fns: Sequence[Callable[[list], Any]], env: list, reads: tuple[int, ...]) -> list[Any]:
+    """The values of ``fns`` computed inside a ``while`` loop whose trip count XLA cannot
+    know, so that they are computed once and read back by every reader: XLA on a CPU
+    copies an operation of one operand (``sin(t)``) into the fusion of each reader, and
+    removes ``optimization_barrier`` before fusing.  The loop runs once (twice where
+    the probe entry is nan: the body only recomputes the same values from the same
+    operands).  Differentiating through it (the caller's ``jax.grad``) differentiates
+    the values directly (``custom_jvp``): a ``while`` loop has no reverse mode."""
+    import jax.numpy as jnp
+
+    probe = next((k for k, slot in enumerate(reads) if getattr(env[slot], "size", 0)), None)
+    if probe is None:  # nothing to decide a trip count from (numbers, empty arrays)
+        return [fn(env) for fn in fns]
+
+    def compute(*operands: Any) -> tuple[Any, ...]:
+        local = list(env)
+        for slot, value in zip(reads, operands):
+            local[slot] = value
+        return tuple(fn(local) for fn in fns)
+
+    @jax.custom_jvp
+    def fenced(*operands: Any) -> tuple[Any, ...]:
+        first = jnp.ravel(operands[probe])[0]
+        trips = (first != first).astype(jnp.int32) + 1  # XLA cannot fold x != x (nan)
+        shapes = jax.eval_shape(compute, *operands)
+        start = tuple(jnp.zeros(s.shape, s.dtype) for s in shapes)
+
+        def body(state: tuple) -> tuple:
+            return state[0] + 1, compute(*operands)
+
+        return jax.lax.while_loop(lambda state: state[0] < trips, body, (jnp.int32(0), start))[1]
+
+    fenced.defjvp(lambda primals, tangents: jax.jvp(compute, primals, tangents))
+    return list(fenced(*[env[slot] for slot in reads]))
