@@ -248,22 +248,30 @@ def _eval_pow(node, kids, shape, arrays):
     return np.power(base, exponent)
 
 
+def _finite(x, what: str):
+    """``x``, refused where an entry is not finite (as every NumPy runner of tc.compile and
+    tc.to_python refuses it, tenscalc/compiler/generated.py): LAPACK would return NaN."""
+    if not np.isfinite(x).all():  # n^2 reads, against the factorisation's n^3
+        raise EvaluationError(f"{what}: the matrix has an entry that is not finite (NaN or inf)")
+    return x
+
+
 def _eval_inv(node, kids, shape, arrays):
     try:
-        return numpy_inv(kids[0])
+        return numpy_inv(_finite(kids[0], "inv"))
     except np.linalg.LinAlgError as exc:
         raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
 
 
 def _eval_det(node, kids, shape, arrays):
-    return numpy_det(kids[0])
+    return numpy_det(_finite(kids[0], "det"))
 
 
 def _eval_adj(node, kids, shape, arrays):
     try:
-        return adjugate(kids[0], node.arg)  # through an SVD, exact at any rank: no inverse
-    except np.linalg.LinAlgError as exc:  # an SVD of NaN or inf entries does not converge
-        raise EvaluationError(f"adj: {exc} (are the matrix's entries finite?)") from None
+        return adjugate(_finite(kids[0], "adj"), node.arg)  # through an SVD, exact at any rank: no inverse
+    except np.linalg.LinAlgError as exc:
+        raise EvaluationError(f"adj: the SVD did not converge ({exc})") from None
 
 
 def _eval_mul(node, kids, shape, arrays):

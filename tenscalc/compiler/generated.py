@@ -93,14 +93,22 @@ def _lapack(function, x):
 
 #: inv, det and adj as every NumPy runner computes them: ``tc.compile``'s loop of closures
 #: (:func:`.program._bind_inv` ...) runs this text, its fused function and the generated
-#: module call it, so the values and the errors (a singular matrix, an SVD that does not
-#: converge on non-finite entries) are the same in the three; it reads ``_lapack`` above,
+#: module call it, so the values and the errors (a singular matrix, a matrix with a NaN or
+#: inf entry, whose inv and det LAPACK would return as NaN without a word) are the same in
+#: the three; it reads ``_lapack`` above,
 #: ``_adjugate`` (tenscalc/adjugate.py) and ``_EvaluationError``
 LINALG_HELPER = '''
+def _finite(x, what):
+    """x, refused where an entry is not finite: its inv, det or adj would be NaN (n^2 reads, against n^3)."""
+    if not _np.isfinite(x).all():
+        raise _EvaluationError(f"{what}: the matrix has an entry that is not finite (NaN or inf)")
+    return x
+
+
 def _inv(x):
-    """inv(x) in x's dtype; a singular matrix: an evaluation error."""
+    """inv(x) in x's dtype; a singular matrix or a non-finite entry: an evaluation error."""
     try:
-        return _np.asarray(_lapack(_np.linalg.inv, x))
+        return _np.asarray(_lapack(_np.linalg.inv, _finite(x, "inv")))
     except _np.linalg.LinAlgError as exc:
         if "singular" in str(exc).lower():
             raise _EvaluationError(f"inv: the matrix is singular ({exc})") from None
@@ -108,17 +116,17 @@ def _inv(x):
 
 
 def _det(x):
-    """det(x), a 0-d array of x's dtype."""
-    return _np.asarray(_lapack(_np.linalg.det, x))
+    """det(x), a 0-d array of x's dtype; a non-finite entry: an evaluation error."""
+    return _np.asarray(_lapack(_np.linalg.det, _finite(x, "det")))
 
 
 def _adj(x, k):
-    """adj(x, k) in x's dtype; an SVD that does not converge (non-finite entries): an evaluation error."""
+    """adj(x, k) in x's dtype; a non-finite entry or an SVD that does not converge: an evaluation error."""
     try:
-        return _lapack(lambda m: _adjugate(m, k), x)
+        return _lapack(lambda m: _adjugate(m, k), _finite(x, "adj"))
     except _np.linalg.LinAlgError as exc:
         if "converge" in str(exc).lower():
-            raise _EvaluationError(f"adj: the SVD did not converge ({exc}); are the entries finite?") from None
+            raise _EvaluationError(f"adj: the SVD did not converge ({exc})") from None
         raise
 '''
 
@@ -298,7 +306,7 @@ MODULE_NAMES = frozenset(
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_write_diagonal"}
     | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
     | {"_cho_routines", "_cho_block", "_cho_below", "_cho_routine", "_not_pd", "_not_finite", "_cho_mirror"}
-    | {"_inv", "_det", "_adj", "_EvaluationError"}
+    | {"_inv", "_det", "_adj", "_finite", "_EvaluationError"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_zip"}
     | {"_outer_columns", "_stretch"}
     # the shape-free module's bands (.banded.BAND_SOURCE)

@@ -226,3 +226,38 @@ def test_a_module_run_without_tenscalc_raises_a_value_error_with_the_same_messag
         namespace["f"](**bad)
     assert type(caught.value) is ValueError
     assert str(caught.value) == str(compiled.value)
+
+
+#: inv, det and adj of a matrix that is not declared (LU and SVD, .generated.LINALG_HELPER):
+#: A is 3 x 3, B 3 x 2, c 2 (distinct lengths)
+LINALG = {
+    "inv": "sum(inv(A) *(ij,jk->ik) B)",
+    "det": "det(A) *(,k->k) c",
+    "adj": "sum(adj(A) *(ij,jk->ik) B)",
+    "log det": "log(det(A *(ij,kj->ik) A))",
+}
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("what", sorted(LINALG))
+def test_a_non_finite_matrix_in_inv_det_or_adj_is_one_error_from_every_runner(what, special):
+    """LAPACK returns NaN for the inv and det of a matrix with a NaN or inf entry, without a
+    word: the four runners (and tc.evaluate) refuse it instead, with one message."""
+    text = LINALG[what]
+    roots = [tc.parse(text, {"A": 2, "B": 2, "c": 1})]
+    rng = np.random.default_rng(5)
+    good = {
+        "A": rng.standard_normal((3, 3)) + 3 * np.eye(3),
+        "B": rng.standard_normal((3, 2)),
+        "c": rng.standard_normal(2),
+    }
+    good = {k: v for k, v in good.items() if k in text}
+    a = good["A"].copy()
+    a[1, 2] = special
+    caught = _errors(roots, good, dict(good, A=a), {})
+    with pytest.raises(tc.EvaluationError) as evaluated:
+        tc.evaluate(roots[0], dict(good, A=a))
+    caught["evaluate"] = (type(evaluated.value), str(evaluated.value))
+    assert set(caught.values()) == {caught["loop"]}, caught
+    kind = what.split()[-1]
+    assert caught["loop"] == (tc.EvaluationError, f"{kind}: the matrix has an entry that is not finite (NaN or inf)")
