@@ -1317,7 +1317,7 @@ def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     n = shape[0]
     cost = OpCost(n**3, 1, n * n, multiplications=n**3)
     if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        return (lambda env: linalg_inv(env[a])), cost
+        return (lambda env: linalg_inv(env[a])), _finite_check(cost, n)
 
     def run(env):
         try:
@@ -1333,8 +1333,16 @@ def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
 def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     (a,) = step.args
     n = shapes[a][0]
-    det = linalg_det if backend.name == "numpy" else backend.det  # NumPy: the generated module's text
-    return (lambda env: det(env[a])), OpCost(n**3, 1, 1, multiplications=n**3 / 3)
+    cost = OpCost(n**3, 1, 1, multiplications=n**3 / 3)
+    if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
+        return (lambda env: linalg_det(env[a])), _finite_check(cost, n)
+    return (lambda env: backend.det(env[a])), cost
+
+
+def _finite_check(cost: OpCost, n: int) -> OpCost:
+    """``cost`` with the NumPy runners' check that the n x n matrix is finite (n² reads,
+    ``generated.LINALG_HELPER``'s ``_finite``) added."""
+    return replace(cost, flops=cost.flops + n * n)
 
 
 def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -1345,7 +1353,7 @@ def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     flops = 12 * n**3 + 2 * k * n ** (2 * k + 1) + math.factorial(k) * size
     cost = OpCost(flops, 1, size, multiplications=flops)
     if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        return (lambda env: linalg_adj(env[a], k)), cost
+        return (lambda env: linalg_adj(env[a], k)), _finite_check(cost, n)
 
     def run(env):
         try:
