@@ -50,6 +50,7 @@ __all__ = [
     "Dense",
     "Diagonal",
     "Outer",
+    "accumulates",
     "bind_accumulate",
     "block_rows",
     "gather_sums",
@@ -111,13 +112,20 @@ BLOCK_FRACTION = 16
 
 
 def block_rows(shape: Sequence[int]) -> int:
-    """Rows of the sum's first axis per block (at least one).
+    """Rows of the sum's first axis per block (at least one): ``_block_rows`` of
+    :data:`ACCUMULATE_SOURCE`, which the shape-free ``tc.to_python()`` module runs at run time.
 
     >>> block_rows((2000, 2000)), block_rows((200, 200)), block_rows((5,))
     (16, 13, 1)
     """
-    row = math.prod(shape[1:])
-    return max(1, min(BLOCK // max(row, 1), -(-shape[0] // BLOCK_FRACTION)))
+    return int(_namespace["_block_rows"](tuple(shape), BLOCK, BLOCK_FRACTION))
+
+
+def accumulates(terms: Sequence[Term], shape: tuple[int, ...]) -> bool:
+    """Whether the NumPy binder writes a product step of ``terms`` (a sum, :func:`gather_sums`)
+    of ``shape`` into one buffer (:func:`bind_accumulate`): two or more terms, an array of 2
+    or more axes, some term not dense.  The shape-free ``tc.to_python()`` asks the same."""
+    return len(terms) > 1 and len(shape) >= 2 and any(not isinstance(part, Dense) for part in parts(terms, shape))
 
 
 def parts(terms: Sequence[Term], shape: tuple[int, ...]) -> list[Part]:
@@ -406,7 +414,16 @@ def _scale(copy: Copy, env: list) -> Any:
 #: text into the generated module (which needs NumPy only), so both add the same way
 ACCUMULATE_SOURCE = '''
 # builtins under names of their own: the generated function may be named like one
-_len, _range, _min, _zip = len, range, min, zip
+_len, _range, _min, _max, _zip = len, range, min, max, zip
+
+
+def _block_rows(shape, block=BLOCK_ENTRIES, fraction=BLOCK_FRACTION):
+    """Rows of the sum's first axis per block of about ``block`` entries (at least one, at
+    most a ``fraction`` of the rows)."""
+    row = 1
+    for n in shape[1:]:
+        row *= n
+    return _max(1, _min(block // _max(row, 1), -(-shape[0] // fraction)))
 
 def _add_into(buf, value):
     """``buf + value``, written into ``buf`` when its dtype holds the sum."""
@@ -489,7 +506,7 @@ def _accumulate(buf, shape, rows, cores, spread, sources, scales, block):
         for core in cores:
             _np.add(diagonal, core, out=diagonal)
     return buf
-'''
+'''.replace("BLOCK_ENTRIES", str(BLOCK)).replace("BLOCK_FRACTION", str(BLOCK_FRACTION))
 
 _namespace: dict[str, Any] = {"_np": np}
 exec(compile(ACCUMULATE_SOURCE, "<tenscalc accumulate>", "exec"), _namespace)  # noqa: S102 - the text above

@@ -10,8 +10,10 @@ each temporary deleted after the plan's last reader of it, sums added into one
 buffer, and contractions along the compiler's memory-bounded path choice.  Lengths
 are read from the arguments at run time, so the function takes any shapes.  A
 constant-only step is written from the steps of its own plan
-(:func:`.plan.build_constant_plan`), and banded steps from ``tc.compile``'s band
-decision (:func:`.program.band_decision`), laid out at run time.
+(:func:`.plan.build_constant_plan`), banded steps from ``tc.compile``'s band
+decision (:func:`.program.band_decision`), laid out at run time, and the sums
+``tc.compile`` writes into one buffer from its decision (:func:`.accumulate.gather_sums`,
+:func:`.accumulate.accumulates`) and its run-time text (``_accumulate``).
 
 Nothing the user writes reaches the source as text except the function name and
 the variable names, and both must be plain identifiers (checked here), so the
@@ -37,6 +39,7 @@ from ..errors import TensCalcError
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
 from ..simplifier import simplify_many
+from .accumulate import Broadcast, Copy, Dense, Diagonal, Outer, accumulates, gather_sums, parts
 from .banded import BAND_SOURCE, BandStep
 from .cholesky import Declared, declared
 from .generated import (
@@ -50,7 +53,7 @@ from .generated import (
 )
 from .numpy_names import numpy_call
 from .plan import step_reads
-from .program import DP_MAX_OPERANDS, PROPORTION, ShapeResolver, band_decision
+from .program import DP_MAX_OPERANDS, PROPORTION, ShapeResolver, band_decision, step_shape
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
 #: opt_einsum's ``auto``, or a ``dp``/``greedy`` path of fewer flops where ``auto`` would build
@@ -340,12 +343,13 @@ class _PlanWriter(_Writer):
         super().__init__(roots, name, declared)
         from .plan import build_plan
 
-        plan = build_plan(roots)
-        self._start(plan, _band_decision(roots, plan), "_s")
+        decisions = _binder_decisions(roots, build_plan(roots))
+        self._start(decisions.plan, decisions.bands, "_s")
+        self.gathered, self.probe = decisions.gathered, decisions.dense
 
     def _start(self, plan, bands, prefix: str) -> None:
         """The state of writing ``plan``: its slots named ``prefix`` + index, ``bands`` its
-        band decision (:func:`_band_decision`)."""
+        band decision (:func:`_binder_decisions`)."""
         self.plan = plan
         self.prefix = prefix
         self.slots: dict[int, _Value] = {}
@@ -371,6 +375,12 @@ class _PlanWriter(_Writer):
         #: after which one is dead may write into it (its summands, scaled in place)
         self.owned: set[int] = set()
         self.step = self.plan.steps[0]  # the step being written
+        #: compile's sums gathered into one product step (:func:`.accumulate.gather_sums`): the
+        #: summand products it took (never computed), and each step's shape at the lengths
+        #: the decisions were taken at (None: none taken)
+        self.gathered: frozenset[int] = frozenset()
+        self.probe: list[tuple[int, ...]] | None = None
+        self.held = 0  # the small parts of sums written into one buffer, named _a + number
 
     def write(self) -> list[_Value]:
         plan = self.plan
@@ -379,6 +389,8 @@ class _PlanWriter(_Writer):
             shape = self._node_shape(step.node)
             if step.kind == "input":
                 self.slots[step.index] = _Value(self.names[str(step.data)], shape)
+                continue
+            if step.index in self.gathered:  # a summand product its sum writes into its buffer
                 continue
             if step.index in self.band_steps:
                 self._write_bands(step, shape)
@@ -658,10 +670,58 @@ class _PlanWriter(_Writer):
         return f"_add_parts({text}, {fresh}, {_shape_text(step.node, shape)}, ({''.join(e + ', ' for e in extras)}))"
 
     def _plan_product(self, step, shape) -> str:
+        probe = None if self.probe is None else self.probe[step.index]
+        if probe is not None and step.index not in self.diagonal and len(step.data) > 1 and len(probe) >= 2:
+            return self._plan_sum(step, shape, probe)
         core = step.index in self.diagonal  # the diagonal matrix's core only (read by embeddings)
         written = [self._plan_term(term, step.node, shape, core) for term in step.data]
         self.view = len(written) == 1 and written[0][1]  # a sum of terms is a new array
         return " + ".join(text for text, _ in written)
+
+    def _plan_sum(self, step, shape: tuple[str | None, ...], probe: tuple[int, ...]) -> str:
+        """A sum of terms of 2 or more axes written into one buffer, as ``tc.compile`` writes it:
+        its parts (:func:`.accumulate.parts`) through the binder's run-time ``_accumulate``
+        where the binder's :func:`.accumulate.accumulates` says so, the small parts computed
+        first, then the dense terms one at a time (each added into the first's array)."""
+        node, terms = step.node, step.data
+        found = parts(terms, probe) if accumulates(terms, probe) else [Dense(term) for term in terms]
+
+        def held(term, lengths: tuple[str | None, ...]) -> str:
+            name = f"_a{self.held}"
+            self.held += 1
+            self.lines.append(f"{name} = {self._plan_term(term, node, lengths)[0]}")
+            self.after_step.append(name)
+            return name
+
+        rows = [f"({held(p.row, shape[:1])}, {held(p.col, shape[1:])})" for p in found if isinstance(p, Outer)]
+        cores = [held(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
+        spread = []
+        for p in found:
+            if isinstance(p, Broadcast):
+                core = held(p.core, tuple(n for n, i in zip(shape, p.index) if i is not None))
+                spread.append(f"_np.asarray({core})[{', '.join(':' if i is not None else 'None' for i in p.index)}]")
+        sources, scales = [], []
+        for p in found:
+            if isinstance(p, Copy):
+                source = self._read(p.slot)
+                sources.append(source if list(p.perm) == sorted(p.perm) else f"{source}.transpose({p.perm!r})")
+                scales.append(" * ".join([_literal(float(p.factor)), *(self._read(slot) for slot in p.scalars)]))
+        self._helper("_accumulate")
+        buf = "None"
+        for k, p in enumerate(p for p in found if isinstance(p, Dense)):
+            text, view = self._plan_term(p.term, node, shape)
+            if k == 0:
+                buf = f"_a{self.held}"
+                self.held += 1
+                self.lines.append(f"{buf} = {f'_np.array({text})' if view else text}")
+                self.after_step.append(buf)
+            else:
+                self.lines.append(f"{buf} = _add_into({buf}, {text})")
+        if not (rows or cores or spread or sources):
+            return buf
+        lists = ", ".join(f"[{', '.join(texts)}]" for texts in (rows, cores, spread, sources, scales))
+        shape_text = _shape_text(node, shape)
+        return f"_accumulate({buf}, {shape_text}, {lists}, _block_rows({shape_text}))"
 
     def _plan_term(self, term, node: Expr, shape: tuple[str | None, ...], core: bool = False) -> tuple[str, bool]:
         """One term's text (its diagonal ``core`` only, where asked), and whether it may be a
@@ -774,13 +834,24 @@ def _items_text(items: tuple) -> str:
     return repr(tuple(tuple(item) for item in items))
 
 
-def _band_decision(roots: list[Expr], plan) -> tuple[set[int], set[int], dict[int, BandStep]]:
-    """``tc.compile``'s band decision over the shape-free plan (:func:`.program.band_decision`),
-    taken at lengths chosen here: each class of variable axes its own length, far from the
-    others' (a band decision reads lengths only to compare the axes' classes), so that no two
+@dataclass
+class _Decisions:
+    """What ``tc.compile`` decides when binding that the shape-free module takes from it."""
+
+    plan: Any  # the plan with its sums gathered (:func:`.accumulate.gather_sums`)
+    gathered: frozenset[int]  # the summand products the sums took
+    dense: list[tuple[int, ...]] | None  # each step's shape at the probe lengths
+    bands: tuple[set[int], set[int], dict[int, BandStep]]  # (:func:`.program.band_decision`)
+
+
+def _binder_decisions(roots: list[Expr], plan) -> _Decisions:
+    """``tc.compile``'s sums written into one buffer (:func:`.accumulate.gather_sums`) and its
+    band decision (:func:`.program.band_decision`) over the shape-free plan, in the binder's
+    order, taken at lengths chosen here: each class of variable axes its own length, far from
+    the others' (both decisions read lengths only to compare the axes' classes), so that no two
     classes' slices meet by chance; multiples of 2,520 first (``x[1::2]`` as long as
-    ``x[::2]``), then odd ones (``x[1:]`` as long as some ``y``).  None (every step dense)
-    where neither fits the expressions."""
+    ``x[::2]``), then odd ones (``x[1:]`` as long as some ``y``).  Neither (every step dense,
+    every sum as the plan writes it) where no probe fits the expressions."""
     graph = axis_graph(roots[0] if len(roots) == 1 else roots)
     for first, step in _PROBES:
         lengths: dict[int, int] = {}
@@ -790,14 +861,16 @@ def _band_decision(roots: list[Expr], plan) -> tuple[set[int], set[int], dict[in
             shapes.setdefault(name, [0] * order)[axis] = length
         try:
             resolver = ShapeResolver([graph], {name: tuple(shape) for name, shape in shapes.items()}, estimate=True)
-            banded, twins, steps = band_decision(plan, resolver)
+            dense = [step_shape(step, resolver) for step in plan.steps]
+            gathered, taken = gather_sums(plan, dense, frozenset())
+            banded, twins, steps = band_decision(gathered, resolver)
         except Exception:  # noqa: BLE001 - lengths the expressions refuse: the next ones
             continue
-        return set(banded), twins, steps
-    return set(), set(), {}
+        return _Decisions(gathered, taken, dense, (set(banded), twins, steps))
+    return _Decisions(plan, frozenset(), None, (set(), set(), {}))
 
 
-#: the lengths :func:`_band_decision` tries (the first class's, the step to the next class's)
+#: the lengths :func:`_binder_decisions` tries (the first class's, the step to the next class's)
 _PROBES = ((2520 * 11, 2520 * 6), (1009, 997))
 
 

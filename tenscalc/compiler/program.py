@@ -26,7 +26,7 @@ from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
-from .accumulate import Dense, Part, bind_accumulate, gather_sums, parts
+from .accumulate import Part, accumulates, bind_accumulate, gather_sums
 from .backends import Backend, get_backend
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
@@ -1431,11 +1431,10 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
         merged = _bind_full_sums(terms, shapes, resolver)
         if merged is not None:
             return merged
-    if len(terms) > 1 and backend.name == "numpy" and backend.mutable and len(shape) >= 2:
+    if backend.name == "numpy" and backend.mutable and accumulates(terms, shape):
         # one buffer, outer products gathered into one GEMM, diagonals through a view (a
         # sum of general terms only is added below, as the fused function writes it)
-        if any(not isinstance(part, Dense) for part in parts(terms, shape)):
-            return bind_accumulate(terms, shape, shapes, resolver, backend, _bind_term)
+        return bind_accumulate(terms, shape, shapes, resolver, backend, _bind_term)
     alone = is_output and len(terms) == 1
     bound = [_bind_term(term, shape, shapes, resolver, backend, alone) for term in terms]
     if len(bound) == 1:

@@ -17,7 +17,7 @@ import pytest
 
 import tenscalc as tc
 from benchmarks.classes import NETWORK, network_data
-from tenscalc.compiler.codegen import STEP_WRITERS
+from tenscalc.compiler.codegen import STEP_WRITERS, _binder_decisions
 from tenscalc.compiler.plan import build_plan
 from tenscalc.compiler.program import BIND_RULES
 from tests.cost import traced_peak
@@ -56,12 +56,14 @@ def test_one_statement_per_plan_step_deleted_after_its_last_reader(label, rng):
     f = tc.parse(text, orders)
     exprs = [f, tc.gradient(f, wrt), tc.hessian(f, wrt)]
     function, source = _function(exprs)
-    plan = build_plan(exprs)
+    # the plan as tc.compile binds it: its sums gathered, the summand products they take never computed
+    decisions = _binder_decisions(exprs, build_plan(exprs))
+    plan, gathered = decisions.plan, decisions.gathered
     body = _body(source)
     # a banded step's bands, then its dense value where something reads it densely
     written = list(dict.fromkeys(int(m.group(1)) for line in body if (m := re.match(r"_[sb](\d+) = ", line))))
-    assert written == [step.index for step in plan.steps if step.kind != "input"]
-    outputs = set(plan.outputs)
+    assert written == [step.index for step in plan.steps if step.kind != "input" and step.index not in gathered]
+    outputs = set(plan.outputs) | gathered
     deleted = {int(n) for line in body if line.startswith("del ") for n in re.findall(r"_[sb](\d+)", line)}
     released = {s for dead in plan.release for s in dead if plan.steps[s].kind != "input" and s not in outputs}
     assert deleted == released

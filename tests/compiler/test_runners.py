@@ -356,3 +356,25 @@ def test_shape_free_module_releases_its_temporaries():
     ours = _peak_bytes(lambda: tc.compile(exprs)(values))
     assert "del _s" in source and "del _b" in source
     assert theirs <= 1.1 * ours + MEMORY_SLACK, f"to_python() {theirs / 2**20:.1f} MiB, compile {ours / 2**20:.1f} MiB"
+
+
+#: the cases whose shape-free module still peaks above compile's (measured at the MEMORY
+#: shapes): the order-4 derivative 2.0x, the broadcast sum 1.5x; every other case within
+#: 1% (the Rayleigh quotient 5.5x and the log-sum-exp Hessian 2.0x before the sums were
+#: gathered into one buffer as compile gathers them)
+SHAPE_FREE_GAPS = {"order 4 of sum(sin(x)^2)": 2.1, "broadcast sum u + v - C": 1.6}
+
+
+@pytest.mark.parametrize("name", list(MEMORY))
+def test_shape_free_module_peaks_like_compile(name):
+    exprs = CORPUS[name][0]()
+    values = random_values(MEMORY[name])
+    namespace: dict = {}
+    exec(compile(tc.to_python(exprs), "<generated>", "exec"), namespace)  # noqa: S102
+    compiled = tc.compile(exprs)
+    ours = _peak_bytes(lambda: compiled(values))
+    theirs = traced_peak(lambda: namespace["f"](**values), warm=1)
+    factor = SHAPE_FREE_GAPS.get(name, 1.1)
+    assert theirs <= factor * ours + MEMORY_SLACK, (
+        f"to_python() {theirs / 2**20:.2f} MiB, compile {ours / 2**20:.2f} MiB"
+    )
