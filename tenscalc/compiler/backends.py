@@ -1098,13 +1098,14 @@ def available_backends() -> list[str]:
 
 
 def _fenced_on_cpu(jax: Any, fns: Sequence[Callable[[list], Any]], env: list, reads: tuple[int, ...]) -> list[Any]:
-    """The values of ``fns`` computed inside a ``while`` loop whose trip count XLA cannot
+    """The values of ``fns``, handed on through a ``while`` loop whose trip count XLA cannot
     know, so that they are computed once and read back by every reader: XLA on a CPU
     copies an operation of one operand (``sin(t)``) into the fusion of each reader, and
-    removes ``optimization_barrier`` before fusing.  The loop runs once (twice where
-    the probe entry is nan: the body only recomputes the same values from the same
-    operands).  Differentiating through it (the caller's ``jax.grad``) differentiates
-    the values directly (``custom_jvp``): a ``while`` loop has no reverse mode."""
+    removes ``optimization_barrier`` before fusing.  The values are the loop's initial
+    state; the loop runs no time (once where the probe entry is nan: its body computes
+    the same values from the same operands again), so it costs no copy.  Differentiating
+    through it (the caller's ``jax.grad``) differentiates the values directly
+    (``custom_jvp``): a ``while`` loop has no reverse mode."""
     import jax.numpy as jnp
 
     probe = next((k for k, slot in enumerate(reads) if getattr(env[slot], "size", 0)), None)
@@ -1120,14 +1121,12 @@ def _fenced_on_cpu(jax: Any, fns: Sequence[Callable[[list], Any]], env: list, re
     @jax.custom_jvp
     def fenced(*operands: Any) -> tuple[Any, ...]:
         first = jnp.ravel(operands[probe])[0]
-        trips = (first != first).astype(jnp.int32) + 1  # XLA cannot fold x != x (nan)
-        shapes = jax.eval_shape(compute, *operands)
-        start = tuple(jnp.zeros(s.shape, s.dtype) for s in shapes)
+        trips = (first != first).astype(jnp.int32)  # XLA cannot fold x != x (nan)
 
         def body(state: tuple) -> tuple:
             return state[0] + 1, compute(*operands)
 
-        return jax.lax.while_loop(lambda state: state[0] < trips, body, (jnp.int32(0), start))[1]
+        return jax.lax.while_loop(lambda state: state[0] < trips, body, (jnp.int32(0), compute(*operands)))[1]
 
     fenced.defjvp(lambda primals, tangents: jax.jvp(compute, primals, tangents))
     return list(fenced(*[env[slot] for slot in reads]))
