@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from ..adjugate import ADJUGATE_SOURCE
@@ -52,8 +52,18 @@ from .generated import (
     signature,
 )
 from .numpy_names import numpy_call
-from .plan import step_reads
-from .program import DP_MAX_OPERANDS, PROPORTION, ShapeResolver, band_decision, step_shape
+from .plan import Term, step_reads
+from .program import (
+    DP_MAX_OPERANDS,
+    PROPORTION,
+    ShapeResolver,
+    _core_shape,
+    _core_term,
+    _read_structure,
+    _structured_slots,
+    band_decision,
+    step_shape,
+)
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
 #: opt_einsum's ``auto``, or a ``dp``/``greedy`` path of fewer flops where ``auto`` would build
@@ -339,6 +349,17 @@ class _PlanWriter(_Writer):
     (:func:`.plan.build_constant_plan`, its numbers and deltas folded) by a
     :class:`_ConstantWriter`."""
 
+    #: compile's sums gathered into one product step (:func:`.accumulate.gather_sums`): the
+    #: summand products it took (never computed), and each step's shape at the lengths the
+    #: decisions were taken at (None: none taken)
+    gathered: frozenset[int]
+    probe: list[tuple[int, ...]] | None
+    #: tc.compile's diagonal steps (:func:`.program._structured_slots`): slot -> its pattern;
+    #: the slot holds its diagonal core, its readers read the core, an output is written
+    #: out densely when handed out
+    structured: dict[int, tuple[int, ...]]
+    diagonal: dict[int, str]
+
     def __init__(self, roots: list[Expr], name: str, declared: Declared | None = None):
         super().__init__(roots, name, declared)
         from .plan import build_plan
@@ -346,6 +367,9 @@ class _PlanWriter(_Writer):
         decisions = _binder_decisions(roots, build_plan(roots))
         self._start(decisions.plan, decisions.bands, "_s")
         self.gathered, self.probe = decisions.gathered, decisions.dense
+        if self.probe is not None:  # where compile's other decisions were taken (its order: after the sums)
+            self.structured = _structured_slots(self.plan)
+            self.diagonal = {slot: eq for slot, eq in self.diagonal.items() if slot not in self.structured}
 
     def _start(self, plan, bands, prefix: str) -> None:
         """The state of writing ``plan``: its slots named ``prefix`` + index, ``bands`` its
@@ -375,11 +399,7 @@ class _PlanWriter(_Writer):
         #: after which one is dead may write into it (its summands, scaled in place)
         self.owned: set[int] = set()
         self.step = self.plan.steps[0]  # the step being written
-        #: compile's sums gathered into one product step (:func:`.accumulate.gather_sums`): the
-        #: summand products it took (never computed), and each step's shape at the lengths
-        #: the decisions were taken at (None: none taken)
-        self.gathered: frozenset[int] = frozenset()
-        self.probe: list[tuple[int, ...]] | None = None
+        self.gathered, self.probe, self.structured = frozenset(), None, {}
         self.held = 0  # the small parts of sums written into one buffer, named _a + number
 
     def write(self) -> list[_Value]:
@@ -400,6 +420,14 @@ class _PlanWriter(_Writer):
             rule = STEP_WRITERS.get(step.kind)
             if rule is None:  # pragma: no cover - every plan step kind has a rule
                 raise AssertionError(f"no writer for plan steps of kind {step.kind!r}")
+            if self.structured:  # as the binder: a reader of diagonal slots reads their cores
+                step = _read_structure(step, self.structured)
+                pattern = self.structured.get(step.index)
+                if pattern is not None:  # computed as its diagonal core only
+                    shape = cast(Any, _core_shape(pattern, cast(Any, shape)))  # lengths as text
+                    if step.kind == "product":
+                        terms = cast("tuple[Term, ...]", step.data)
+                        step = replace(step, data=tuple(_core_term(term) for term in terms))
             self.view, self.step = step.kind == "slice", step
             text = rule(self, step, shape)
             if text is None:  # not computed (a pd input's det whose log reads the factor)
@@ -418,7 +446,20 @@ class _PlanWriter(_Writer):
                 self.after_step = []
             self.slots[step.index] = _Value(name, shape)
             self._release(step)
-        return [self.slots[slot] for slot in plan.outputs]
+        return [self._handed_out(slot) for slot in plan.outputs]
+
+    def _handed_out(self, slot: int) -> _Value:
+        """The value of output ``slot``: a diagonal step's core written out densely (as
+        ``tc.compile`` does when it hands it out, after every other step)."""
+        value = self.slots[slot]
+        pattern = self.structured.get(slot)
+        if pattern is None:
+            return value
+        self._helper("_write_diagonal")
+        node = self.plan.steps[slot].node
+        shape = self._node_shape(node)
+        eq = _letters(pattern) + "->" + _letters(tuple(dict.fromkeys(pattern)))
+        return _Value(f"_write_diagonal({value.text}, {eq!r}, {_shape_text(node, shape)})", shape)
 
     def _release(self, step) -> None:
         """``del`` the slots (dense arrays and bands) dead after ``step``, as the plan releases them."""
@@ -671,7 +712,8 @@ class _PlanWriter(_Writer):
 
     def _plan_product(self, step, shape) -> str:
         probe = None if self.probe is None else self.probe[step.index]
-        if probe is not None and step.index not in self.diagonal and len(step.data) > 1 and len(probe) >= 2:
+        diagonal = step.index in self.diagonal or step.index in self.structured
+        if probe is not None and not diagonal and len(step.data) > 1 and len(probe) >= 2:
             return self._plan_sum(step, shape, probe)
         core = step.index in self.diagonal  # the diagonal matrix's core only (read by embeddings)
         written = [self._plan_term(term, step.node, shape, core) for term in step.data]

@@ -358,15 +358,12 @@ def test_shape_free_module_releases_its_temporaries():
     assert theirs <= 1.1 * ours + MEMORY_SLACK, f"to_python() {theirs / 2**20:.1f} MiB, compile {ours / 2**20:.1f} MiB"
 
 
-#: the cases whose shape-free module still peaks above compile's (measured at the MEMORY
-#: shapes): the order-4 derivative 2.0x, the broadcast sum 1.5x; every other case within
-#: 1% (the Rayleigh quotient 5.5x and the log-sum-exp Hessian 2.0x before the sums were
-#: gathered into one buffer as compile gathers them)
-SHAPE_FREE_GAPS = {"order 4 of sum(sin(x)^2)": 2.1, "broadcast sum u + v - C": 1.6}
-
-
 @pytest.mark.parametrize("name", list(MEMORY))
 def test_shape_free_module_peaks_like_compile(name):
+    """Shape-free ``to_python()`` peaks as ``compile`` does on every case: within 2% at the
+    MEMORY shapes (before compile's sums in one buffer and diagonal cores were taken: the
+    Rayleigh quotient 5.5x, the order-4 derivative 2.0x, the log-sum-exp Hessian 2.0x and
+    the broadcast sum 1.5x)."""
     exprs = CORPUS[name][0]()
     values = random_values(MEMORY[name])
     namespace: dict = {}
@@ -374,7 +371,4 @@ def test_shape_free_module_peaks_like_compile(name):
     compiled = tc.compile(exprs)
     ours = _peak_bytes(lambda: compiled(values))
     theirs = traced_peak(lambda: namespace["f"](**values), warm=1)
-    factor = SHAPE_FREE_GAPS.get(name, 1.1)
-    assert theirs <= factor * ours + MEMORY_SLACK, (
-        f"to_python() {theirs / 2**20:.2f} MiB, compile {ours / 2**20:.2f} MiB"
-    )
+    assert theirs <= 1.1 * ours + MEMORY_SLACK, f"to_python() {theirs / 2**20:.2f} MiB, compile {ours / 2**20:.2f} MiB"
