@@ -140,3 +140,24 @@ def test_the_order_four_module_peaks_like_compile(n):
     values = {"x": np.random.default_rng(n).uniform(-2, 2, n)}
     compiled, generated = _peaks(_order_four(), values)
     assert generated <= 1.1 * compiled, (n, generated / 2**20, compiled / 2**20)
+
+
+@pytest.mark.parametrize("kind", ["float32", "complex", "empty"])
+def test_sums_in_one_buffer_keep_compiles_dtype_and_empty_axes(kind, rng):
+    """The buffer's dtype is NumPy's promotion of the parts (float32 stays float32, a complex
+    input makes it complex), and a length 0 gives empty results, as ``compile`` gives them."""
+    n = 0 if kind == "empty" else 4
+    cases = [(_broadcast_exprs(), _broadcast_values(n, 3, 5))]
+    if kind != "empty":  # at n = 0 the quotient is 0 / 0: compile's value is not evaluate's NaN (issue kept apart)
+        cases.append((_exprs(RAYLEIGH, {"x": 1, "A": 2}), _rayleigh_values(n, 5)))
+    for exprs, values in cases:
+        if kind == "float32":
+            values = {k: v.astype(np.float32) for k, v in values.items()}
+        elif kind == "complex":
+            values["x" if "x" in values else "u"] = values.get("x", values.get("u")) + 0.25j
+        function, _ = _module(exprs)
+        compiled = tc.compile(exprs)
+        for got, want, expr in zip(function(**values), compiled(**values), exprs, strict=True):
+            assert np.asarray(got).dtype == np.asarray(want).dtype and np.shape(got) == np.shape(want)
+            tolerance = 1e-4 if kind == "float32" else 1e-11
+            np.testing.assert_allclose(got, tc.evaluate(expr, values), rtol=tolerance, atol=tolerance)
