@@ -42,6 +42,7 @@ from ..simplifier import simplify_many
 from .accumulate import Broadcast, Copy, Dense, Diagonal, Outer, accumulates, gather_sums, parts
 from .banded import BAND_SOURCE, BandStep
 from .cholesky import Declared, declared
+from .factoring import factor_shared, scale_broadcasts
 from .generated import (
     ALIASES,
     RESULT_HELPER,
@@ -62,6 +63,8 @@ from .program import (
     _read_structure,
     _structured_slots,
     band_decision,
+    choose_path,
+    fold_squares,
     step_shape,
 )
 
@@ -354,6 +357,8 @@ class _PlanWriter(_Writer):
     #: decisions were taken at (None: none taken)
     gathered: frozenset[int]
     probe: list[tuple[int, ...]] | None
+    nodes: list[tuple[int, ...]] | None  # the steps' nodes' shapes there (a factored step's differs)
+    lengths: dict[int, str]  # a probe length -> its text
     #: tc.compile's diagonal steps (:func:`.program._structured_slots`): slot -> its pattern;
     #: the slot holds its diagonal core, its readers read the core, an output is written
     #: out densely when handed out
@@ -364,9 +369,15 @@ class _PlanWriter(_Writer):
         super().__init__(roots, name, declared)
         from .plan import build_plan
 
-        decisions = _binder_decisions(roots, build_plan(roots))
+        plan = build_plan(roots)
+        decisions = _binder_decisions(roots, plan)
+        self.bind_sizes()  # the lengths' texts (bind_sizes is idempotent: to_python calls it again)
+        lengths = self._length_texts(plan, decisions)
+        if lengths is None:  # a factored step of lengths no axis names alone: not factored
+            decisions = _binder_decisions(roots, plan, factor=False)
+        self.lengths = lengths or {}
         self._start(decisions.plan, decisions.bands, "_s")
-        self.gathered, self.probe = decisions.gathered, decisions.dense
+        self.gathered, self.probe, self.nodes = decisions.gathered, decisions.dense, decisions.nodes
         if self.probe is not None:  # where compile's other decisions were taken (its order: after the sums)
             self.structured = _structured_slots(self.plan)
             self.diagonal = {slot: eq for slot, eq in self.diagonal.items() if slot not in self.structured}
@@ -399,7 +410,7 @@ class _PlanWriter(_Writer):
         #: after which one is dead may write into it (its summands, scaled in place)
         self.owned: set[int] = set()
         self.step = self.plan.steps[0]  # the step being written
-        self.gathered, self.probe, self.structured = frozenset(), None, {}
+        self.gathered, self.probe, self.nodes, self.structured = frozenset(), None, None, {}
         self.held = 0  # the small parts of sums written into one buffer, named _a + number
 
     def write(self) -> list[_Value]:
@@ -412,6 +423,7 @@ class _PlanWriter(_Writer):
                 continue
             if step.index in self.gathered:  # a summand product its sum writes into its buffer
                 continue
+            shape = self._step_shape(step, shape)
             if step.index in self.band_steps:
                 self._write_bands(step, shape)
                 if step.index in self.banded:
@@ -447,6 +459,28 @@ class _PlanWriter(_Writer):
             self.slots[step.index] = _Value(name, shape)
             self._release(step)
         return [self._handed_out(slot) for slot in plan.outputs]
+
+    def _length_texts(self, plan, decisions: _Decisions) -> dict[int, str] | None:
+        """Each probe length's text (``x.shape[0]``), where a rewritten step's shape is not its
+        node's (:func:`.factoring.factor_shared`'s inner sums); None where one is unknown."""
+        if decisions.dense is None or decisions.nodes is None:
+            return {}
+        texts: dict[int, set[str | None]] = {}
+        for step, lengths in zip(plan.steps, decisions.nodes):
+            for length, text in zip(lengths, self._node_shape(step.node)):
+                texts.setdefault(length, set()).add(text)
+        for dense, node in zip(decisions.dense, decisions.nodes):
+            if dense != node and any(len(texts.get(n, ())) != 1 or None in texts[n] for n in dense):
+                return None
+        unique = {length: found.pop() for length, found in texts.items() if len(found) == 1}
+        return {length: text for length, text in unique.items() if text is not None}
+
+    def _step_shape(self, step, shape: tuple[str | None, ...]) -> tuple[str | None, ...]:
+        """The lengths of what ``step`` computes: its node's, unless the binder's rewrites
+        gave it another shape (a factored inner sum)."""
+        if self.probe is None or self.nodes is None or self.probe[step.index] == self.nodes[step.index]:
+            return shape
+        return tuple(self.lengths[n] for n in self.probe[step.index])
 
     def _handed_out(self, slot: int) -> _Value:
         """The value of output ``slot``: a diagonal step's core written out densely (as
@@ -884,9 +918,10 @@ class _Decisions:
     gathered: frozenset[int]  # the summand products the sums took
     dense: list[tuple[int, ...]] | None  # each step's shape at the probe lengths
     bands: tuple[set[int], set[int], dict[int, BandStep]]  # (:func:`.program.band_decision`)
+    nodes: list[tuple[int, ...]] | None  # each step's node's shape at the probe lengths
 
 
-def _binder_decisions(roots: list[Expr], plan) -> _Decisions:
+def _binder_decisions(roots: list[Expr], plan, factor: bool = True) -> _Decisions:
     """``tc.compile``'s sums written into one buffer (:func:`.accumulate.gather_sums`) and its
     band decision (:func:`.program.band_decision`) over the shape-free plan, in the binder's
     order, taken at lengths chosen here: each class of variable axes its own length, far from
@@ -903,13 +938,19 @@ def _binder_decisions(roots: list[Expr], plan) -> _Decisions:
             shapes.setdefault(name, [0] * order)[axis] = length
         try:
             resolver = ShapeResolver([graph], {name: tuple(shape) for name, shape in shapes.items()}, estimate=True)
-            dense = [step_shape(step, resolver) for step in plan.steps]
-            gathered, taken = gather_sums(plan, dense, frozenset())
-            banded, twins, steps = band_decision(gathered, resolver)
+            nodes = [step_shape(step, resolver) for step in plan.steps]
+            # the binder's rewrites, in its order (.program.bind)
+            rewritten, skip = fold_squares(plan)
+            rewritten = scale_broadcasts(rewritten, skip)
+            dense = list(nodes)
+            if factor:
+                rewritten, dense, skip = factor_shared(rewritten, dense, skip, choose_path, resolver.contractions)
+            gathered, taken = gather_sums(rewritten, dense, skip)
+            banded, twins, steps = band_decision(gathered, resolver, dense)
         except Exception:  # noqa: BLE001 - lengths the expressions refuse: the next ones
             continue
-        return _Decisions(gathered, taken, dense, (set(banded), twins, steps))
-    return _Decisions(plan, frozenset(), None, (set(), set(), {}))
+        return _Decisions(gathered, taken, dense, (set(banded), twins, steps), nodes)
+    return _Decisions(plan, frozenset(), None, (set(), set(), {}), None)
 
 
 #: the lengths :func:`_binder_decisions` tries (the first class's, the step to the next class's)

@@ -836,13 +836,16 @@ def _band_reads(
     return banded, twins, early
 
 
-def band_decision(plan: Plan, resolver: ShapeResolver) -> tuple[dict[int, BandStep], set[int], dict[int, BandStep]]:
+def band_decision(
+    plan: Plan, resolver: ShapeResolver, dense: list[tuple[int, ...]] | None = None
+) -> tuple[dict[int, BandStep], set[int], dict[int, BandStep]]:
     """``tc.compile``'s band decision over ``plan`` as it stands (not rewritten for the shapes)
     at the shapes ``resolver`` knows: the banded steps, those some other step reads densely (a
     dense twin), and every step :func:`.banded.band_steps` bands, the constants read densely
     too (their banded readers take their bands).  The shape-free ``tc.to_python()`` takes it
-    at lengths of its own choosing (its steps' :data:`.banded.Recipe` hold no length)."""
-    dense = [step_shape(step, resolver) for step in plan.steps]
+    at lengths of its own choosing (its steps' :data:`.banded.Recipe` hold no length);
+    ``dense``: the steps' shapes where the plan was rewritten (:func:`.factoring.factor_shared`)."""
+    dense = [step_shape(step, resolver) for step in plan.steps] if dense is None else dense
     found, constants = band_steps(plan, dense, set(_structured_slots(plan)), resolver, get_backend("numpy"), _bind_term)
     every = dict(found)
     banded, twins, _ = _band_reads(plan, found, constants)
