@@ -54,6 +54,7 @@ __all__ = [
     "bind_accumulate",
     "block_rows",
     "gather_sums",
+    "part_lists",
     "parts",
 ]
 
@@ -126,6 +127,44 @@ def accumulates(terms: Sequence[Term], shape: tuple[int, ...]) -> bool:
     of ``shape`` into one buffer (:func:`bind_accumulate`): two or more terms, an array of 2
     or more axes, some term not dense.  The shape-free ``tc.to_python()`` asks the same."""
     return len(terms) > 1 and len(shape) >= 2 and any(not isinstance(part, Dense) for part in parts(terms, shape))
+
+
+def part_lists(
+    found: Sequence[Part],
+    shape: Sequence[Any],
+    held: Callable[[Term, tuple], str],
+    read: Callable[[int], str],
+    number: Callable[[float], str],
+) -> str | None:
+    """The text of the lists :data:`ACCUMULATE_SOURCE`'s ``_accumulate`` takes for the
+    parts of ``found`` that are not dense terms (outer products, diagonal cores,
+    broadcasts, scaled copies), as both generated modules write them; None where there
+    are none.  ``shape``: the sum's lengths (numbers, or their texts in a shape-free
+    module); ``held(term, lengths)``: the name of a statement the writer adds computing
+    ``term``; ``read(slot)`` and ``number(value)``: the writer's spellings.
+
+    >>> copy = Copy(3, (1, 0), 2.0, ())
+    >>> part_lists([copy], (4, 5), None, lambda slot: f"_s{slot}", repr)
+    '[], [], [], [_s3.transpose((1, 0))], [2.0]'
+    """
+    rows = [
+        f"({held(p.row, tuple(shape[:1]))}, {held(p.col, tuple(shape[1:]))})" for p in found if isinstance(p, Outer)
+    ]
+    cores = [held(p.core, tuple(shape[:1])) for p in found if isinstance(p, Diagonal)]
+    spread = []
+    for p in found:
+        if isinstance(p, Broadcast):
+            core = held(p.core, tuple(n for n, i in zip(shape, p.index) if i is not None))
+            spread.append(f"_np.asarray({core})[{', '.join(':' if i is not None else 'None' for i in p.index)}]")
+    sources, scales = [], []
+    for p in found:
+        if isinstance(p, Copy):
+            source = read(p.slot)
+            sources.append(source if list(p.perm) == sorted(p.perm) else f"{source}.transpose({p.perm!r})")
+            scales.append(" * ".join([number(float(p.factor)), *(read(slot) for slot in p.scalars)]))
+    if not (rows or cores or spread or sources):
+        return None
+    return ", ".join(f"[{', '.join(texts)}]" for texts in (rows, cores, spread, sources, scales))
 
 
 def parts(terms: Sequence[Term], shape: tuple[int, ...]) -> list[Part]:

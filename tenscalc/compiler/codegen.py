@@ -39,7 +39,7 @@ from ..errors import TensCalcError
 from ..limits import MAX_AXES
 from ..printing.text import text_length, to_text
 from ..simplifier import simplify_many
-from .accumulate import Broadcast, Copy, Dense, Diagonal, Outer, accumulates, gather_sums, parts
+from .accumulate import Dense, accumulates, gather_sums, part_lists, parts
 from .banded import BAND_SOURCE, BandStep
 from .cholesky import Declared, declared
 from .factoring import factor_shared, scale_broadcasts
@@ -769,19 +769,7 @@ class _PlanWriter(_Writer):
             self.after_step.append(name)
             return name
 
-        rows = [f"({held(p.row, shape[:1])}, {held(p.col, shape[1:])})" for p in found if isinstance(p, Outer)]
-        cores = [held(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
-        spread = []
-        for p in found:
-            if isinstance(p, Broadcast):
-                core = held(p.core, tuple(n for n, i in zip(shape, p.index) if i is not None))
-                spread.append(f"_np.asarray({core})[{', '.join(':' if i is not None else 'None' for i in p.index)}]")
-        sources, scales = [], []
-        for p in found:
-            if isinstance(p, Copy):
-                source = self._read(p.slot)
-                sources.append(source if list(p.perm) == sorted(p.perm) else f"{source}.transpose({p.perm!r})")
-                scales.append(" * ".join([_literal(float(p.factor)), *(self._read(slot) for slot in p.scalars)]))
+        lists = part_lists(found, shape, held, self._read, _literal)
         self._helper("_accumulate")
         buf = "None"
         for k, p in enumerate(p for p in found if isinstance(p, Dense)):
@@ -793,9 +781,8 @@ class _PlanWriter(_Writer):
                 self.after_step.append(buf)
             else:
                 self.lines.append(f"{buf} = _add_into({buf}, {text})")
-        if not (rows or cores or spread or sources):
+        if lists is None:
             return buf
-        lists = ", ".join(f"[{', '.join(texts)}]" for texts in (rows, cores, spread, sources, scales))
         shape_text = _shape_text(node, shape)
         return f"_accumulate({buf}, {shape_text}, {lists}, _block_rows({shape_text}))"
 

@@ -29,7 +29,7 @@ from ..adjugate import ADJUGATE_SOURCE
 from ..errors import TensCalcError
 from ..printing.text import slice_text  # the language writes slices as Python indexes them
 from . import kernels
-from .accumulate import ACCUMULATE_SOURCE, Broadcast, Copy, Dense, Diagonal, Outer, Part, block_rows
+from .accumulate import ACCUMULATE_SOURCE, Dense, Part, block_rows, part_lists
 from .backends import letters
 from .fused import BandSum, Chain, ChainWriter, Same, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import (
@@ -443,20 +443,7 @@ class ProgramSource:
             self.lines.append(f"{name} = {self._term(term, term_shape)}")
             return name
 
-        rows = [f"({held(p.row, shape[:1])}, {held(p.col, shape[1:])})" for p in found if isinstance(p, Outer)]
-        cores = [held(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
-        spread = []
-        for p in found:
-            if isinstance(p, Broadcast):
-                core = held(p.core, tuple(n for n, i in zip(shape, p.index) if i is not None))
-                index = ", ".join(":" if i is not None else "None" for i in p.index)
-                spread.append(f"_np.asarray({core})[{index}]")
-        sources, scales = [], []
-        for p in found:
-            if isinstance(p, Copy):
-                source = self._arg(p.slot)
-                sources.append(source if is_identity_permutation(p.perm) else f"{source}.transpose({p.perm!r})")
-                scales.append(" * ".join([literal(p.factor), *(self._arg(slot) for slot in p.scalars)]))
+        lists = part_lists(found, shape, held, self._arg, literal)
         buf = "None"
         for k, p in enumerate(p for p in found if isinstance(p, Dense)):
             text = self._term(p.term, shape)
@@ -466,9 +453,8 @@ class ProgramSource:
             else:
                 self.lines.append(f"{buf} = _add_into({buf}, {text})")
         self.helpers.add("_accumulate")
-        if not (rows or cores or spread or sources):
+        if lists is None:
             return buf
-        lists = ", ".join(f"[{', '.join(texts)}]" for texts in (rows, cores, spread, sources, scales))
         return f"_accumulate({buf}, {shape!r}, {lists}, {block_rows(shape)})"
 
     # ------------------------------------------------------------------ one einsum
