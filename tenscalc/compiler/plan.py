@@ -267,6 +267,9 @@ class PlanBuilder:
         for node in self.nodes:
             if node.op != "var" and all(c in self.constant_only for c in node.children):
                 self.constant_only.add(node)
+        #: the nodes whose constant factors bound a term's scale (:meth:`_own_scale`): the
+        #: constant-only ones, also where a plan folds fewer of them
+        self.constant_valued = self.constant_only
         self.live = self._live_nodes()
         self.users: dict[Expr, list[Expr]] = {n: [] for n in self.nodes}
         users = self.users
@@ -390,7 +393,7 @@ class PlanBuilder:
             return _magnitude(parts[1])
         scale = 1.0
         for child in node.children:
-            if child in self.constant_only:
+            if child in self.constant_valued:
                 scale *= self._constant_scale(child)
         return scale
 
@@ -779,19 +782,8 @@ class _ConstantPlanBuilder(PlanBuilder):
     the diagonal, as evaluate computes it)."""
 
     def __init__(self, roots: Sequence[Expr]):
-        super().__init__(roots)
-        self.constant_valued = self.constant_only
+        super().__init__(roots)  # constant_valued: every constant-only node
         self.constant_only = {node for node in self.constant_valued if not node.children}
-
-    def _own_scale(self, node: Expr) -> float:
-        parts = _scale_parts(node)
-        if parts is not None:
-            return _magnitude(parts[1])
-        scale = 1.0
-        for child in node.children:
-            if child in self.constant_valued:
-                scale *= self._constant_scale(child)
-        return scale
 
 
 def build_constant_plan(node: Expr) -> Plan:
