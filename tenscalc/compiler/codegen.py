@@ -50,6 +50,7 @@ from .generated import (
     dtype_line,
     python_names,
     read_aliases_only,
+    shield_function_name,
     signature,
 )
 from .numpy_names import numpy_call
@@ -307,7 +308,7 @@ class _Writer:
             imports += [text.rstrip() for text in helper_texts(self.helpers, helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
-        return read_aliases_only("\n".join(lines) + "\n")
+        return shield_function_name(read_aliases_only("\n".join(lines) + "\n"), self.name)
 
 
 #: the plan writer's sum of arrays: one buffer, as the compiled program adds into one

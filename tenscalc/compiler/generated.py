@@ -22,8 +22,11 @@ the two forms take the same arguments and hand back the same dtypes:
 
 from __future__ import annotations
 
+import builtins
+import io
 import keyword
 import re
+import tokenize
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -50,6 +53,43 @@ def read_aliases_only(source: str) -> str:
         line = f"{', '.join(a for a, _ in read)} = {', '.join(n for _, n in read)}"
         line += f"  # a variable may be named {read[-1][1]}"
     return source.replace(ALIASES, line, 1)
+
+
+def shield_function_name(source: str, name: str) -> str:
+    r"""``source`` (a generated module defining the function ``name``) reading the builtin
+    ``name`` through the alias ``_b_<name>``, bound before the function is: once the
+    module defines ``def min(...)``, every read of ``min`` in its helpers and body would
+    call the generated function instead (``tc.to_python(..., name="min")`` raised a
+    ``TypeError`` on its first call).  Code reads only: names after ``.`` or ``def``,
+    keyword arguments and strings are left as they are.
+
+    >>> print(shield_function_name("def min(*, x):\n    return min(x, 2)\n", "min"), end="")
+    _b_min = min  # the function is named min: the code reads the builtin as _b_min
+    def min(*, x):
+        return _b_min(x, 2)
+    """
+    if name not in vars(builtins):
+        return source
+    alias = f"_b_{name}"
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.NL]
+    places = []  # (row, column) of each read to rename
+    for k, token in enumerate(tokens):
+        if token.type != tokenize.NAME or token.string != name:
+            continue
+        before = tokens[k - 1].string if k else ""
+        after = tokens[k + 1].string if k + 1 < len(tokens) else ""
+        if before not in (".", "def") and after != "=":
+            places.append(token.start)
+    lines = source.split("\n")
+    for row, col in sorted(places, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + alias + line[col + len(name) :]
+    text = "\n".join(lines)
+    # before the first statement that may read it (an alias line reads builtins too)
+    first = re.search(r"^(import|from|[A-Za-z_]\w* =|def) ", text, flags=re.MULTILINE)
+    assert first is not None, "a generated module has statements"
+    line = f"{alias} = {name}  # the function is named {name}: the code reads the builtin as {alias}\n"
+    return text[: first.start()] + line + text[first.start() :]
 
 
 #: the generated module's helper that casts a result to the inputs' dtype

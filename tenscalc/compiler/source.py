@@ -43,6 +43,7 @@ from .generated import (
     dtype_line,
     python_names,
     read_aliases_only,
+    shield_function_name,
     signature,
 )
 from .kernels import (
@@ -814,4 +815,4 @@ def program_source(
         lines.append(f"    return {results[0]}")
     else:
         lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
-    return read_aliases_only("\n".join(lines) + "\n")
+    return shield_function_name(read_aliases_only("\n".join(lines) + "\n"), name)
