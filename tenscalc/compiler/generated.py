@@ -376,6 +376,13 @@ def check_function_name(name: object) -> str:
     return name
 
 
+#: builtins the generated function's body calls by name (``slice(0, 5, 1)`` keys, dtype
+#: tests): a variable of such a name is read from ``**_others`` under ``_v_<name>``, since
+#: a parameter of that name would hide the builtin in the whole body
+CALLED_BUILTINS = frozenset({"slice", "type", "float", "complex", "int", "bool", "str", "min", "max", "zip", "any"})
+CALLED_BUILTINS |= {"isinstance", "tuple"}
+
+
 def python_names(variables: Iterable[str]) -> dict[str, str]:
     """Variable name -> its name inside the generated function (a keyword renamed ``_v_<name>``).
 
@@ -386,7 +393,7 @@ def python_names(variables: Iterable[str]) -> dict[str, str]:
         check_identifier(variable, "variable name")
         if variable.startswith("_"):
             raise TensCalcError(f"variable name {variable!r}: names starting with '_' are reserved in generated code")
-        names[variable] = f"_v_{variable}" if keyword.iskeyword(variable) else variable
+        names[variable] = f"_v_{variable}" if keyword.iskeyword(variable) or variable in CALLED_BUILTINS else variable
     return names
 
 
@@ -397,13 +404,17 @@ def signature(name: str, names: Mapping[str, str]) -> list[str]:
     head = f"def {name}(*, {', '.join(plain)}, **_others):" if plain else f"def {name}(**_others):"
     lines = [head]
     for variable, python in names.items():
-        if python != variable:  # a keyword: only f(**{"lambda": ...}) can pass it
+        if python != variable and keyword.iskeyword(variable):  # only f(**{"lambda": ...}) can pass it
             lines.append(f"# '{variable}' is a Python keyword: pass it as {name}(**{{'{variable}': value, ...}})")
             lines.append(f"if {variable!r} not in _others:")
             lines.append(
                 f"    raise _TypeError(\"{name}() missing the argument '{variable}': pass it as "
                 f"{name}(**{{'{variable}': value, ...}})\")"
             )
+            lines.append(f"{python} = _others[{variable!r}]")
+        elif python != variable:  # a builtin the body calls (CALLED_BUILTINS): f(slice=...) as usual
+            lines.append(f"if {variable!r} not in _others:")
+            lines.append(f"    raise _TypeError(\"{name}() missing the keyword argument '{variable}'\")")
             lines.append(f"{python} = _others[{variable!r}]")
     return lines
 
