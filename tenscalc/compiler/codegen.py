@@ -417,11 +417,15 @@ class _PlanWriter(_Writer):
     def write(self) -> list[_Value]:
         plan = self.plan
         outputs = set(plan.outputs)
+        # the arguments first: a sum written into one buffer writes its summands where the
+        # first of them stood, which may come before an input another summand reads
         for step in plan.steps:
-            shape = self._node_shape(step.node)
             if step.kind == "input":
-                self.slots[step.index] = _Value(self.names[str(step.data)], shape)
+                self.slots[step.index] = _Value(self.names[str(step.data)], self._node_shape(step.node))
+        for step in plan.steps:
+            if step.kind == "input":
                 continue
+            shape = self._node_shape(step.node)
             if step.index in self.gathered:  # a summand product its sum writes into its buffer
                 continue
             shape = self._step_shape(step, shape)

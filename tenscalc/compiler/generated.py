@@ -71,6 +71,12 @@ def shield_function_name(source: str, name: str) -> str:
     if name not in vars(builtins):
         return source
     alias = f"_b_{name}"
+    definition = re.search(rf"^def {name}\((.*)\):$", source, flags=re.MULTILINE)
+    assert definition is not None, "a generated module defines its function"
+    # a variable of the function's name (``len``): inside the function that name is the
+    # variable, which the code reads as such; only the helpers above it need the alias
+    parameter = name in re.findall(r"\w+", definition.group(1))
+    last_row = source.count("\n", 0, definition.start()) if parameter else None
     tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.NL]
     places = []  # (row, column) of each read to rename
     for k, token in enumerate(tokens):
@@ -78,7 +84,7 @@ def shield_function_name(source: str, name: str) -> str:
             continue
         before = tokens[k - 1].string if k else ""
         after = tokens[k + 1].string if k + 1 < len(tokens) else ""
-        if before not in (".", "def") and after != "=":
+        if before not in (".", "def") and after != "=" and (last_row is None or token.start[0] <= last_row):
             places.append(token.start)
     lines = source.split("\n")
     for row, col in sorted(places, reverse=True):

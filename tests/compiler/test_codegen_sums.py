@@ -192,3 +192,14 @@ def test_a_factored_sum_module_peaks_like_compile(m, n):
     # before: the two m x n products X diag(a), X diag(b) alive together: 1.48x compile's peak at 800 x 300
     compiled, generated = _peaks(_rosenbrock_x(), _rosenbrock_x_values(m, n, 2))
     assert generated <= 1.1 * compiled, (m, n, generated / 2**20, compiled / 2**20)
+
+
+def test_a_sum_of_broadcasts_reading_an_input_the_plan_meets_later():
+    """Found by the fuzz campaign: the sum is written where its first summand stood, before
+    the plan's step reading ``w``; the module raised KeyError instead of being written."""
+    expr = tc.parse("exp(u *(i,j->ij) 1 + 3 * (w *(i,j->ij) 64) + C)", {"u": 1, "w": 1, "C": 2})
+    namespace: dict = {}
+    exec(compile(tc.to_python(expr), "<generated>", "exec"), namespace)  # noqa: S102 - the module under test
+    rng = np.random.default_rng(4)
+    values = {"u": rng.standard_normal(3), "w": rng.standard_normal(3) / 64, "C": rng.standard_normal((3, 5))}
+    np.testing.assert_allclose(namespace["f"](**values), tc.evaluate(expr, values), rtol=1e-12)
