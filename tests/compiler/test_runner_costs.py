@@ -181,7 +181,12 @@ def test_generated_module_counts_like_compile_at_scale(name):
     """The loop, the fused function and the generated module, at sizes where the binder's
     choices differ from the small corpus' (paths, Gram forms, column-wise outer products)."""
     exprs = CORPUS[name][0]()
-    values = random_values(AT_SCALE[name])
+    assert_forms_count_like_the_loop(exprs, random_values(AT_SCALE[name]), ("elementwise", "reduction", "linalg"))
+
+
+def assert_forms_count_like_the_loop(exprs: list, values: dict, kinds: tuple[str, ...]) -> None:
+    """The fused function and the generated module of ``exprs`` make the closure loop's
+    multiply-adds and as many operations of each of ``kinds`` on ``values``."""
     forms = {form: tally for form, (tally, _) in compile_counts(exprs, values).items()}
     forms["to_python(shapes=)"] = source_counts(exprs, values)[0]
     loop = forms.pop("loop")
@@ -189,7 +194,7 @@ def test_generated_module_counts_like_compile_at_scale(name):
     for form, tally in forms.items():
         _sound(tally, form)
         assert _macs(tally) == _macs(loop), form
-        for kind in ("elementwise", "reduction", "linalg"):
+        for kind in kinds:
             assert tally.total(kind) == loop.total(kind), (form, kind, tally.total(kind), loop.total(kind))
 
 

@@ -28,7 +28,7 @@ from tenscalc.compiler.program import ShapeResolver, bind
 from tenscalc.compiler.source import ProgramSource
 from tenscalc.compiler.sums import plan_sum, sum_closure
 from tenscalc.core.axes import axis_graph
-from tests.compiler.test_runner_costs import _macs, _sound, compile_counts, source_counts
+from tests.compiler.test_runner_costs import assert_forms_count_like_the_loop
 from tests.compiler.test_runners import CORPUS, ROSEN
 
 RNG = np.random.default_rng(26)
@@ -138,16 +138,7 @@ def test_the_cases_have_the_parts_they_are_named_for():
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_module_counts_the_arithmetic_compile_counts(name):
     build, values = CASES[name]
-    exprs = build()
-    forms = {form: tally for form, (tally, _) in compile_counts(exprs, values).items()}
-    forms["to_python(shapes=)"] = source_counts(exprs, values)[0]
-    loop = forms.pop("loop")
-    _sound(loop, "loop")
-    for form, tally in forms.items():
-        _sound(tally, form)
-        assert _macs(tally) == _macs(loop), form
-        for kind in ("elementwise", "reduction"):
-            assert tally.total(kind) == loop.total(kind), (form, kind, tally.total(kind), loop.total(kind))
+    assert_forms_count_like_the_loop(build(), values, ("elementwise", "reduction"))
 
 
 # ---------------------------------------------------------------- the record is the only description
