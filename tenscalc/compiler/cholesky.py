@@ -59,8 +59,9 @@ from ..errors import EvaluationError
 from ..linalg import lapack_dtype
 from .backends import Backend
 from .cost import OpCost
-from .generated import cholesky_det, cholesky_factor, cholesky_inv, mirror_block, not_finite, not_pd, symmetric_check
+from .generated import mirror_block, not_finite, not_pd, symmetric_check
 from .plan import Plan, Step, step_reads
+from .records import FactorReaderRecord, FactorRecord
 
 __all__ = [
     "Declared",
@@ -331,30 +332,19 @@ def factor_det(factor: _Factor, log: bool, backend: Backend) -> Any:
 # ------------------------------------------------------------------ binding
 
 
-def bind_factor(name: str, matrix: int, n: int, backend: Backend) -> tuple[Any, OpCost]:
+def bind_factor(name: str, matrix: int, n: int) -> tuple[FactorRecord, OpCost]:
     """The op factorising the matrix in slot ``matrix`` (``n`` x ``n``, the value of ``name``):
-    ``potrf``'s n³/3 flops (n³/6 multiplications).  NumPy: the helper text every NumPy runner
-    runs (:data:`.generated.CHOLESKY_HELPER`)."""
-    cost = OpCost(n**3 / 3, 1, n * n, multiplications=n**3 / 6)
-    if backend.name == "torch":
-        import torch
-
-        # its checks read the values (bool, int): torch.compile (jit=True) breaks its graph here
-        # either way, and said so in 20 lines of Dynamo warnings ("Graph break from Tensor.item()")
-        factor = torch.compiler.disable(torch_factor)
-        return (lambda env: factor(name, env[matrix])), cost
-    return (lambda env: cholesky_factor(env[matrix], name)), cost
+    ``potrf``'s n³/3 flops (n³/6 multiplications).  Its closure (:mod:`.closures`) runs, for
+    NumPy, the helper text every NumPy runner runs (:data:`.generated.CHOLESKY_HELPER`)."""
+    return FactorRecord(name, matrix), OpCost(n**3 / 3, 1, n * n, multiplications=n**3 / 6)
 
 
-def bind_reader(what: str, factor: int, n: int, backend: Backend) -> tuple[Any, OpCost]:
+def bind_reader(what: str, factor: int, n: int) -> tuple[FactorReaderRecord, OpCost]:
     """The op computing ``inv``, ``det`` or ``logdet`` from the factor in slot ``factor``:
     ``potri``'s 2n³/3 flops for ``inv``, the diagonal's n for the others."""
+    record = FactorReaderRecord(what, factor)
     if what == "unused":  # a det read only by logs computed from the factor
-        return (lambda env: None), OpCost(0, 0, 0)
-    torch = backend.name == "torch"
+        return record, OpCost(0, 0, 0)
     if what == "inv":
-        inv = (lambda env: factor_inv(env[factor], backend)) if torch else (lambda env: cholesky_inv(env[factor]))
-        return inv, OpCost(2 * n**3 / 3, 1, n * n, multiplications=n**3 / 3)
-    log = what == "logdet"
-    det = (lambda env: factor_det(env[factor], log, backend)) if torch else (lambda env: cholesky_det(env[factor], log))
-    return det, OpCost(n, 1, 1, multiplications=n)
+        return record, OpCost(2 * n**3 / 3, 1, n * n, multiplications=n**3 / 3)
+    return record, OpCost(n, 1, 1, multiplications=n)

@@ -2,11 +2,13 @@
 
 :func:`.program.bind` turns a plan bound to one shape signature into a list of
 :class:`Op` records.  Each says which slot it writes, which slots it reads, which
-slots die after it, the array it leaves in its slot and its estimated cost, and
-carries the closure the loop runs (described, for NumPy, by the ``inline`` record
-the fused writer of :mod:`.fused` reads).  The runners read these records: the loop
-of :meth:`.program.Program.run_steps`, the fused function, a backend's own
-compiler over the loop; :func:`program_cost` computes the whole call's cost from
+slots die after it, the array it leaves in its slot and its estimated cost, the
+record of the binder's decisions for it (:mod:`.records`), and the closure the loop
+runs, which the closure runner (:mod:`.closures`) builds from that record alone
+(described, for NumPy, by the ``inline`` record the fused writer of :mod:`.fused`
+reads).  The runners read these records: the loop of
+:meth:`.program.Program.run_steps`, the fused function, a backend's own compiler
+over the loop; :func:`program_cost` computes the whole call's cost from
 them alone.
 
 >>> import tenscalc as tc
@@ -41,7 +43,9 @@ class Op:
     dense array of a banded slot); ``slot``: the slot it writes; ``reads``: the slots it
     reads; ``release``: the slots dead after it; ``shape``: the array it leaves in its
     slot (a diagonal core or band vector where the step is structured); ``cost``: its
-    estimated cost; ``fn``: the closure over the slot list computing it.
+    estimated cost; ``fn``: the closure over the slot list computing it, built by the
+    closure runner (:mod:`.closures`) from ``record``: the binder's decisions for the op
+    (:mod:`.records`, :class:`.terms.TermPlan`, :class:`.sums.SumPlan` ...).
     """
 
     kind: str
@@ -51,6 +55,7 @@ class Op:
     shape: tuple[int, ...]
     cost: OpCost
     fn: Callable[[list], Any]
+    record: Any = None
 
     @property
     def inline(self) -> Any:

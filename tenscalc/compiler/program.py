@@ -30,13 +30,15 @@ from .accumulate import Part, accumulates, bind_accumulate, gather_sums
 from .backends import Backend, get_backend
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
+from .closures import CLOSURE_RUNNERS, closure
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
-from .fused import Call, Chain, Const, Fresh, Same, Slot, Temp, Terms, Tiles, View, describe, fresh_results, fuse
+from .fused import Call, Chain, Const, Fresh, Same, Slot, Temp, Terms, Tiles, describe, fresh_results, fuse
 from .generated import linalg_adj, linalg_det, linalg_inv
 from .kernels import contraction_kernel, gram_contraction, laid_in_order
 from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
+from .records import ConstantRecord, EmbedRecord, FuncRecord, PowRecord, SliceRecord, TwinRecord
 from .sums import SumPlan, plan_sum, sum_closure
 from .terms import plan_term
 
@@ -524,11 +526,14 @@ def bind(
         release.setdefault(index, []).extend(slots)
 
     def account(
-        kind: str, fn: StepFn, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
+        kind: str, made: Any, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
     ) -> None:
+        """The op of ``made``: its record (the closure runner builds its closure) or, for the kinds
+        the binder still makes closures of itself, that closure (no record)."""
         if guard is not None and cost.largest_intermediate > guard:  # refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
-        ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, fn))
+        record, fn = (made, closure(made, backend)) if type(made) in CLOSURE_RUNNERS else (None, made)
+        ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, fn, record))
 
     for step in plan.steps:
         shape = dense[step.index]
@@ -551,7 +556,7 @@ def bind(
             account("pair", fn, pair.slot, (), cost, pair.shape, [s for s, _ in pair.term.operands])
         for matrix in factors.first.get(step.index, ()):  # before its first reader
             shapes[factors.slots[matrix]] = shapes[matrix]
-            fn, cost = bind_factor(_input_name(plan, matrix), matrix, shapes[matrix][0], backend)
+            fn, cost = bind_factor(_input_name(plan, matrix), matrix, shapes[matrix][0])
             account("cholesky", fn, factors.slots[matrix], (), cost, shapes[matrix], [matrix])
         dead = plan.release[step.index] + tuple(release.get(step.index, ()))
         dead += tuple(twins[slot] for slot in dead if slot in twins)
@@ -570,9 +575,9 @@ def bind(
             if twin is not None:
                 shapes[twin] = shape
                 size = math.prod(shape)
-                write = partial(_write_twin, layout, step.index)
                 twin_dead = dead + early.get(step.index, ())
-                account("twin", write, twin, twin_dead, OpCost(size, 1, size), shape, [step.index])
+                twin_record = TwinRecord(step.index, layout)
+                account("twin", twin_record, twin, twin_dead, OpCost(size, 1, size), shape, [step.index])
             continue
         if step.index in rewritten:
             step = rewritten[step.index]
@@ -601,7 +606,7 @@ def bind(
         elif step.index in factors.readers:  # inv, det or log det from the factorisation
             shapes[step.index] = shape
             matrix, what = factors.readers[step.index]
-            fn, cost = bind_reader(what, factors.slots[matrix], shapes[matrix][0], backend)
+            fn, cost = bind_reader(what, factors.slots[matrix], shapes[matrix][0])
             bound_steps[step.index] = BoundStep(step, shape, factor=(matrix, what))
             account(step.kind, fn, step.index, dead, cost, shape, [factors.slots[matrix]])
             continue
@@ -850,10 +855,6 @@ def band_decision(
     every = dict(found)
     banded, twins, _ = _band_reads(plan, found, constants)
     return banded, set(twins), every
-
-
-def _write_twin(layout: Layout, slot: int, env: list) -> Any:
-    return write_bands(layout, env[slot])
 
 
 def _rename_reads(step: Step, names: Mapping[int, int]) -> Step:
@@ -1247,72 +1248,34 @@ def step_shape(step: Step, resolver: ShapeResolver) -> tuple[int, ...]:
 
 def _bind_constant(step: Step, shape, shapes, resolver: ShapeResolver, backend: Backend, is_output: bool):
     size = math.prod(shape)
-    value = resolver.constant(step.node, shape)
-    cache: list[Any] = []
-
-    def run(env):
-        if not cache:  # moved to the backend once, on the device of the inputs
-            cache.append(backend.from_numpy(value, env[-1]))
-        if is_output:
-            return backend.from_numpy(value.copy(), env[-1])
-        return cache[0]
-
-    return run, OpCost(size, 1, size)
+    return ConstantRecord(resolver.constant(step.node, shape), is_output), OpCost(size, 1, size)
 
 
 def _bind_func(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
-    fn = backend.func(step.data)
-    (a,) = step.args
     size = math.prod(shape)
-    run = lambda env: fn(env[a])  # noqa: E731
-    if backend.name == "numpy" and isinstance(fn, np.ufunc) and fn.nin == 1:
-        run = describe(run, Chain((Call(fn, (Slot(a),)),)))
-    elif backend.name == "numpy" and step.data == "relu":  # np.maximum(x, 0.0)
-        run = describe(run, Chain((Call(np.maximum, (Slot(a), Const(0.0))),)))
-    return run, OpCost(size, 1, size)
+    (a,) = step.args
+    return FuncRecord(a, step.data), OpCost(size, 1, size)
+
+
+#: exponent -> the form its power is computed in (any other: the library's power)
+POW_FORM = {1: "same", 2: "square", -1: "reciprocal", -2: "inverse_square", 0.5: "sqrt"}
 
 
 def _bind_pow(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     size = math.prod(shape)
     cost = OpCost(size, 1, size)
-    numpy = backend.name == "numpy"
     if len(step.args) == 2:
-        a, b = step.args
-        both = lambda env: backend.power(env[a], env[b])  # noqa: E731
-        if numpy:  # NumpyBackend.power is np.power (operands of different shapes broadcast)
-            both = describe(both, Chain((Call(np.power, (Slot(a), Slot(b))),)))
-        return both, cost
-    (a,) = step.args
+        return PowRecord(tuple(step.args), None, "both"), cost
     e = step.data
-    if e == 1:  # x itself, no new array
-        return describe(lambda env: env[a], Same(a)), OpCost(0, 0, 0)
-    if e == 2:
-        square = lambda env: env[a] * env[a]  # noqa: E731
-        if numpy:
-            square = describe(square, Chain((Call(np.multiply, (Slot(a), Slot(a)), "*"),)))
-        return square, replace(cost, multiplications=size)
-    if e == -1:
-        reciprocal = lambda env: 1.0 / env[a]  # noqa: E731
-        if numpy:
-            reciprocal = describe(reciprocal, Chain((Call(np.divide, (Const(1.0), Slot(a)), "/"),)))
-        return reciprocal, cost
-    if e == -2:
-        inverse_square = lambda env: 1.0 / (env[a] * env[a])  # noqa: E731
-        if numpy:
-            calls = (Call(np.multiply, (Slot(a), Slot(a)), "*"), Call(np.divide, (Const(1.0), Temp(0)), "/"))
-            inverse_square = describe(inverse_square, Chain(calls))
-        return inverse_square, OpCost(2 * size, 2, size, multiplications=size)
-    if e == 0.5:
-        sqrt = backend.func("sqrt")
-        root = lambda env: sqrt(env[a])  # noqa: E731
-        if numpy:
-            root = describe(root, Chain((Call(np.sqrt, (Slot(a),)),)))
-        return root, cost
-    exponent = float(e)
-    power = lambda env: backend.power(env[a], exponent)  # noqa: E731
-    if numpy:  # NumpyBackend.power is np.power
-        power = describe(power, Chain((Call(np.power, (Slot(a), Const(exponent))),)))
-    return power, cost
+    form = POW_FORM.get(e, "power")
+    record = PowRecord(tuple(step.args), e, form)
+    if form == "same":  # x itself, no new array
+        return record, OpCost(0, 0, 0)
+    if form == "square":
+        return record, replace(cost, multiplications=size)
+    if form == "inverse_square":
+        return record, OpCost(2 * size, 2, size, multiplications=size)
+    return record, cost
 
 
 def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -1658,33 +1621,23 @@ def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output
     from ..interpreter import slice_key
 
     (a,) = step.args
-    key = slice_key(step.data)
-    take = backend.take  # torch spells a negative step its own way
-    if is_output:  # never hand out a view of the caller's array
-        return (lambda env: _copy(take(env[a], key))), OpCost(0, 1, math.prod(shape))
-    view = lambda env: take(env[a], key)  # noqa: E731 - basic indexing: a view, no copy
-    if backend.name == "numpy":
-        view = describe(lambda env: env[a][key], View(a, key))
-    return view, OpCost(0, 0, 0)
-
-
-def _copy(value: Any) -> Any:
-    if hasattr(value, "clone"):  # torch
-        return value.clone()
-    return value.copy() if hasattr(value, "copy") else value
+    record = SliceRecord(a, slice_key(step.data), is_output)
+    if is_output:  # never hand out a view of the caller's array: a copy
+        return record, OpCost(0, 1, math.prod(shape))
+    return record, OpCost(0, 0, 0)  # basic indexing: a view, no copy
 
 
 def _bind_embed(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     from ..interpreter import slice_key
 
     (a,) = step.args
-    key = slice_key(step.data[0])
     size = math.prod(shapes[a])
-    return (lambda env: backend.embed(env[a], key, shape, env[-1])), OpCost(size, 1, math.prod(shape))
+    return EmbedRecord(a, slice_key(step.data[0]), tuple(shape)), OpCost(size, 1, math.prod(shape))
 
 
-#: step kind -> the binder turning a step into a closure over the slots, with its cost
-BIND_RULES: dict[str, Callable[..., tuple[StepFn, OpCost]]] = {
+#: step kind -> the binder deciding a step's record (the closure runner, :mod:`.closures`, builds
+#: its closure from it; a binder still returning a closure keeps it, with no record), with its cost
+BIND_RULES: dict[str, Callable[..., tuple[Any, OpCost]]] = {
     "constant": _bind_constant,
     "func": _bind_func,
     "pow": _bind_pow,
