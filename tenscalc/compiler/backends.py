@@ -309,6 +309,12 @@ class Backend:
         reader (:meth:`.program.Program.traced_steps`).  Eager backends just compute them."""
         return [fn(env) for fn in fns]
 
+    def stack(self, arrays: Sequence[Any]) -> Any:
+        """``arrays`` (of one shape) stacked along a new first axis."""
+        import autoray
+
+        return autoray.do("stack", list(arrays), like=self.name)
+
     def native(self, arrays: Sequence[Any]) -> bool:
         """Whether ``arrays`` (a call's values, in input order) may go to a :meth:`whole_call`
         function as they are, unconverted: the backend's own arrays, or arrays its compiler

@@ -58,7 +58,9 @@ def test_the_robot_arms_sines_and_cosines_are_computed_once_each(monkeypatch):
     run = tc.compile(exprs, backend="jax")
     text = _compiled_text(run, values)
     assert len(run._last[1].fenced) == 12  # six sines and six cosines, each read by 4-12 ops
-    assert _count(text, "sine") == 6 and _count(text, "cosine") == 6, (_count(text, "sine"), _count(text, "cosine"))
+    # one sine and one cosine, each of the six angles stacked (program.stacked_groups)
+    assert _count(text, "sine") == 1 and _count(text, "cosine") == 1, (_count(text, "sine"), _count(text, "cosine"))
+    assert re.search(r"= f64\[6,5\]\{[0-9,]*\} sine\(", text) and re.search(r"= f64\[6,5\]\{[0-9,]*\} cosine\(", text)
     # the same program unfenced: XLA copies them into the readers' fusions (the measure's reason)
     from tenscalc.compiler.backends import JaxBackend
 
@@ -118,3 +120,28 @@ def test_float32_stays_float32_through_a_fence():
     got = run(x=x.astype(jnp.float32), y=y.astype(jnp.float32))
     assert all(r.dtype == jnp.float32 for r in got)
     np.testing.assert_allclose(got[0], np.sin(np.asarray(x)) * np.asarray(x) + np.cos(np.asarray(x)), rtol=1e-6)
+
+
+def test_a_waves_values_of_one_function_are_computed_on_their_operands_stacked():
+    # two square roots and two sines of different operands, each read twice: one sqrt of a
+    # (2, n) stack and one sine of a (2, n) stack; the exponent 1.5 is its own group
+    exprs = [
+        tc.parse("sqrt(x .* y) .* x + sqrt(x + y) .* y + sin(x .* y) + sin(x + y) + (x .* y) .^ 1.5"),
+        tc.parse("sqrt(x .* y) - sqrt(x + y) .* x + sin(x .* y) .* y - sin(x + y) .* x - (x .* y) .^ 1.5 .* x"),
+    ]
+    run = tc.compile(exprs, backend="jax")
+    rng = np.random.default_rng(3)
+    values = {"x": rng.uniform(0.5, 2.0, 7), "y": rng.uniform(0.5, 2.0, 7)}
+    expected = [tc.evaluate(e, values) for e in exprs]
+    for got, want in zip(run({k: jnp.asarray(v) for k, v in values.items()}), expected, strict=True):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-13)
+    if jax.default_backend() != "cpu":
+        return
+    text = _compiled_text(run, values)
+    assert re.search(r"= f64\[2,7\]\{[0-9,]*\} sine\(", text), "the two sines are not computed as one stack"
+    assert re.search(r"= f64\[2,7\]\{[0-9,]*\} sqrt\(", text), "the two square roots are not computed as one stack"
+    # float32 through the stacks
+    got32 = run({k: jnp.asarray(v, dtype=jnp.float32) for k, v in values.items()})
+    for got, want in zip(got32, expected, strict=True):
+        assert got.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5)
