@@ -13,7 +13,9 @@ constant-only step is written from the steps of its own plan
 (:func:`.plan.build_constant_plan`), banded steps from ``tc.compile``'s band
 decision (:func:`.program.band_decision`), laid out at run time, and the sums
 ``tc.compile`` writes into one buffer from its decision (:func:`.accumulate.gather_sums`,
-:func:`.accumulate.accumulates`) and its run-time text (``_accumulate``).
+:func:`.accumulate.accumulates`) and its run-time text (``_accumulate``), and the
+contractions several products share computed once, as its pairs
+(:func:`.program._shared_pairs`).
 
 Nothing the user writes reaches the source as text except the function name and
 the variable names, and both must be plain identifiers (checked here), so the
@@ -26,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from ..adjugate import ADJUGATE_SOURCE
@@ -61,7 +63,9 @@ from .program import (
     ShapeResolver,
     _core_shape,
     _core_term,
+    _Pair,
     _read_structure,
+    _shared_pairs,
     _structured_slots,
     band_decision,
     choose_path,
@@ -365,6 +369,11 @@ class _PlanWriter(_Writer):
     #: out densely when handed out
     structured: dict[int, tuple[int, ...]]
     diagonal: dict[int, str]
+    #: tc.compile's shared pairs (:func:`.program._shared_pairs`): the pairs written before each
+    #: step, the pair slots dead after each step, and the product steps rewritten to read them
+    first_pairs: dict[int, list[_Pair]]
+    pair_release: dict[int, list[int]]
+    rewritten: dict[int, Any]
 
     def __init__(self, roots: list[Expr], name: str, declared: Declared | None = None):
         super().__init__(roots, name, declared)
@@ -379,6 +388,10 @@ class _PlanWriter(_Writer):
         self.lengths = lengths or {}
         self._start(decisions.plan, decisions.bands, "_s")
         self.gathered, self.probe, self.nodes = decisions.gathered, decisions.dense, decisions.nodes
+        self.rewritten = decisions.rewritten
+        for pair in decisions.pairs:  # computed before their first reader, released after their last
+            self.first_pairs.setdefault(pair.first, []).append(pair)
+            self.pair_release.setdefault(pair.last, []).append(pair.slot)
         if self.probe is not None:  # where compile's other decisions were taken (its order: after the sums)
             self.structured = _structured_slots(self.plan)
             self.diagonal = {slot: eq for slot, eq in self.diagonal.items() if slot not in self.structured}
@@ -412,6 +425,7 @@ class _PlanWriter(_Writer):
         self.owned: set[int] = set()
         self.step = self.plan.steps[0]  # the step being written
         self.gathered, self.probe, self.nodes, self.structured = frozenset(), None, None, {}
+        self.first_pairs, self.pair_release, self.rewritten = {}, {}, {}
         self.held = 0  # the small parts of sums written into one buffer, named _a + number
 
     def write(self) -> list[_Value]:
@@ -428,6 +442,8 @@ class _PlanWriter(_Writer):
             shape = self._node_shape(step.node)
             if step.index in self.gathered:  # a summand product its sum writes into its buffer
                 continue
+            for pair in self.first_pairs.get(step.index, ()):
+                self._write_pair(pair, step.node)
             shape = self._step_shape(step, shape)
             if step.index in self.band_steps:
                 self._write_bands(step, shape)
@@ -437,6 +453,7 @@ class _PlanWriter(_Writer):
             rule = STEP_WRITERS.get(step.kind)
             if rule is None:  # pragma: no cover - every plan step kind has a rule
                 raise AssertionError(f"no writer for plan steps of kind {step.kind!r}")
+            step = self.rewritten.get(step.index, step)  # reading the shared pairs
             if self.structured:  # as the binder: a reader of diagonal slots reads their cores
                 step = _read_structure(step, self.structured)
                 pattern = self.structured.get(step.index)
@@ -500,10 +517,25 @@ class _PlanWriter(_Writer):
         eq = _letters(pattern) + "->" + _letters(tuple(dict.fromkeys(pattern)))
         return _Value(f"_write_diagonal({value.text}, {eq!r}, {_shape_text(node, shape)})", shape)
 
+    def _write_pair(self, pair: _Pair, node: Expr) -> None:
+        """``_sK = `` shared pair ``K`` (:func:`.program._shared_pairs`): its two operands'
+        contraction, its lengths theirs (``node``: its first reader's, for messages only)."""
+        lengths: dict[int, str | None] = {}
+        for slot, spec in pair.term.operands:
+            lengths.update(zip(spec, self.slots[slot].shape))
+        shape = tuple(lengths[letter] for letter in pair.term.out)
+        text, _ = self._plan_term(pair.term, node, shape)  # two operands: a new array
+        name = f"{self.prefix}{pair.slot}"
+        self.lines.append(f"{name} = {text}")
+        self.slots[pair.slot] = _Value(name, shape)
+        if shape:
+            self.owned.add(pair.slot)
+
     def _release(self, step) -> None:
-        """``del`` the slots (dense arrays and bands) dead after ``step``, as the plan releases them."""
+        """``del`` the slots (dense arrays, bands and shared pairs) dead after ``step``, as the
+        binder releases them."""
         inputs, outputs = set(self.plan.inputs.values()), set(self.plan.outputs)
-        dead = []
+        dead = [f"{self.prefix}{slot}" for slot in self.pair_release.get(step.index, ())]
         for slot in self.plan.release[step.index]:
             if slot in self.band_names:
                 dead.append(self.band_names.pop(slot))
@@ -911,6 +943,9 @@ class _Decisions:
     dense: list[tuple[int, ...]] | None  # each step's shape at the probe lengths
     bands: tuple[set[int], set[int], dict[int, BandStep]]  # (:func:`.program.band_decision`)
     nodes: list[tuple[int, ...]] | None  # each step's node's shape at the probe lengths
+    #: the shared pairs (:func:`.program._shared_pairs`) and the product steps rewritten to read them
+    pairs: list[_Pair] = field(default_factory=list)
+    rewritten: dict[int, Any] = field(default_factory=dict)
 
 
 def _binder_decisions(roots: list[Expr], plan, factor: bool = True) -> _Decisions:
@@ -939,9 +974,20 @@ def _binder_decisions(roots: list[Expr], plan, factor: bool = True) -> _Decision
                 rewritten, dense, skip = factor_shared(rewritten, dense, skip, choose_path, resolver.contractions)
             gathered, taken = gather_sums(rewritten, dense, skip)
             banded, twins, steps = band_decision(gathered, resolver, dense)
+            # the shared pairs, over the slots the binder holds apart (diagonal cores, bands), as
+            # bind takes them.  A pair is a rewrite of the plan (a contraction several terms make,
+            # made once): its values hold at every length.  Whether it pays may depend on them
+            # (_pair_key: its result no larger than its larger operand); the probe's decision is
+            # taken for every length, as the bands' and the factoring's are.  Where the result's
+            # axes are some of one operand's (a dot product, A x, an entrywise product: the
+            # corpus' pairs) the test holds at every length; where they are not (the network
+            # HVP's X vᵀ, (m, h) from (m, n) and (h, n): compile shares it where min(m, h) <= n)
+            # the module shares it as the probe's lengths decide, a held intermediate where
+            # compile would not hold one, in exchange for one contraction instead of several
+            pairs, edits = _shared_pairs(gathered, dense, {**_structured_slots(gathered), **dict.fromkeys(banded, ())})
         except Exception:  # noqa: BLE001 - lengths the expressions refuse: the next ones
             continue
-        return _Decisions(gathered, taken, dense, (set(banded), twins, steps), nodes)
+        return _Decisions(gathered, taken, dense, (set(banded), twins, steps), nodes, pairs, edits)
     return _Decisions(plan, frozenset(), None, (set(), set(), {}), None)
 
 
