@@ -1108,15 +1108,13 @@ def _fenced_on_cpu(jax: Any, fns: Sequence[Callable[[list], Any]], env: list, re
     know, so that they are computed once and read back by every reader: XLA on a CPU
     copies an operation of one operand (``sin(t)``) into the fusion of each reader, and
     removes ``optimization_barrier`` before fusing.  The values are the loop's initial
-    state; the loop runs no time (once where the probe entry is nan: its body computes
-    the same values from the same operands again), so it costs no copy.  Differentiating
+    state; the loop runs no time (once where the first entry of the first value is nan:
+    its body computes the same values from the same operands again), so it costs no copy;
+    its condition reads that entry itself (a separate probe of an operand cost XLA one
+    more kernel before the loop).  Differentiating
     through it (the caller's ``jax.grad``) differentiates the values directly
     (``custom_jvp``): a ``while`` loop has no reverse mode."""
     import jax.numpy as jnp
-
-    probe = next((k for k, slot in enumerate(reads) if getattr(env[slot], "size", 0)), None)
-    if probe is None:  # nothing to decide a trip count from (numbers, empty arrays)
-        return [fn(env) for fn in fns]
 
     def compute(*operands: Any) -> tuple[Any, ...]:
         local = list(env)
@@ -1126,13 +1124,19 @@ def _fenced_on_cpu(jax: Any, fns: Sequence[Callable[[list], Any]], env: list, re
 
     @jax.custom_jvp
     def fenced(*operands: Any) -> tuple[Any, ...]:
-        first = jnp.ravel(operands[probe])[0]
-        trips = (first != first).astype(jnp.int32)  # XLA cannot fold x != x (nan)
+        values = compute(*operands)
+        probe = next((k for k, value in enumerate(values) if getattr(value, "size", 0)), None)
+        if probe is None:  # nothing to decide a trip count from (numbers, empty arrays)
+            return values
+
+        def again(state: tuple) -> Any:  # XLA cannot fold x != x (nan) of a value it computes
+            first = jnp.ravel(state[1][probe])[0]
+            return (state[0] < 1) & (first != first)
 
         def body(state: tuple) -> tuple:
             return state[0] + 1, compute(*operands)
 
-        return jax.lax.while_loop(lambda state: state[0] < trips, body, (jnp.int32(0), compute(*operands)))[1]
+        return jax.lax.while_loop(again, body, (jnp.int32(0), values))[1]
 
     fenced.defjvp(lambda primals, tangents: jax.jvp(compute, primals, tangents))
     return list(fenced(*[env[slot] for slot in reads]))
