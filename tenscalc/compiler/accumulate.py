@@ -49,7 +49,9 @@ __all__ = [
     "Copy",
     "Dense",
     "Diagonal",
+    "AccumulateRecord",
     "Outer",
+    "accumulate_closure",
     "accumulates",
     "bind_accumulate",
     "block_rows",
@@ -351,7 +353,28 @@ def _terms(items: Sequence[AddItem], taken: set[int], steps: list[Step], order: 
     return tuple(terms)
 
 
-BindTerm = Callable[..., tuple[Callable[[list], Any], OpCost]]
+#: the binder of one term: (term, shape, shapes, resolver, backend) -> (its record, its cost)
+BindTerm = Callable[..., tuple[Any, OpCost]]
+
+
+@dataclass(frozen=True)
+class AccumulateRecord:
+    """A sum of terms written into one buffer of ``shape`` as bound: its ``parts`` (in order),
+    each part's term records (:class:`.records.TermRecord`: ``dense`` of the sum's shape,
+    ``outers`` row and column vectors, ``diagonals`` cores, ``broadcasts`` small cores with
+    the index spreading them), its scaled ``copies``, whether the first dense term's array
+    is the buffer (``take``) and the rows per block; the closure runner (:mod:`.closures`)
+    and the source writers follow it."""
+
+    shape: tuple[int, ...]
+    parts: tuple[Part, ...]
+    take: bool
+    dense: tuple[Any, ...]
+    outers: tuple[tuple[Any, Any], ...]
+    diagonals: tuple[Any, ...]
+    broadcasts: tuple[tuple[Any, tuple], ...]
+    copies: tuple[Copy, ...]
+    block: int
 
 
 def bind_accumulate(
@@ -361,24 +384,27 @@ def bind_accumulate(
     resolver: Any,
     backend: Any,
     bind_term: BindTerm,
-) -> tuple[Callable[[list], Any], OpCost]:
-    """The closure writing the sum of ``terms`` into one buffer, and its cost (NumPy)."""
+    term_closure: Callable[[Any], Callable[[list], Any]],
+) -> tuple[AccumulateRecord, OpCost]:
+    """The record of the sum of ``terms`` written into one buffer, and its cost (NumPy);
+    ``term_closure``: the closure runner's closure of a term record (the first dense term's
+    array may be the buffer where its closure allocates it: :func:`takes_first`)."""
     found = parts(terms, shape)
     size = math.prod(shape)
     costs: list[OpCost] = []  # of the small parts (vectors), computed first and held
     dense_costs: list[OpCost] = []
     small = 0  # entries of the vectors held until they are added
 
-    def bound(term: Term, term_shape: tuple[int, ...]) -> Callable[[list], Any]:
+    def bound(term: Term, term_shape: tuple[int, ...]) -> Any:
         nonlocal small
-        fn, cost = bind_term(term, term_shape, shapes, resolver, backend)
+        record, cost = bind_term(term, term_shape, shapes, resolver, backend)
         (dense_costs if term_shape == shape else costs).append(cost)
         if term_shape != shape:
             small += math.prod(term_shape)
-        return fn
+        return record
 
     dense = [bound(p.term, shape) for p in found if isinstance(p, Dense)]
-    take = bool(dense) and takes_first(dense[0])
+    take = bool(dense) and takes_first(term_closure(dense[0]))
     outers = [(bound(p.row, shape[:1]), bound(p.col, shape[1:])) for p in found if isinstance(p, Outer)]
     diagonals = [bound(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
     broadcasts = [
@@ -411,7 +437,22 @@ def bind_accumulate(
         cost.flags,
         cost.multiplications + gemm / 2 + size * scaled,
     )
-    block = block_rows(shape)
+    record = AccumulateRecord(
+        tuple(shape), tuple(found), take, tuple(dense), tuple(outers), tuple(diagonals), tuple(broadcasts),
+        tuple(copies), block_rows(shape),
+    )  # fmt: skip
+    return record, cost
+
+
+def accumulate_closure(record: AccumulateRecord, term_closure: Callable[[Any], Callable[[list], Any]]) -> Any:
+    """The closure adding ``record``'s parts into one buffer (NumPy), its terms' closures made
+    by ``term_closure`` (the closure runner's, :mod:`.closures`)."""
+    shape, take, block = record.shape, record.take, record.block
+    dense = [term_closure(term) for term in record.dense]
+    outers = [(term_closure(u), term_closure(v)) for u, v in record.outers]
+    diagonals = [term_closure(term) for term in record.diagonals]
+    broadcasts = [(term_closure(term), index) for term, index in record.broadcasts]
+    copies = list(record.copies)
 
     def run(env: list) -> Any:
         # the small parts first (held until added), then the dense terms one at a time
@@ -428,9 +469,7 @@ def bind_accumulate(
             return buf
         return _accumulate(buf, shape, rows, cores, spread, sources, scales, block)
 
-    run.parts = tuple(found)  # type: ignore[attr-defined]  # the binder keeps them: to_python writes these
-    run.take = take  # type: ignore[attr-defined]  # and whether the first dense term is the buffer
-    return describe(run, Fresh()), cost
+    return describe(run, Fresh())
 
 
 def takes_first(fn: Callable[[list], Any]) -> bool:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -47,11 +46,13 @@ import numpy as np
 
 from ..core.nodes import Expr
 from .cost import OpCost
-from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandSum, BandTerm, band_stretch, describe
+from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandSum, BandTerm
 from .plan import AddItem, Plan, Step, Term
 
 BandValues = tuple[Any, ...]  # per band: a 1-D array of its length, or a number
-BandFn = Callable[[list], BandValues]
+#: how one band value is computed: a description (:class:`.fused.BandRef`, ``BandNumber``,
+#: ``BandScaled``, ``BandStretch`` or ``BandTerm``), whose closure :mod:`.closures` builds
+BandPart = Any
 
 
 #: the layout arithmetic of bands (a band as the tuple ``(row, col, length, rstep, cstep)``)
@@ -276,12 +277,14 @@ class Layout:
 
 @dataclass
 class BandStep:
-    """A banded step bound: its layout, the closure computing its band values, its cost,
-    and how its bands are made, free of lengths (:data:`Recipe`: what the shape-free
-    ``tc.to_python()`` writes, laying the bands out at run time with :data:`BAND_SOURCE`)."""
+    """A banded step bound: its layout, how its band values are computed (per band, its parts'
+    descriptions, :class:`.fused.BandSum`, or a constant's numbers, :class:`.fused.BandNumber`:
+    the closure runner of :mod:`.closures` builds the closure from them), its cost, and how its
+    bands are made, free of lengths (:data:`Recipe`: what the shape-free ``tc.to_python()``
+    writes, laying the bands out at run time with :data:`BAND_SOURCE`)."""
 
     layout: Layout
-    run: BandFn
+    values: BandSum | BandNumber
     cost: OpCost
     recipe: Recipe = ()
 
@@ -327,24 +330,13 @@ def write_bands(layout: Layout, values: BandValues) -> np.ndarray:
 _F64 = np.dtype(np.float64)
 
 
-def _merge(parts: list[tuple[Band, Callable[[list], Any]]]) -> tuple[tuple[Band, ...], BandFn]:
-    """Bands of a sum: parts with the same stretch added into one."""
-    groups: dict[Band, list[Callable[[list], Any]]] = {}
-    for band, fn in parts:
-        groups.setdefault(band, []).append(fn)
+def _merge(parts: list[tuple[Band, BandPart]]) -> tuple[tuple[Band, ...], BandSum]:
+    """Bands of a sum: parts with the same stretch added into one (left to right)."""
+    groups: dict[Band, list[BandPart]] = {}
+    for band, part in parts:
+        groups.setdefault(band, []).append(part)
     bands = tuple(groups)
-    fns = [groups[band] for band in bands]
-
-    def run(env: list) -> BandValues:
-        values = []
-        for group in fns:
-            total = group[0](env)
-            for fn in group[1:]:
-                total = total + fn(env)
-            values.append(total)
-        return tuple(values)
-
-    return bands, describe(run, BandSum(tuple(tuple(group) for group in fns)))
+    return bands, BandSum(tuple(tuple(groups[band]) for band in bands))
 
 
 def _number(coef: Any) -> float | None:
@@ -370,12 +362,11 @@ class _Binder:
         self.static: dict[int, BandValues] = {}  # constant steps: their band numbers
         self.recipe: list[tuple[Any, ...]] = []  # the parts of the step being bound, free of lengths
 
-    def fetch(self, slot: int, k: int) -> Callable[[list], Any]:
+    def fetch(self, slot: int, k: int) -> BandPart:
         """The value of band ``k`` of banded ``slot`` (a constant's number is baked in)."""
         if slot in self.static:
-            value = self.static[slot][k]
-            return describe(lambda env: value, BandNumber(value))
-        return describe(lambda env: env[slot][k], BandRef(slot, k))
+            return BandNumber(self.static[slot][k])
+        return BandRef(slot, k)
 
     def bind(self, step: Step) -> BandStep | None:
         shape = self.dense[step.index]
@@ -388,8 +379,7 @@ class _Binder:
                 return None
             bands, values, tree = found
             self.static[step.index] = values
-            run = describe(lambda env: values, BandNumber(values))
-            return BandStep(Layout(shape, bands), run, OpCost(0, 0, 0), (("constant", tree),))
+            return BandStep(Layout(shape, bands), BandNumber(values), OpCost(0, 0, 0), (("constant", tree),))
         if step.kind == "product":
             parts = self.product(step, shape)
         elif step.kind == "add":
@@ -401,11 +391,11 @@ class _Binder:
         if parts is None:
             return None
         parts, cost = parts
-        bands, run = _merge(parts)
+        bands, values = _merge(parts)
         layout = Layout(shape, bands)
         largest = max((band.length for band in bands), default=0)
         cost = cost + OpCost(layout.entries, len(bands), largest, layout.entries)
-        return BandStep(layout, run, cost, tuple(self.recipe))
+        return BandStep(layout, values, cost, tuple(self.recipe))
 
     # -------------------------------------------------------------- constants
     def constant(self, node: Expr, shape: tuple[int, ...]) -> tuple[tuple[Band, ...], BandValues, tuple] | None:
@@ -460,7 +450,7 @@ class _Binder:
 
     # -------------------------------------------------------------- products
     def product(self, step: Step, shape: tuple[int, ...]):
-        parts: list[tuple[Band, Callable[[list], Any]]] = []
+        parts: list[tuple[Band, BandPart]] = []
         cost = OpCost(0, 0, 0)
         for term in cast("tuple[Term, ...]", step.data):
             if any(slot in self.skip for slot, _ in term.operands):
@@ -482,10 +472,10 @@ class _Binder:
         n = shape[0]
         core = replace(term, out=term.out[:1])
         records: list = []
-        fn, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend, records=records)
+        bound, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend, records=records)
         # the term and its record, for a writer that spells products itself (to_python); the fused
-        # function calls fn
-        value = describe(lambda env: fn(env), BandTerm(core, (n,), fn, records[0]))
+        # function calls the closure the closure runner builds from ``bound``
+        value = BandTerm(core, (n,), None, records[0], bound)
         self.recipe.append(("diagonal", core))
         return ([(Band(0, 0, n), value)] if n else []), cost
 
@@ -517,7 +507,7 @@ class _Binder:
             if found is None:
                 return None
             layout, numbers = Layout((sizes[p], sizes[q]), found[0]), found[1]
-            fetch = lambda k: describe(lambda env, v=numbers[k]: v, BandNumber(numbers[k]))  # noqa: E731
+            fetch = lambda k: BandNumber(numbers[k])  # noqa: E731
             source = ("constant", found[2])
         vectors = [(s, other[0] == p) for s, other in others]
         transpose = term.out == (q, p)
@@ -533,14 +523,14 @@ class _Binder:
 
     # -------------------------------------------------------------- sums, embed, slice
     def add(self, step: Step, shape: tuple[int, ...]):
-        parts: list[tuple[Band, Callable[[list], Any]]] = []
+        parts: list[tuple[Band, BandPart]] = []
         for item in cast("tuple[AddItem, ...]", step.data):
             coef = _number(item.coef)
             if coef is None:
                 return None
             if item.kind == "delta" and item.n == 1 and shape[0] == shape[1]:
                 if shape[0]:
-                    parts.append((Band(0, 0, shape[0]), describe(lambda env, c=coef: c, BandNumber(coef))))
+                    parts.append((Band(0, 0, shape[0]), BandNumber(coef)))
                 self.recipe.append(("identity", coef))
                 continue
             if item.kind not in ("slot", "embed") or item.slot not in self.steps:
@@ -584,28 +574,16 @@ class _Binder:
         return parts, OpCost(0, 0, 0)
 
 
-def _scaled(value: Callable[[list], Any], stretches: list[tuple[int, slice]], factor: float) -> Callable[[list], Any]:
+def _scaled(value: BandPart, stretches: list[tuple[int, slice]], factor: float) -> BandPart:
     """A band value times ``factor`` and the stretches of vector slots."""
     if not stretches and factor == 1:
         return value
-
-    def run(env: list) -> Any:
-        result = value(env)
-        for slot, key in stretches:
-            result = result * env[slot][key]
-        return result * factor if factor != 1 else result
-
-    return describe(run, BandScaled(value, tuple(stretches), factor))
+    return BandScaled(value, tuple(stretches), factor)
 
 
-def _stretch(value: Callable[[list], Any], first: int, every: int, length: int) -> Callable[[list], Any]:
+def _stretch(value: BandPart, first: int, every: int, length: int) -> BandPart:
     """Entries ``first, first + every, ...`` (``length`` of them) of a band value (a number stays a number)."""
-    stop = first + every * (length - 1) + 1
-
-    def run(env: list) -> Any:
-        return band_stretch(value(env), first, stop, every)
-
-    return describe(run, BandStretch(value, first, stop, every))
+    return BandStretch(value, first, first + every * (length - 1) + 1, every)
 
 
 def band_steps(

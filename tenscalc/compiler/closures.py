@@ -18,28 +18,56 @@ record gives the same closure.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..errors import EvaluationError
+from .accumulate import AccumulateRecord, accumulate_closure
 from .backends import Backend
 from .banded import write_bands
 from .cholesky import factor_det, factor_inv, torch_factor
-from .fused import Call, Chain, Const, Same, Slot, Temp, View, describe
+from .fused import (
+    BandNumber,
+    BandRef,
+    BandScaled,
+    BandStretch,
+    BandSum,
+    BandTerm,
+    Call,
+    Chain,
+    Const,
+    Fresh,
+    Same,
+    Slot,
+    Temp,
+    Terms,
+    View,
+    band_stretch,
+    describe,
+)
 from .generated import cholesky_det, cholesky_factor, cholesky_inv, linalg_adj, linalg_det, linalg_inv
+from .kernels import contraction_kernel, gram_contraction
 from .records import (
+    BandRecord,
     ConstantRecord,
     EmbedRecord,
     FactorReaderRecord,
     FactorRecord,
+    FullSumsRecord,
     FuncRecord,
     LinalgRecord,
     PowRecord,
     SliceRecord,
+    SumRecord,
+    TermRecord,
+    TermsRecord,
+    TransposedRecord,
     TwinRecord,
 )
+from .sums import sum_closure
 
 __all__ = ["CLOSURE_RUNNERS", "StepFn", "closure"]
 
@@ -170,6 +198,240 @@ def _linalg(record: LinalgRecord, backend: Backend) -> StepFn:
     return adj
 
 
+def _sum(record: SumRecord, backend: Backend) -> StepFn:
+    plan, tiles = record.sum, record.tiles
+    run = sum_closure(plan, backend)
+    mutable = backend.mutable and backend.name == "numpy"
+    if tiles is not None:
+        parts, shape = list(tiles.parts), tiles.shape
+
+        def run_tiles(env):
+            values = [env[slot] if coef == 1 else coef * env[slot] for slot, coef, _ in parts]
+            dtype = values[0].dtype
+            if any(v.dtype != dtype for v in values):
+                return run(env)  # mixed float/complex parts: the general sum (the record's)
+            out = np.empty(shape, dtype=dtype)
+            for value, (_, _, key) in zip(values, parts):
+                out[key] = value
+            return out
+
+        return describe(run_tiles, tiles)
+    if mutable and plan.chain is not None and not plan.added and not plan.broadcast:
+        return describe(run, plan.chain)  # the dense parts' ufunc calls: written inline
+    if mutable and plan.fresh:
+        return describe(run, Fresh())  # a new array, aliasing none of its reads
+    return run
+
+
+#: kernels kept per layout (NumPy) or per library, equation, shapes and path (the others): the
+#: terms of one program, and of programs bound again, share them, as the binder's memo did
+KERNELS_KEPT = 4096
+
+
+@functools.lru_cache(maxsize=KERNELS_KEPT)
+def _layout_kernel(layout: Any) -> Callable[..., Any]:
+    return contraction_kernel(layout)
+
+
+@functools.lru_cache(maxsize=KERNELS_KEPT)
+def _library_kernel(backend: Backend, eq: str, op_shapes: tuple, path: tuple) -> Callable[..., Any]:
+    return backend.contraction(eq, list(op_shapes), [tuple(step) for step in path])
+
+
+def _term(record: TermRecord, backend: Backend) -> StepFn:
+    """One einsum term: its core contracted as the record says (the common shapes without
+    the general path's list and tests), broadcast or written on its diagonal."""
+    plan = record.plan
+    shape, out, unique_shape, factor = plan.shape, plan.out, plan.unique_shape, plan.factor
+    if plan.fill is not None:
+        value = plan.fill
+        if plan.diagonal_out and value != 0:
+            core_shape = unique_shape
+
+            def constant_diagonal(env):
+                core = backend.full(core_shape, value, env[-1])
+                return backend.write_diagonal(core, out, shape)
+
+            return constant_diagonal
+        return lambda env: backend.full(shape, value, env[-1])
+    operands = plan.operands
+    values = [None if value is None else backend.from_numpy(value) for value in record.constants]
+    target, gram, scale_at, path = plan.target, plan.gram, plan.scale_at, plan.path
+    specs = [op.letters for op in operands]
+    if gram is not None:  # Xᵀ diag(d) X: symmetric, half the flops through syrk
+        contract = gram_contraction(gram, specs, target, factor)
+    elif plan.layout is not None:  # NumPy: the kernels of the record's layout, which to_python writes too
+        contract = _layout_kernel(plan.layout)
+    else:
+        contract = _library_kernel(backend, plan.eq, plan.op_shapes, path)
+    after = record.after
+    fetch = [(index, op.slot, op.diagonal) for index, op in enumerate(operands)]
+    on_device = backend.placed(values)  # the baked constants on the call's device (torch: CUDA too)
+    plain = all(op.diagonal is None and op.slot is not None for op in operands)
+    slots = [op.slot for op in operands]
+    einsum = backend.einsum
+
+    def general_core(env):
+        if plain:
+            arrays = [env[s] for s in slots]
+        else:
+            baked = on_device(env[-1])
+            arrays = [env[s] if s is not None else baked[i] for i, s, _ in fetch]
+            arrays = [a if d is None else einsum(d, a) for a, (_, _, d) in zip(arrays, fetch)]
+        if scale_at is not None and scale_at >= 0:
+            arrays[scale_at] = arrays[scale_at] * factor
+        result = contract(*arrays)
+        if scale_at == -1:
+            result = result * factor
+        if after != 1.0:
+            result = result * after
+        return result
+
+    # the common shapes of a term, without the general path's list and tests
+    numpy = backend.name == "numpy"
+    if plain and len(slots) == 2 and scale_at is None and after == 1.0:
+        first, second = cast("list[int]", slots)  # the common binary product: one call, no list
+
+        def core(env):
+            return contract(env[first], env[second])
+
+        if numpy and contract is np.multiply:
+            core = describe(core, Chain((Call(np.multiply, (Slot(first), Slot(second))),)))
+
+    elif plain and len(slots) == 1 and scale_at == -1 and after == 1.0 and specs[0] == target:
+        (only,) = cast("list[int]", slots)  # c * x: one multiplication, no contraction call
+
+        def core(env):
+            return env[only] * factor
+
+        if numpy:
+            core = describe(core, Chain((Call(np.multiply, (Slot(only), Const(factor)), "*"),)))
+
+    elif plain and len(slots) == 2 and scale_at == -1 and after == 1.0:
+        first, second = cast("list[int]", slots)
+
+        def core(env):
+            return contract(env[first], env[second]) * factor
+
+        if numpy and contract is np.multiply:
+            calls = (Call(np.multiply, (Slot(first), Slot(second))), Call(np.multiply, (Temp(0), Const(factor)), "*"))
+            core = describe(core, Chain(calls))
+
+    else:
+        core = general_core
+
+    if numpy and getattr(core, "inline", None) is None and (gram is not None or any(len(p) == 2 for p in path)):
+        core = describe(core, Fresh())  # a pairwise product allocates the result
+    produce = core
+    if plan.broadcast:
+        index = tuple(slice(None) if letter in target else None for letter in plan.unique)
+
+        def expanded(env):
+            return backend.broadcast(core(env)[index], unique_shape)
+
+        produce = expanded
+    if plan.diagonal_out:
+
+        def embedded(env):
+            return backend.write_diagonal(produce(env), out, shape)
+
+        return embedded
+    return produce
+
+
+def _terms(record: TermsRecord, backend: Backend) -> StepFn:
+    fns = [_term(term, backend) for term in record.terms]
+
+    def run(env):
+        total = fns[0](env)
+        for fn in fns[1:]:
+            total = total + fn(env)
+        return total
+
+    if backend.name == "numpy" and record.shape != ():
+        # every term's closure returns an array of the product's shape (the core, its
+        # broadcast, or its diagonal written out), so the running total may be added into
+        # in place; into the first term's own array only if it is fresh
+        first = getattr(fns[0], "inline", None)
+        run = describe(run, Terms(tuple(fns), isinstance(first, (Chain, Fresh))))
+    return run
+
+
+def _full_sums(record: FullSumsRecord, backend: Backend) -> StepFn:
+    parts = record.parts
+
+    def run(env):
+        total = None
+        for slots, factor in parts:
+            value = env[slots[0]]
+            for slot in slots[1:]:
+                value = value * env[slot]
+            if factor != 1:
+                value = value * factor
+            total = value if total is None else total + value
+        return total.sum()
+
+    return run
+
+
+def _transposed(record: TransposedRecord, backend: Backend) -> StepFn:
+    compute = _term(record.term, backend)
+    # not described for the fused function: a view, whose buffer it must never reuse
+    return lambda env: compute(env).T
+
+
+def _accumulate(record: AccumulateRecord, backend: Backend) -> StepFn:
+    return accumulate_closure(record, lambda term: _term(term, backend))
+
+
+def _band(record: BandRecord, backend: Backend) -> StepFn:
+    """A banded step's tuple of band values, each band its parts added left to right."""
+    values = record.values
+    if isinstance(values, BandNumber):  # a constant's numbers
+        numbers = values.value
+        return describe(lambda env: numbers, values)
+    fns = [[_band_part(part, backend) for part in group] for group in values.groups]
+
+    def run(env: list) -> tuple:
+        out = []
+        for group in fns:
+            total = group[0](env)
+            for fn in group[1:]:
+                total = total + fn(env)
+            out.append(total)
+        return tuple(out)
+
+    return describe(run, BandSum(tuple(tuple(group) for group in fns)))
+
+
+def _band_part(part: Any, backend: Backend) -> StepFn:
+    """The closure of one band value's description, described by it (its inner values by theirs)."""
+    if isinstance(part, BandRef):
+        slot, k = part.slot, part.k
+        return describe(lambda env: env[slot][k], part)
+    if isinstance(part, BandNumber):
+        number = part.value
+        return describe(lambda env: number, part)
+    if isinstance(part, BandScaled):
+        value, stretches, factor = _band_part(part.value, backend), part.stretches, part.factor
+
+        def scaled(env: list) -> Any:
+            result = value(env)
+            for slot, key in stretches:
+                result = result * env[slot][key]
+            return result * factor if factor != 1 else result
+
+        return describe(scaled, BandScaled(value, stretches, factor))
+    if isinstance(part, BandStretch):
+        inner, first, stop, every = _band_part(part.value, backend), part.first, part.stop, part.every
+        return describe(
+            lambda env: band_stretch(inner(env), first, stop, every), BandStretch(inner, first, stop, every)
+        )
+    assert isinstance(part, BandTerm), f"a band value's description: {part!r}"
+    fn = _term(part.bound, backend)
+    return describe(lambda env: fn(env), BandTerm(part.term, part.shape, fn, part.record, part.bound))
+
+
 def _twin(record: TwinRecord, backend: Backend) -> StepFn:
     layout, slot = record.layout, record.slot
     return lambda env: write_bands(layout, env[slot])
@@ -210,6 +472,13 @@ CLOSURE_RUNNERS: dict[type, Callable[[Any, Backend], StepFn]] = {
     SliceRecord: _slice,
     EmbedRecord: _embed,
     LinalgRecord: _linalg,
+    SumRecord: _sum,
+    TermRecord: _term,
+    TermsRecord: _terms,
+    FullSumsRecord: _full_sums,
+    TransposedRecord: _transposed,
+    AccumulateRecord: _accumulate,
+    BandRecord: _band,
     TwinRecord: _twin,
     FactorRecord: _factor,
     FactorReaderRecord: _factor_reader,

@@ -236,13 +236,15 @@ class BandStretch:
 @dataclass(frozen=True)
 class BandTerm:
     """A band value that is the dense value of the product term ``term`` (a diagonal's core
-    vector), computed by the closure ``fn``; a writer with its own spelling of product
+    vector), computed by the closure ``fn`` (None in the binder's record, :mod:`.records`;
+    the closure runner builds it from ``bound``); a writer with its own spelling of product
     terms (:mod:`.source`) writes the term, the fused function calls ``fn``."""
 
     term: Any
     shape: tuple[int, ...]
-    fn: Callable[[list], Any]
+    fn: Callable[[list], Any] | None
     record: Any = None  # the term's record as the binder bound it (.terms.TermPlan)
+    bound: Any = None  # the term as the closure runner reads it (.records.TermRecord)
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,7 @@ def band_value(fn: Callable[[list], Any], spell: Spelling) -> str:
     if isinstance(inline, BandTerm) and spell.term is not None:
         return spell.term(inline)
     if isinstance(inline, BandTerm):
+        assert inline.fn is not None, "a closure's description holds the term's closure"
         return spell.call(inline.fn)
     return spell.call(fn)
 

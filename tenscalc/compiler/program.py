@@ -2,10 +2,13 @@
 
 :func:`bind` resolves every axis length (with the interpreter's own
 :func:`~tenscalc.interpreter.bind_lengths` and :func:`~tenscalc.interpreter.node_shape`),
-searches each fused product's contraction path once with opt_einsum, and turns
-every step into a closure over a flat list of slots.  Running the program is
-then a loop over those closures, releasing slots after their last use.  The same
-binding yields the cost estimate of :mod:`tenscalc.compiler.cost`.
+searches each fused product's contraction path once with opt_einsum, and decides
+every step once: each op's record (:mod:`.records`, :class:`.terms.TermPlan`,
+:class:`.sums.SumPlan`, :class:`.accumulate.AccumulateRecord`; the kinds and the records
+each carries: :data:`OP_RECORDS`), from which the closure runner (:mod:`.closures`)
+builds a closure over a flat list of slots.  Running the program is then a loop over
+those closures, releasing slots after their last use.  The same binding yields the
+cost estimate of :mod:`tenscalc.compiler.cost`.
 """
 
 from __future__ import annotations
@@ -26,20 +29,35 @@ from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
-from .accumulate import Part, accumulates, bind_accumulate, gather_sums
+from .accumulate import AccumulateRecord, Part, accumulates, bind_accumulate, gather_sums
 from .backends import Backend, get_backend
 from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
-from .closures import CLOSURE_RUNNERS, closure
+from .closures import closure
 from .cost import Cost, OpCost
 from .factoring import factor_shared, scale_broadcasts
-from .fused import Call, Chain, Const, Fresh, Same, Slot, Temp, Terms, Tiles, describe, fresh_results, fuse
-from .generated import linalg_adj, linalg_det, linalg_inv
-from .kernels import contraction_kernel, gram_contraction, laid_in_order
+from .fused import Same, Tiles, fresh_results, fuse
+from .kernels import laid_in_order
 from .lowered import Op, program_cost
 from .plan import AddItem, LetterRef, Plan, Step, Term, paused_gc, step_reads
-from .records import ConstantRecord, EmbedRecord, FuncRecord, PowRecord, SliceRecord, TwinRecord
-from .sums import SumPlan, plan_sum, sum_closure
+from .records import (
+    BandRecord,
+    ConstantRecord,
+    EmbedRecord,
+    FactorReaderRecord,
+    FactorRecord,
+    FullSumsRecord,
+    FuncRecord,
+    LinalgRecord,
+    PowRecord,
+    SliceRecord,
+    SumRecord,
+    TermRecord,
+    TermsRecord,
+    TransposedRecord,
+    TwinRecord,
+)
+from .sums import SumPlan, plan_sum
 from .terms import plan_term
 
 StepFn = Callable[[list], Any]
@@ -547,14 +565,12 @@ def bind(
         release.setdefault(index, []).extend(slots)
 
     def account(
-        kind: str, made: Any, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
+        kind: str, record: Any, slot: int, dead: tuple[int, ...], cost: OpCost, shape: tuple[int, ...], read: list[int]
     ) -> None:
-        """The op of ``made``: its record (the closure runner builds its closure) or, for the kinds
-        the binder still makes closures of itself, that closure (no record)."""
+        """The op deciding ``record``; its closure, the closure runner's (:mod:`.closures`)."""
         if guard is not None and cost.largest_intermediate > guard:  # refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
-        record, fn = (made, closure(made, backend)) if type(made) in CLOSURE_RUNNERS else (None, made)
-        ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, fn, record))
+        ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, closure(record, backend), record))
 
     for step in plan.steps:
         shape = dense[step.index]
@@ -592,7 +608,7 @@ def bind(
             twin = twins.get(step.index)
             band_reads = step_reads(step)
             band_dead = () if twin is not None else dead
-            account("band", band_step.run, step.index, band_dead, cost, (layout.entries,), band_reads)
+            account("band", BandRecord(band_step.values), step.index, band_dead, cost, (layout.entries,), band_reads)
             if twin is not None:
                 shapes[twin] = shape
                 size = math.prod(shape)
@@ -640,13 +656,11 @@ def bind(
             cost = replace(cost, flags=tuple(f"step {step.index} ({step.kind}): {flag}" for flag in cost.flags))
         # a sum written into one buffer (:mod:`.accumulate`) is an op kind of its own
         kind = step.kind
-        found = getattr(fn, "parts", None)
-        if found is not None:
+        if isinstance(fn, AccumulateRecord):
             kind = "accumulate"
-            bound_steps[step.index] = replace(bound_steps[step.index], parts=found, take=getattr(fn, "take", False))
-        record = getattr(fn, "sum", None)
-        if record is not None:
-            bound_steps[step.index] = replace(bound_steps[step.index], sum=record)
+            bound_steps[step.index] = replace(bound_steps[step.index], parts=fn.parts, take=fn.take)
+        if isinstance(fn, SumRecord):  # the source writers write the sum from its record
+            bound_steps[step.index] = replace(bound_steps[step.index], sum=fn.sum)
         account(kind, fn, step.index, dead, cost, shape, step_reads(step))
     input_slots = tuple(plan.inputs.values())
     # inputs released by liveness are dropped after their last use too
@@ -896,7 +910,8 @@ def band_decision(
     at lengths of its own choosing (its steps' :data:`.banded.Recipe` hold no length);
     ``dense``: the steps' shapes where the plan was rewritten (:func:`.factoring.factor_shared`)."""
     dense = [step_shape(step, resolver) for step in plan.steps] if dense is None else dense
-    found, constants = band_steps(plan, dense, set(_structured_slots(plan)), resolver, get_backend("numpy"), _bind_term)
+    numpy = get_backend("numpy")
+    found, constants = band_steps(plan, dense, set(_structured_slots(plan)), resolver, numpy, _bind_term)
     every = dict(found)
     banded, twins, _ = _band_reads(plan, found, constants)
     return banded, set(twins), every
@@ -1215,9 +1230,8 @@ def _bind_transposed(term: Term, shape: tuple[int, ...], shapes, resolver: Shape
     """A one-term matrix product computed with its axes swapped (the kernel lays the
     result out in the term's order), handed on as a transposed view: same values,
     same cost, the other memory layout (see :func:`_transposed_slots`)."""
-    compute, cost = _bind_term(_swapped(term), shape[::-1], shapes, resolver, backend)
-    # not described for the fused function: a view, whose buffer it must never reuse
-    return (lambda env: compute(env).T), cost
+    record, cost = _bind_term(_swapped(term), shape[::-1], shapes, resolver, backend)
+    return TransposedRecord(record), cost
 
 
 def _core_shape(pattern: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -1328,17 +1342,8 @@ def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     n = shape[0]
     cost = OpCost(n**3, 1, n * n, multiplications=n**3)
     if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        return (lambda env: linalg_inv(env[a])), _finite_check(cost, n)
-
-    def run(env):
-        try:
-            return backend.inv(env[a])
-        except Exception as exc:  # noqa: BLE001 - each library has its own LinAlgError
-            if "singular" in str(exc).lower():
-                raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
-            raise
-
-    return run, cost
+        cost = _finite_check(cost, n)
+    return LinalgRecord("inv", a), cost
 
 
 def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -1346,8 +1351,8 @@ def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     n = shapes[a][0]
     cost = OpCost(n**3, 1, 1, multiplications=n**3 / 3)
     if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        return (lambda env: linalg_det(env[a])), _finite_check(cost, n)
-    return (lambda env: backend.det(env[a])), cost
+        cost = _finite_check(cost, n)
+    return LinalgRecord("det", a), cost
 
 
 def _finite_check(cost: OpCost, n: int) -> OpCost:
@@ -1364,17 +1369,8 @@ def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     flops = 12 * n**3 + 2 * k * n ** (2 * k + 1) + math.factorial(k) * size
     cost = OpCost(flops, 1, size, multiplications=flops)
     if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        return (lambda env: linalg_adj(env[a], k)), _finite_check(cost, n)
-
-    def run(env):
-        try:
-            return backend.adj(env[a], k)
-        except Exception as exc:  # noqa: BLE001 - each library has its own LinAlgError
-            if "converge" in str(exc).lower():
-                raise EvaluationError(f"adj: the SVD did not converge ({exc}); are the entries finite?") from None
-            raise
-
-    return run, cost
+        cost = _finite_check(cost, n)
+    return LinalgRecord("adj", a, k), cost
 
 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -1393,32 +1389,12 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     )
     mutable = backend.mutable and backend.name == "numpy"
     embeds = [(p.slot, p.coef, p.key) for p in record.parts if p.how == "embedded"]
-    run = sum_closure(record, backend)
-    run.sum = record  # type: ignore[attr-defined]  # the binder keeps it: the source writers write it
-
+    tiles = None
     if mutable and not arrays and not n_diagonals and record.scalar == 0 and _partitions(embeds, shape):
         # parts that tile the result (x[::2] and x[1::2]): each written once into an
         # empty array, as a hand-written gradient does (no zeros, no += pass)
-        parts = list(embeds)
-
-        def run_tiles(env):
-            values = [env[slot] if coef == 1 else coef * env[slot] for slot, coef, _ in parts]
-            dtype = values[0].dtype
-            if any(v.dtype != dtype for v in values):
-                return run(env)  # mixed float/complex parts: the general sum (the record's)
-            out = np.empty(shape, dtype=dtype)
-            for value, (_, _, key) in zip(values, parts):
-                out[key] = value
-            return out
-
-        run_tiles.sum = record  # type: ignore[attr-defined]
-        return describe(run_tiles, Tiles(shape, tuple(parts))), cost
-
-    if mutable and record.chain is not None and not record.added and not record.broadcast:
-        return describe(run, record.chain), cost  # the dense parts' ufunc calls: written inline
-    if mutable and record.fresh:
-        return describe(run, Fresh()), cost  # a new array, aliasing none of its reads
-    return run, cost
+        tiles = Tiles(shape, tuple(embeds))
+    return SumRecord(record, tiles), cost
 
 
 def _partitions(embeds: list, shape: tuple[int, ...]) -> bool:
@@ -1445,30 +1421,16 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     if backend.name == "numpy" and backend.mutable and accumulates(terms, shape):
         # one buffer, outer products gathered into one GEMM, diagonals through a view (a
         # sum of general terms only is added below, as the fused function writes it)
-        return bind_accumulate(terms, shape, shapes, resolver, backend, _bind_term)
+        return bind_accumulate(terms, shape, shapes, resolver, backend, _bind_term, partial(closure, backend=backend))
     alone = is_output and len(terms) == 1
     bound = [_bind_term(term, shape, shapes, resolver, backend, alone) for term in terms]
     if len(bound) == 1:
         return bound[0]
     size = math.prod(shape)
     cost = OpCost.combine([c for _, c in bound])
-    fns = [fn for fn, _ in bound]
     # the running sum stays allocated while each later term is computed
-    cost = cost + OpCost(size * (len(fns) - 1), len(fns) - 1, size, size + cost.step_peak)
-
-    def run(env):
-        total = fns[0](env)
-        for fn in fns[1:]:
-            total = total + fn(env)
-        return total
-
-    if backend.name == "numpy" and shape != ():
-        # every term's closure returns an array of the product's shape (_bind_term: the
-        # core, its broadcast, or its diagonal written out), so the running total may
-        # be added into in place; into the first term's own array only if it is fresh
-        first = getattr(fns[0], "inline", None)
-        run = describe(run, Terms(tuple(fns), isinstance(first, (Chain, Fresh))))
-    return run, cost
+    cost = cost + OpCost(size * (len(bound) - 1), len(bound) - 1, size, size + cost.step_peak)
+    return TermsRecord(tuple(record for record, _ in bound), tuple(shape)), cost
 
 
 def _bind_full_sums(terms: Sequence[Term], shapes, resolver: ShapeResolver):
@@ -1479,7 +1441,7 @@ def _bind_full_sums(terms: Sequence[Term], shapes, resolver: ShapeResolver):
     (XLA): the terms' own sums are a loop and a reduction each (the chained Rosenbrock
     value's two sums of squares: 6 XLA fusions against 4 for ``jax.jit`` of JAX's own
     transform, which sums the one chain the user wrote)."""
-    parts: list[tuple[list[int], float]] = []
+    parts: list[tuple[tuple[int, ...], float]] = []
     common = None
     for term in terms:
         record = plan_term(term, (), shapes, resolver, False, choose_path)
@@ -1491,23 +1453,11 @@ def _bind_full_sums(terms: Sequence[Term], shapes, resolver: ShapeResolver):
         if len({op.letters for op in operands}) != 1 or (common is not None and operands[0].shape != common):
             return None  # not an elementwise product of arrays of the common shape
         common = operands[0].shape
-        parts.append(([cast(int, op.slot) for op in operands], record.factor))
+        parts.append((tuple([cast(int, op.slot) for op in operands]), record.factor))
     size = math.prod(cast("tuple[int, ...]", common))
     products = sum(len(slots) - 1 + (factor != 1) for slots, factor in parts)
     cost = OpCost(size * (products + len(parts)), products + len(parts), size, 2 * size, (), size * products)
-
-    def run(env):
-        total = None
-        for slots, factor in parts:
-            value = env[slots[0]]
-            for slot in slots[1:]:
-                value = value * env[slot]
-            if factor != 1:
-                value = value * factor
-            total = value if total is None else total + value
-        return total.sum()
-
-    return run, cost
+    return FullSumsRecord(tuple(parts)), cost
 
 
 def _bind_term(
@@ -1518,16 +1468,15 @@ def _bind_term(
     backend: Backend,
     is_output: bool = False,
     records: list | None = None,
-):
-    """The closure computing ``term`` at ``shape`` and its cost; ``records``, where given, gets
-    the term's record (a banded step's core term: kept with its op, :class:`.fused.BandTerm`)."""
+) -> tuple[TermRecord, OpCost]:
+    """The record of ``term`` at ``shape`` (its closure: :mod:`.closures`) and its cost;
+    ``records``, where given, gets the term's :class:`.terms.TermPlan` (a banded step's core
+    term: kept with its op, :class:`.fused.BandTerm`)."""
     # every decision is the record's (.terms: made once, read by the source writer too)
     record = plan_term(term, shape, shapes, resolver, backend.name == "numpy", choose_path)
     if records is not None:
         records.append(record)
-    out, unique_shape, factor = record.out, record.unique_shape, record.factor
     out_size = math.prod(shape)
-    diagonal_out = record.diagonal_out
     # an order-0 constant (2^2222, exp(1000), sin(1)) is one number that multiplies the
     # contraction of the other operands after it, as in evaluate and the generated code:
     # with an inf, multiplying it in before summing could turn a 0 entry into nan
@@ -1536,32 +1485,18 @@ def _bind_term(
         after = after * float(resolver.constant(term.constants[number][0], ()))
 
     if record.fill is not None:
-        value = record.fill
-        if diagonal_out and value != 0:
-            core_shape = unique_shape
-
-            def constant_diagonal(env):
-                core = backend.full(core_shape, value, env[-1])
-                return backend.write_diagonal(core, out, shape)
-
-            return constant_diagonal, OpCost(out_size, 2, out_size)
-        return (lambda env: backend.full(shape, value, env[-1])), OpCost(out_size, 1, out_size)
+        if record.diagonal_out and record.fill != 0:
+            return TermRecord(record, (), after), OpCost(out_size, 2, out_size)
+        return TermRecord(record, (), after), OpCost(out_size, 1, out_size)
 
     operands = record.operands
-    values = [  # the constant operands' arrays, baked now
-        None if op.constant is None else backend.from_numpy(resolver.constant(term.constants[op.constant][0], op.shape))
-        for op in operands
-    ]
-    target, eq, core_size, gram, scale_at = record.target, record.eq, record.core_size, record.gram, record.scale_at
+    constants = tuple(  # the constant operands' arrays, made now (baked into the closure)
+        None if op.constant is None else resolver.constant(term.constants[op.constant][0], op.shape) for op in operands
+    )
+    eq, core_size, gram, scale_at = record.eq, record.core_size, record.gram, record.scale_at
     op_shapes = list(record.op_shapes)
     memo = resolver.contractions[(eq, record.op_shapes, core_size)]
-    path, info, contract = memo[:3]  # (a NumPy term's layout after them: .terms)
-    specs = [op.letters for op in operands]
-    if record.layout is not None:  # NumPy: the kernels of the record's layout, which to_python writes too
-        if contract is None:  # the same equation, shapes and path have the same layout
-            contract = memo[2] = contraction_kernel(record.layout)
-    elif gram is None and contract is None:  # else Xᵀ diag(d) X: symmetric, half the flops through syrk (below)
-        contract = memo[2] = backend.contraction(eq, op_shapes, path)
+    path, info = memo[:2]
     flops = float(info.opt_cost)
     multiplications = path_multiplications(info)
     largest = max([core_size, *info.size_list]) if info.size_list else core_size
@@ -1575,91 +1510,16 @@ def _bind_term(
             f"operand or result ({proportion} entries); no contraction order of this product avoids it",
         )
     n_ops = len(path) + sum(op.diagonal is not None for op in operands)
-    if gram is not None:
-        contract = gram_contraction(gram, specs, target, factor)
-    elif scale_at is not None:
+    if gram is None and scale_at is not None:
         scaled = op_sizes[scale_at] if scale_at >= 0 else core_size
         flops += scaled
         multiplications += scaled
         n_ops += 1
-    fetch = [(index, op.slot, op.diagonal) for index, op in enumerate(operands)]
-    on_device = backend.placed(values)  # the baked constants on the call's device (torch: CUDA too)
-    plain = all(op.diagonal is None and op.slot is not None for op in operands)
-    slots = [op.slot for op in operands]
-    einsum = backend.einsum
-
-    def general_core(env):
-        if plain:
-            arrays = [env[s] for s in slots]
-        else:
-            baked = on_device(env[-1])
-            arrays = [env[s] if s is not None else baked[i] for i, s, _ in fetch]
-            arrays = [a if d is None else einsum(d, a) for a, (_, _, d) in zip(arrays, fetch)]
-        if scale_at is not None and scale_at >= 0:
-            arrays[scale_at] = arrays[scale_at] * factor
-        result = contract(*arrays)
-        if scale_at == -1:
-            result = result * factor
-        if after != 1.0:
-            result = result * after
-        return result
-
-    # the common shapes of a term, without the general path's list and tests
-    numpy = backend.name == "numpy"
-    if plain and len(slots) == 2 and scale_at is None and after == 1.0:
-        first, second = cast("list[int]", slots)  # the common binary product: one call, no list
-
-        def core(env):
-            return contract(env[first], env[second])
-
-        if numpy and contract is np.multiply:
-            core = describe(core, Chain((Call(np.multiply, (Slot(first), Slot(second))),)))
-
-    elif plain and len(slots) == 1 and scale_at == -1 and after == 1.0 and specs[0] == target:
-        (only,) = cast("list[int]", slots)  # c * x: one multiplication, no contraction call
-
-        def core(env):
-            return env[only] * factor
-
-        if numpy:
-            core = describe(core, Chain((Call(np.multiply, (Slot(only), Const(factor)), "*"),)))
-
-    elif plain and len(slots) == 2 and scale_at == -1 and after == 1.0:
-        first, second = cast("list[int]", slots)
-
-        def core(env):
-            return contract(env[first], env[second]) * factor
-
-        if numpy and contract is np.multiply:
-            calls = (Call(np.multiply, (Slot(first), Slot(second))), Call(np.multiply, (Temp(0), Const(factor)), "*"))
-            core = describe(core, Chain(calls))
-
-    else:
-        core = general_core
-
-    if numpy and getattr(core, "inline", None) is None and (gram is not None or any(len(p) == 2 for p in path)):
-        core = describe(core, Fresh())  # a pairwise product allocates the result
-    broadcast = record.broadcast
-    if broadcast:
-        index = tuple(slice(None) if letter in target else None for letter in record.unique)
-
-        def expanded(env):
-            return backend.broadcast(core(env)[index], unique_shape)
-
-        produce = expanded
-    else:
-        produce = core
-    if diagonal_out:
-
-        def embedded(env):
-            return backend.write_diagonal(produce(env), out, shape)
-
+    bound = TermRecord(record, constants, after)
+    if record.diagonal_out or (record.broadcast and is_output):  # written out, or handed out as a fresh array
         cost = OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags, multiplications)
-        return embedded, cost
-    if broadcast and is_output:  # handed to the user as a fresh array
-        cost = OpCost(flops + out_size, n_ops + 1, max(largest, out_size), peak + out_size, flags, multiplications)
-        return produce, cost
-    return produce, OpCost(flops, n_ops, largest, peak, flags, multiplications)
+        return bound, cost
+    return bound, OpCost(flops, n_ops, largest, peak, flags, multiplications)
 
 
 def _bind_slice(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
@@ -1681,7 +1541,7 @@ def _bind_embed(step: Step, shape, shapes, resolver, backend: Backend, is_output
 
 
 #: step kind -> the binder deciding a step's record (the closure runner, :mod:`.closures`, builds
-#: its closure from it; a binder still returning a closure keeps it, with no record), with its cost
+#: its closure from it), with its cost
 BIND_RULES: dict[str, Callable[..., tuple[Any, OpCost]]] = {
     "constant": _bind_constant,
     "func": _bind_func,
@@ -1693,4 +1553,27 @@ BIND_RULES: dict[str, Callable[..., tuple[Any, OpCost]]] = {
     "product": _bind_product,
     "slice": _bind_slice,
     "embed": _bind_embed,
+}
+
+#: op kind -> the record types an op of that kind carries (the closure runner builds each
+#: one's closure: :data:`.closures.CLOSURE_RUNNERS`): the plan's step kinds (the ``inv``,
+#: ``det`` and ``log`` of a declared positive-definite matrix read from its Cholesky factor),
+#: and the binder's own ops: a pair several products share, a sum into one buffer, a banded
+#: step, the dense twin of one, a Cholesky factor
+OP_RECORDS: dict[str, tuple[type, ...]] = {
+    "constant": (ConstantRecord,),
+    "func": (FuncRecord, FactorReaderRecord),
+    "pow": (PowRecord,),
+    "inv": (LinalgRecord, FactorReaderRecord),
+    "det": (LinalgRecord, FactorReaderRecord),
+    "adj": (LinalgRecord,),
+    "add": (SumRecord,),
+    "product": (TermRecord, TermsRecord, FullSumsRecord, TransposedRecord),
+    "slice": (SliceRecord,),
+    "embed": (EmbedRecord,),
+    "pair": (TermRecord, TransposedRecord),
+    "accumulate": (AccumulateRecord,),
+    "band": (BandRecord,),
+    "twin": (TwinRecord,),
+    "cholesky": (FactorRecord,),
 }

@@ -4,12 +4,14 @@
 needs and keeps it in the op's record (:attr:`.lowered.Op.record`): which slots it reads,
 the function's name, the exponent and the form its power takes, the slice key, the
 constant's value, the Cholesky factor it reads, the term's equation, path and scale
-placement (:class:`.terms.TermPlan`), the sum's parts (:class:`.sums.SumPlan`).  The
-runners read the records: the closure runner of any array library
-(:mod:`.closures`, one function per record type, which builds the closure
-:attr:`.lowered.Op.fn` the loop runs), the NumPy source writer (:mod:`.source`) and the
-float runner (:mod:`.scalar`).  A record holds numbers, slots, keys and the other
-modules' records, never a closure.
+placement (:class:`TermRecord` of a :class:`.terms.TermPlan`), the sum's parts
+(:class:`SumRecord` of a :class:`.sums.SumPlan`), the parts of a sum into one buffer
+(:class:`.accumulate.AccumulateRecord`), a banded step's band values (:class:`BandRecord`).
+Which op kind carries which records: :data:`.program.OP_RECORDS`. The runners read the
+records: the closure runner of any array library (:mod:`.closures`, one function per record
+type, which builds the closure :attr:`.lowered.Op.fn` the loop runs), the NumPy source
+writer (:mod:`.source`) and the float runner (:mod:`.scalar`). A record holds numbers,
+slots, keys and the other modules' records, never a closure.
 
 >>> import tenscalc as tc
 >>> run = tc.compile(tc.parse("sin(x[1:]) .^ 2"))
@@ -25,7 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fused import BandNumber, BandSum, Tiles
+from .sums import SumPlan
+from .terms import TermPlan
+
 __all__ = [
+    "BandRecord",
     "ConstantRecord",
     "EmbedRecord",
     "FactorReaderRecord",
@@ -34,6 +41,11 @@ __all__ = [
     "LinalgRecord",
     "PowRecord",
     "SliceRecord",
+    "FullSumsRecord",
+    "SumRecord",
+    "TermRecord",
+    "TermsRecord",
+    "TransposedRecord",
     "TwinRecord",
 ]
 
@@ -121,3 +133,58 @@ class FactorReaderRecord:
 
     what: str
     factor: int
+
+
+@dataclass(frozen=True)
+class SumRecord:
+    """A sum of the plan (an ``add`` step): its parts as bound (:class:`.sums.SumPlan`) and,
+    where they tile the result (NumPy), the tiles each part is written into once (no zeros)."""
+
+    sum: SumPlan
+    tiles: Tiles | None = None
+
+
+@dataclass(frozen=True)
+class TermRecord:
+    """One einsum term at one shape: its decisions (:class:`.terms.TermPlan`: equation, path,
+    Gram form, where the factor goes, diagonal reads and writes), its constant operands'
+    arrays (per operand, None for a slot), and ``after``: the order-0 constants' product,
+    multiplied into the result after the contraction."""
+
+    plan: TermPlan
+    constants: tuple[Any, ...] = field(repr=False)
+    after: float = 1.0
+
+
+@dataclass(frozen=True)
+class TermsRecord:
+    """A product of several terms of ``shape``, each computed as its record says and added in order."""
+
+    terms: tuple[TermRecord, ...]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FullSumsRecord:
+    """A sum of full contractions of arrays of one shape as the sum of one elementwise chain
+    (for a library whose compiler fuses the chain into the sum): per term, its slots
+    multiplied in order and its factor."""
+
+    parts: tuple[tuple[tuple[int, ...], float], ...]
+
+
+@dataclass(frozen=True)
+class TransposedRecord:
+    """A one-term matrix product computed with its axes swapped (``term``), handed on as the
+    transposed view of that result."""
+
+    term: TermRecord
+
+
+@dataclass(frozen=True)
+class BandRecord:
+    """A banded step's band values (.banded): per band, its parts' descriptions added left to
+    right (:class:`.fused.BandSum`: band ``k`` of a slot, numbers, scaled and stretched values,
+    diagonal core terms with their :class:`TermRecord`), or a constant's numbers."""
+
+    values: BandSum | BandNumber

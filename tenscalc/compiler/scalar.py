@@ -239,7 +239,7 @@ class ScalarSource:
             self.lines.append(f"{name} = {name}{''.join(parts[start : start + CHUNK])}")
 
     def _term(self, term: Term) -> str:
-        """One term as program._bind_term computes it at shape (), from its record."""
+        """One term as its closure (.closures) computes it at shape (), from its record."""
         record = bound_record(self.resolver, term, self.program.dense)
         if record is None or record.gram is not None or record.diagonal_out or record.broadcast:
             raise _Decline

@@ -251,23 +251,26 @@ class ProgramSource:
         return f"_s{slot}"
 
     def _op(self, op: Op) -> None:
-        """The statement(s) of one op, naming its slot's value."""
-        name = self.slot_name(op.slot)
-        if op.kind == "cholesky":  # before its first reader, as bind runs it (.generated.CHOLESKY_HELPER)
-            (matrix,) = op.reads
-            variable = self.pd.get(matrix) or next(n for n, slot in self.plan.inputs.items() if slot == matrix)
-            factor = self.factor_name(op.slot, matrix)
-            self.lines.append(f"{factor} = _cholesky({self._arg(matrix)}, {variable!r})")
-            self.helpers.add("_cholesky")
-            self.names[op.slot] = factor
-            return
-        if op.kind == "band":
-            self._banded(op, name)
-            return
-        if op.kind == "twin":  # the dense array of a banded slot, for its dense readers
-            self.lines.append(f"{name} = {self._dense_bands(op.reads[0])}")
-            self.names[op.slot] = name
-            return
+        """The statement(s) of one op, naming its slot's value (:data:`OP_WRITERS`)."""
+        OP_WRITERS[op.kind](self, op, self.slot_name(op.slot))
+
+    def _factor_op(self, op: Op, name: str) -> None:
+        """A Cholesky factor, before its first reader, as bind runs it (.generated.CHOLESKY_HELPER)."""
+        (matrix,) = op.reads
+        variable = self.pd.get(matrix) or next(n for n, slot in self.plan.inputs.items() if slot == matrix)
+        factor = self.factor_name(op.slot, matrix)
+        self.lines.append(f"{factor} = _cholesky({self._arg(matrix)}, {variable!r})")
+        self.helpers.add("_cholesky")
+        self.names[op.slot] = factor
+
+    def _twin_op(self, op: Op, name: str) -> None:
+        """The dense array of a banded slot, for its dense readers."""
+        self.lines.append(f"{name} = {self._dense_bands(op.reads[0])}")
+        self.names[op.slot] = name
+
+    def _step_op(self, op: Op, name: str) -> None:
+        """An op computing a step of the plan as bound (:class:`.program.BoundStep`): a pair
+        several products share and a sum into one buffer are products."""
         bound = self.bound.steps[op.slot]
         if op.kind in CHAIN_KINDS and isinstance(op.inline, Chain):
             # the binder's description of the elementwise work, spelled by the fused function's
@@ -725,6 +728,17 @@ def _pair(layout: PairLayout, sizes: dict[str, int], xa: str, xb: str) -> str:
 #: can (a function, a power, a sum of same-shape arrays): written from that description
 CHAIN_KINDS = frozenset({"func", "pow", "add"})
 
+#: op kind -> the method writing the op's statements: the binder's own ops (a Cholesky factor,
+#: a banded step, its dense twin), and the ops computing a step of the plan as bound (the step
+#: kinds, a pair several products share, a sum into one buffer), each step by :data:`SOURCE_RULES`
+OP_WRITERS: dict[str, Callable[[ProgramSource, Op, str], None]] = {
+    "cholesky": ProgramSource._factor_op,
+    "band": ProgramSource._banded,
+    "twin": ProgramSource._twin_op,
+    "pair": ProgramSource._step_op,
+    "accumulate": ProgramSource._step_op,
+}
+
 #: step kind -> the method writing the step's value as Python source
 SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], str]] = {
     "constant": ProgramSource._constant_step,
@@ -738,6 +752,7 @@ SOURCE_RULES: dict[str, Callable[[ProgramSource, Step, tuple[int, ...], bool], s
     "slice": ProgramSource._slice,
     "embed": ProgramSource._embed,
 }
+OP_WRITERS.update(dict.fromkeys(SOURCE_RULES, ProgramSource._step_op))
 
 
 def program_source(

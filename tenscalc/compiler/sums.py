@@ -8,7 +8,8 @@ its pattern reads), the ufunc calls adding the dense and broadcast parts and the
 (a :class:`.fused.Chain`), the buffer the sum starts from, and whether the sum may write
 into that buffer (:attr:`SumPlan.take`: an array of the sum's shape the sum itself made,
 never a caller's input or a slot another op still reads or hands out).  The binder
-(:func:`.program._bind_add`) builds its closure from the record, and the source writer
+(:func:`.program._bind_add`) keeps the record on its op, the closure runner
+(:mod:`.closures`) builds its closure from it (:func:`sum_closure`), and the source writer
 of ``tc.to_python(shapes=)`` and of ``tc.compile``'s fused function (:mod:`.source`)
 writes the same statements from it, deciding nothing again: the dense and broadcast
 parts as the chain's ufunc calls, then :data:`PARTS_HELPER`'s ``_add_parts`` (the text the

@@ -13,8 +13,10 @@ import numpy as np
 
 import tenscalc as tc
 from tenscalc.compiler import program as program_module
+from tenscalc.compiler.closures import CLOSURE_RUNNERS
 from tenscalc.compiler.fused import Call, Chain, Slot, describe
 from tenscalc.compiler.program import Program
+from tenscalc.compiler.records import FuncRecord
 from tenscalc.compiler.scalar import ScalarProgram
 
 NAMES = ("a", "b", "c", "d", "e")
@@ -88,18 +90,17 @@ def test_a_program_without_ops_gives_an_array_input_to_the_numpy_program():
     assert float(scalar(x=2.5)) == 2.5 and isinstance(scalar._last[1], ScalarProgram)
 
 
-def _cos_for_sin(bind_func):
-    """A binder of functions that runs ``sin`` as ``cos`` (closure and description): a
-    decision the float runner can only follow by reading the binder's record."""
+def _cos_for_sin(run_func):
+    """A closure runner of functions that runs ``sin`` as ``cos`` (closure and description): a
+    decision the float runner can only follow by reading the op's record of it."""
 
-    def bind(step, shape, shapes, resolver, backend, is_output):
-        if step.data != "sin":
-            return bind_func(step, shape, shapes, resolver, backend, is_output)
-        (a,) = step.args
-        run = describe(lambda env: np.cos(env[a]), Chain((Call(np.cos, (Slot(a),)),)))
-        return run, bind_func(step, shape, shapes, resolver, backend, is_output)[1]
+    def run(record, backend):
+        if record.name != "sin":
+            return run_func(record, backend)
+        a = record.slot
+        return describe(lambda env: np.cos(env[a]), Chain((Call(np.cos, (Slot(a),)),)))
 
-    return bind
+    return run
 
 
 def test_functions_and_powers_are_written_from_the_binders_chains(monkeypatch):
@@ -114,7 +115,7 @@ def test_functions_and_powers_are_written_from_the_binders_chains(monkeypatch):
         chains[op.kind].append(op.inline)
     # every function and power (x^y included) is described, none left to a rule of the float runner
     assert chains["func"] and chains["pow"] and all(isinstance(c, Chain) for c in chains["func"] + chains["pow"])
-    monkeypatch.setitem(program_module.BIND_RULES, "func", _cos_for_sin(program_module.BIND_RULES["func"]))
+    monkeypatch.setitem(CLOSURE_RUNNERS, FuncRecord, _cos_for_sin(CLOSURE_RUNNERS[FuncRecord]))
     other = tc.compile(exprs)
     rng = np.random.default_rng(5)
     for _ in range(50):

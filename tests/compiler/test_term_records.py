@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 import tenscalc as tc
+from tenscalc.compiler import closures as closures_module
 from tenscalc.compiler import program as program_module
 from tenscalc.compiler import terms as terms_module
 from tenscalc.compiler.backends import get_backend
@@ -116,10 +117,10 @@ def test_source_writes_each_op_of_the_bound_program_once(name):
 def _pairs(name: str) -> tuple[list, list]:
     """The pairwise layouts the source writer wrote, and those the binder made its NumPy
     kernels from, for one corpus case."""
-    built: list = []
-    make = program_module.contraction_kernel
+    built: list = []  # the closure runner makes each term's kernel from its layout (.closures)
+    make = closures_module.contraction_kernel
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(program_module, "contraction_kernel", lambda layout: built.append(layout) or make(layout))
+        patch.setattr(closures_module, "_layout_kernel", lambda layout: built.append(layout) or make(layout))
         _, writer = _binder_and_writer(name)
     return writer.pairs, [step.pair for layout in built for step in layout.steps if step.pair is not None]
 
