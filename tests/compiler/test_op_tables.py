@@ -86,13 +86,13 @@ def test_every_op_kind_has_an_entry_in_every_table():
     assert set(SCALAR_RULES) == SCALAR_KINDS, set(SCALAR_RULES) ^ SCALAR_KINDS
 
 
-def _program(case: str):
+def _program(case: str, backend: str = "numpy"):
     """The compiled function of a case, its values and its program bound to their shapes."""
     if case in EXTRA:
         exprs, values, assumptions = EXTRA[case]()
     else:
         (exprs, values), assumptions = _values(case), {}
-    compiled = tc.compile(exprs, assumptions=assumptions)
+    compiled = tc.compile(exprs, assumptions=assumptions, backend=backend, jit=False)
     return compiled, values, compiled._bind({k: np.shape(v) for k, v in values.items()})
 
 
@@ -103,8 +103,10 @@ def _same(rebuilt, original) -> bool:
         return type(rebuilt) is type(original) and len(rebuilt) == len(original) and all(map(_same, rebuilt, original))
     if original is None:  # a det only its logs read: not computed
         return rebuilt is None
-    if isinstance(original, (np.ndarray, np.generic, float)):
+    if isinstance(original, (np.ndarray, np.generic, float)) or hasattr(original, "numpy"):  # a torch tensor too
         return np.array_equal(np.asarray(rebuilt), np.asarray(original), equal_nan=True)
+    if hasattr(original, "lower"):  # PyTorch's Cholesky factor
+        return type(rebuilt) is type(original) and _same(rebuilt.lower, original.lower)
     return type(rebuilt) is type(original) and rebuilt == original
 
 
@@ -112,8 +114,21 @@ def _same(rebuilt, original) -> bool:
 def test_every_op_has_a_record_of_its_kind_and_its_closure_is_the_records(case):
     """Each op's record is one its kind carries; its closure rebuilt from the record alone (no
     binder, no resolver) computes, on the slots the loop computed, exactly the loop's value."""
-    compiled, values, program = _program(case)
-    name = case
+    _check_records(case, "numpy")
+
+
+@pytest.mark.parametrize("case", ["mlp", "inv and det", "inv, det and log det of a declared positive-definite K"])
+def test_the_closure_runner_rebuilds_another_librarys_closures(case):
+    """The same for PyTorch's closures (the closure runner serves any array library)."""
+    pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    _check_records(case, "torch")
+
+
+def _check_records(case: str, library: str) -> None:
+    """Every op of ``case`` bound for ``library``: a record of its kind, whose closure the
+    closure runner rebuilds to compute the loop's value again."""
+    compiled, values, program = _program(case, library)
+    name = f"{case} ({library})"
     backend = compiled._backend
     env: list = [None] * (program.n_slots + 1)
     for slot, variable in zip(program.input_slots, compiled.inputs):
