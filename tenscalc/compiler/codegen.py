@@ -983,7 +983,11 @@ def _binder_decisions(roots: list[Expr], plan, factor: bool = True) -> _Decision
             # corpus' pairs) the test holds at every length; where they are not (the network
             # HVP's X vᵀ, (m, h) from (m, n) and (h, n): compile shares it where min(m, h) <= n)
             # the module shares it as the probe's lengths decide, a held intermediate where
-            # compile would not hold one, in exchange for one contraction instead of several
+            # compile would not hold one, in exchange for one contraction instead of several.
+            # Compile's transposed slots (program._transposed_slots, a matrix product's memory
+            # layout) are not taken: an opt_einsum result's layout is opt_einsum's (its GEMM hands
+            # out a transposed view: the network HVP's shared (g, m) product is F-ordered whether
+            # its spec is swapped and transposed back or not), so the swap would change nothing
             pairs, edits = _shared_pairs(gathered, dense, {**_structured_slots(gathered), **dict.fromkeys(banded, ())})
         except Exception:  # noqa: BLE001 - lengths the expressions refuse: the next ones
             continue
