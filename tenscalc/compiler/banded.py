@@ -593,7 +593,8 @@ def band_steps(
     are constants (their readers take the numbers; the slot stays dense if read densely).
 
     ``skip``: slots that are not to be read or made banded (diagonal cores);
-    ``bind_term``: :func:`tenscalc.compiler.program._bind_term`, for diagonal cores.
+    ``bind_term``: :func:`tenscalc.compiler.program._bind_term`, for diagonal cores (their
+    records: :class:`.fused.BandTerm` ``bound``).
     """
     binder = _Binder(plan, dense, skip, resolver, backend, bind_term)
     for step in plan.steps:

@@ -161,20 +161,20 @@ class ScalarSource:
         self.lines.append(f"{name} = {self.number(value)}")
 
     def _func(self, step: Step, op: Op, name: str) -> None:
-        # the binder's call (program._bind_func: the function's ufunc, relu's maximum); a
+        # the op's call (closures._func, from its record: the function's ufunc, relu's maximum); a
         # function NumPy runs as no ufunc is described by none and keeps the NumPy program
         if not isinstance(op.inline, Chain):
             raise _Decline
         self._calls(name, op.inline)
 
     def _pow(self, step: Step, op: Op, name: str) -> None:
-        # the binder's calls (program._bind_pow: x*x, 1/x, 1/(x*x), sqrt, power), as floats:
+        # the op's calls (closures._pow, from its record: x*x, 1/x, 1/(x*x), sqrt, power), as floats:
         # math.pow raises where np.power gives nan or inf; Python's ** would give a complex number
         if isinstance(op.inline, Chain):
             self._calls(name, op.inline)
         elif isinstance(op.inline, Same):  # x^1: the binder hands out x itself
             self.lines.append(f"{name} = {self.names[op.inline.slot]}")
-        else:  # pragma: no cover - _bind_pow describes every other power of NumPy's
+        else:  # pragma: no cover - closures._pow describes every other power of NumPy's
             raise _Decline
 
     def _add(self, step: Step, op: Op, name: str) -> None:
@@ -182,7 +182,7 @@ class ScalarSource:
         if any(it.kind not in ("slot", "scalar") and not (it.kind == "delta" and it.n == 0) for it in items):
             raise _Decline  # an embedding or a delta(n>0) has axes
         chain = op.inline
-        if isinstance(chain, Chain):  # the binder's own ufunc calls, in its order (program._sum_chain)
+        if isinstance(chain, Chain):  # the record's own ufunc calls, in its order (sums.sum_chain)
             self._calls(name, chain)
             return
         if chain is not None:
@@ -194,7 +194,7 @@ class ScalarSource:
             self.lines.append(f"{name} = {self.number(scalar)}")
         elif len(arrays) == 1 and arrays[0].coef == 1 and scalar == 0:
             self.lines.append(f"{name} = {self.names[arrays[0].slot]}")
-        else:  # pragma: no cover - _bind_add describes every other sum of numbers as a chain
+        else:  # pragma: no cover - closures._sum describes every other sum of numbers as a chain
             raise _Decline
 
     def _calls(self, name: str, chain: Chain) -> None:
@@ -279,7 +279,7 @@ def bound_record(resolver: ShapeResolver, term: Term, dense: Sequence[tuple[int,
     return resolver.terms.get(key)
 
 
-#: each ufunc of the binder's chains (program._sum_chain, program._bind_pow, program._bind_func)
+#: each ufunc of the ops' chains (sums.sum_chain, closures._pow, closures._func)
 #: as float source, besides the language's functions (:func:`float_spelling`)
 FLOAT_CALLS = {
     np.add: "({} + {})",
@@ -289,7 +289,7 @@ FLOAT_CALLS = {
     np.divide: "({} / {})",
     np.sqrt: "_m.sqrt({})",
     np.power: "_m.pow({}, {})",
-    np.maximum: "_maximum({}, {})",  # relu's call (program._bind_func)
+    np.maximum: "_maximum({}, {})",  # relu's call (closures._func)
 }
 #: calls whose result can hide an inf operand (1 / inf, inf ** -1, maximum(-inf, 0)): their
 #: operands are checked; with the functions whose spec says so (``float_guard``)

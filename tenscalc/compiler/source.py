@@ -31,7 +31,7 @@ from ..printing.text import slice_text  # the language writes slices as Python i
 from . import kernels
 from .accumulate import ACCUMULATE_SOURCE, Dense, Part, block_rows, part_lists
 from .backends import letters
-from .fused import BandSum, Chain, ChainWriter, Same, Spelling, Tiles, band_tuple, tiles_lines
+from .fused import BandSum, Chain, ChainWriter, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import (
     ALIASES,
     CHOLESKY_HELPER,
@@ -58,6 +58,7 @@ from .lowered import Op
 from .numpy_names import numpy_call  # the generated code's spelling of each function
 from .plan import Step, Term
 from .program import Program, ShapeResolver, variable_orders
+from .records import PowRecord
 from .sums import EMBED_HELPER, PARTS_HELPER, SumPlan
 from .terms import TermPlan
 
@@ -372,11 +373,11 @@ class ProgramSource:
         return numpy_call(step.data, self._arg(a))
 
     def _pow(self, step: Step, shape, is_output: bool) -> str:
-        # the binder describes every power as a chain (program._bind_pow), written from that
-        # description in _op, but x^1: the array itself (fused.Same), as the binder hands it out
-        same = self.ops[step.index].inline
-        assert isinstance(same, Same), "program._bind_pow describes every other power as a Chain"
-        return self._arg(same.slot)
+        # every power is described as a chain (closures._pow), written from that description in
+        # _step_op, but x^1: the array itself, as the binder's record says (records.PowRecord)
+        record = self.ops[step.index].record
+        assert isinstance(record, PowRecord) and record.form == "same", "every other power is a Chain"
+        return self._arg(record.args[0])
 
     def _slice(self, step: Step, shape, is_output: bool) -> str:
         view = f"{self._arg(step.args[0])}[{slice_text(step.data)}]"
