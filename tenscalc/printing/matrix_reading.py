@@ -21,6 +21,7 @@ one writes ``X^\\top \\operatorname{diag}(s) X`` the other writes ``X'*diag(s)*X
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Union
 
@@ -316,7 +317,7 @@ def read_norm(node: Expr) -> MatrixReading | None:
     if node.op != "pow" or node.children[1].op != "const":
         return None
     twice = 2 * node.children[1].arg[0]
-    if twice != int(twice) or int(twice) % 2 != 1:
+    if not math.isfinite(twice) or twice != int(twice) or int(twice) % 2 != 1:  # 2 * 1e308 is inf
         return None
     base = _norm_base(node.children[0])
     return None if base is None else MatrixReading("scalar", Norm(base, int(twice)))

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import tenscalc as tc
-from tenscalc.printing.matrix_reading import Chain, Diag, Leaf, read_product, structure
+from tenscalc.printing.matrix_reading import Chain, Diag, Leaf, read_norm, read_product, structure
 from tenscalc.testing import random_values
 from tests.frontend.test_matrix_notation import MATRIXCALCULUS_EXAMPLES, MORE
 from tests.fuzz.generate import generate
@@ -192,3 +192,14 @@ def test_both_spellings_of_one_reading(text, orders, latex, matrix):
     f = tc.parse(text, orders)
     assert tc.latex(f) == latex
     assert tc.to_matrix_notation(f) == matrix
+
+
+@pytest.mark.parametrize("exponent", ["1e308", "-1e308", "1.7976931348623157e308", "-1.7976931348623157e308"])
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_a_power_whose_double_overflows_prints(exponent, order):
+    # the norm reading doubles the exponent (an odd multiple of 1/2 is a norm's power):
+    # 2 * 1e308 is inf, and int(inf) raised OverflowError from str, repr and latex
+    # (found by the seeded fuzz campaign, seed 2611)
+    expr = tc.parse(f"x .^ {exponent}", {"x": order})
+    assert "x" in str(expr) and "x" in tc.latex(expr) and "x" in tc.to_matrix_notation(expr)
+    assert read_norm(expr) is None
