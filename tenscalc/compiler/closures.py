@@ -265,6 +265,7 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
     else:
         contract = _library_kernel(backend, plan.eq, plan.op_shapes, path)
     after = record.after
+    late, held = plan.late, plan.held  # order-0 slots at a sum over an empty axis (.terms.LATE_SOURCE)
     fetch = [(index, op.slot, op.diagonal) for index, op in enumerate(operands)]
     on_device = backend.placed(values)  # the baked constants on the call's device (torch: CUDA too)
     plain = all(op.diagonal is None and op.slot is not None for op in operands)
@@ -278,6 +279,8 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
             baked = on_device(env[-1])
             arrays = [env[s] if s is not None else baked[i] for i, s, _ in fetch]
             arrays = [a if d is None else einsum(d, a) for a, (_, _, d) in zip(arrays, fetch)]
+        for slot, position in held:  # into the empty operand of a sum that holds it, first
+            arrays[position] = arrays[position] * env[slot]
         if scale_at is not None and scale_at >= 0:
             arrays[scale_at] = arrays[scale_at] * factor
         result = contract(*arrays)
@@ -285,11 +288,15 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
             result = result * factor
         if after != 1.0:
             result = result * after
+        for slot in late:  # outside the empty sum: 0 times an inf is nan, as evaluate gives
+            result = result * env[slot]
         return result
 
     # the common shapes of a term, without the general path's list and tests
     numpy = backend.name == "numpy"
-    if plain and len(slots) == 2 and scale_at is None and after == 1.0:
+    if late or held:
+        core = general_core
+    elif plain and len(slots) == 2 and scale_at is None and after == 1.0:
         first, second = cast("list[int]", slots)  # the common binary product: one call, no list
 
         def core(env):

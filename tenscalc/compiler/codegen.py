@@ -72,6 +72,7 @@ from .program import (
     fold_squares,
     step_shape,
 )
+from .terms import LATE_SOURCE, held_letters
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
 #: opt_einsum's ``auto``, or a ``dp``/``greedy`` path of fewer flops where ``auto`` would build
@@ -128,7 +129,7 @@ CONTRACT_IMPORTS = (
     "from opt_einsum import DynamicProgramming as _DynamicProgramming\n"
     "from opt_einsum import contract_path as _contract_path"
 )
-_CONTRACT_SPEC = re.compile(r'_contract\("([^"]*)"')
+_CONTRACT_SPEC = re.compile(r'_contract(?:_late)?\("([^"]*)"')
 _SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .,()*+\-/^>]*")
 
 
@@ -298,7 +299,7 @@ class _Writer:
         imports = ["import numpy as _np", CONTRACT_IMPORTS if searched else CONTRACT_IMPORTS.split("\n", 1)[0]]
         # a variable or the function may be named ValueError, len or range: the code uses private aliases
         imports += ["", ALIASES, RESULT_HELPER.rstrip()]
-        if "_contract(" in "\n".join(body):
+        if "_contract(" in "\n".join(body) or "_contract_late" in self.helpers:
             imports += ["", CACHED_CONTRACT if searched else AUTO_CONTRACT]
         if self.factors:  # the text tc.compile's closures run (.generated.CHOLESKY_HELPER)
             self.helpers.add("_cholesky")
@@ -308,7 +309,7 @@ class _Writer:
             from .source import HELPERS, helper_texts  # the same helpers to_python(shapes=) writes
 
             # _add_parts: the bound sums' text too (.sums)
-            helpers = {**HELPERS, "_sum": SUM_HELPER, "_bands": BAND_SOURCE}
+            helpers = {**HELPERS, "_sum": SUM_HELPER, "_bands": BAND_SOURCE, "_contract_late": CONTRACT_LATE}
             imports += [text.rstrip() for text in helper_texts(self.helpers, helpers)]
         lines = [header, *imports, "", "", head]
         lines.extend("    " + line for line in reads + body)
@@ -426,6 +427,8 @@ class _PlanWriter(_Writer):
         self.step = self.plan.steps[0]  # the step being written
         self.gathered, self.probe, self.nodes, self.structured = frozenset(), None, None, {}
         self.first_pairs, self.pair_release, self.rewritten = {}, {}, {}
+        self.slot_nodes: dict[int, Expr] | None = None  # each slot's node, where an einsum asks (_inside)
+        self.computed: set[int] = set()
         self.held = 0  # the small parts of sums written into one buffer, named _a + number
 
     def write(self) -> list[_Value]:
@@ -854,7 +857,7 @@ class _PlanWriter(_Writer):
             if unique:
                 text = f"_np.full({self._letters_shape(unique, out, node, shape)}, {text}, dtype=_dtype)"
         else:
-            text, view = self._contraction(operands, unique)
+            text, view = self._contraction(operands, unique, self._inside(term, operands, unique))
             if factor or after:
                 text, view = " * ".join([text, *factor, *after]), False
             target = tuple(letter for letter in unique if letter in present)
@@ -870,9 +873,16 @@ class _PlanWriter(_Writer):
             text, view = f"_write_diagonal({text}, {eq!r}, {_shape_text(node, shape)})", False
         return text, view
 
-    def _contraction(self, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...]) -> tuple[str, bool]:
+    def _contraction(
+        self,
+        operands: list[tuple[str, tuple[int, ...]]],
+        unique: tuple[int, ...],
+        inside: dict[int, tuple[int, ...]] | None = None,
+    ) -> tuple[str, bool]:
         """The plan's einsum of the operands (diagonals read first) giving the output's
-        letters that some operand has, and whether it may be a view of the operand."""
+        letters that some operand has, and whether it may be a view of the operand;
+        ``inside`` (:meth:`_inside`): through ``_contract_late``, which places the order-0
+        operands at a sum over an empty axis at run time."""
         names: dict[int, int] = {}
         for _, spec in operands:
             for letter in spec:
@@ -891,7 +901,25 @@ class _PlanWriter(_Writer):
         if view and list(specs[0]) == target:
             return texts[0], True  # nothing to contract
         eq = ",".join(_letters(spec) for spec in specs) + "->" + _letters(tuple(target))
-        return f'_contract("{eq}", {", ".join(texts)})', view
+        if inside is None:
+            return f'_contract("{eq}", {", ".join(texts)})', view
+        self._helper("_contract_late")
+        held = {k: _letters(tuple(names[letter] for letter in spec)) for k, spec in inside.items()}
+        return f'_contract_late("{eq}", {held!r}, {", ".join(texts)})', view
+
+    def _inside(self, term, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...]):
+        """For an einsum with an order-0 operand (a slot's: constants are applied after) and a
+        summed letter: each order-0 operand's position -> the letters whose sums hold it as
+        written (:func:`.terms.held_letters`), which ``_contract_late`` reads at run time with
+        the rule every runner follows (:data:`.terms.LATE_SOURCE`); None for any other einsum."""
+        summed = {letter for _, spec in operands for letter in spec} - set(unique)
+        zero = [k for k, (_, spec) in enumerate(operands) if not spec]
+        if not summed or not zero:
+            return None
+        if self.slot_nodes is None:
+            self.slot_nodes = {step.index: step.node for step in self.plan.steps}
+            self.computed = {id(node) for node in self.slot_nodes.values()}
+        return held_letters(term, self.slot_nodes, self.computed)
 
     def _letters_shape(self, unique, out, node: Expr, shape) -> str:
         """The shape text of the output's distinct letters (each one's first axis)."""
@@ -910,6 +938,33 @@ class _PlanWriter(_Writer):
                 "cannot tell the length of a summed index that only constants carry: no variable fixes it"
             )
         return text
+
+
+#: the run-time side of :meth:`_PlanWriter._inside`: the rule's text and the contraction it places
+CONTRACT_LATE = (
+    LATE_SOURCE
+    + '''
+
+def _contract_late(spec, inside, *operands):
+    """:func:`_contract` of ``spec``; at a sum over an empty axis its order-0 operands are taken
+    out as :func:`_empty_sum_scalars` says: into an empty operand first where a sum holds them
+    as written (``inside``), into the result afterwards where none does (0 times an inf: nan)."""
+    late, held = _empty_sum_scalars(spec, [operand.shape for operand in operands], inside)
+    if not late and not held:
+        return _contract(spec, *operands)
+    operands = list(operands)
+    for k, m in held:
+        operands[m] = operands[m] * operands[k]
+    moved = set(late) | {k for k, _ in held}
+    inputs, output = spec.split("->")
+    terms = inputs.split(",")
+    kept = [k for k, _ in enumerate(terms) if k not in moved]
+    result = _contract(",".join([terms[k] for k in kept]) + "->" + output, *[operands[k] for k in kept])
+    for k in late:
+        result = result * operands[k]
+    return result
+'''
+)
 
 
 class _ConstantWriter(_PlanWriter):

@@ -354,7 +354,7 @@ MODULE_NAMES = frozenset(
     | {"_cho_routines", "_cho_block", "_cho_below", "_cho_routine", "_not_pd", "_not_finite", "_cho_mirror"}
     | {"_inv", "_det", "_adj", "_finite", "_EvaluationError"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_max", "_zip", "_block_rows"}
-    | {"_outer_columns", "_stretch"}
+    | {"_outer_columns", "_stretch", "_contract_late", "_empty_sum_scalars"}
     # the shape-free module's bands (.banded.BAND_SOURCE)
     | {"_band_gcd", "_band_placed", "_band_transposed", "_band_clipped", "_band_lines", "_band_keys"}
     | {"_band_disjoint", "_band_ranges", "_bands", "_bands_identity", "_bands_diagonal", "_bands_scaled"}

@@ -291,6 +291,8 @@ class ShapeResolver:
         self.contractions: dict[tuple, list[Any]] = {}
         # (term, shape, operand shapes, Gram allowed) -> its decisions (.terms.plan_term)
         self.terms: dict[tuple, Any] = {}
+        # slot -> its plan node, set by bind: which sums hold an order-0 operand (.terms.held_letters)
+        self.slot_nodes: dict[int, Expr] = {}
         self._constants: dict[tuple, Any] = {}  # (node, shape) -> its array, made once
 
     def shape(self, node: Expr) -> tuple[int, ...]:
@@ -572,6 +574,7 @@ def bind(
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
         ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, closure(record, backend), record))
 
+    resolver.slot_nodes = {step.index: step.node for step in plan.steps}
     for step in plan.steps:
         shape = dense[step.index]
         if step.kind == "input" or step.index in folded:
@@ -1459,8 +1462,8 @@ def _bind_full_sums(terms: Sequence[Term], shapes, resolver: ShapeResolver):
     for term in terms:
         record = plan_term(term, (), shapes, resolver, False, choose_path)
         operands = record.operands
-        if record.fill is not None or record.scalars or not math.isfinite(record.factor):
-            return None  # a constant term, or order-0 constants applied after the sum (an inf)
+        if record.fill is not None or record.scalars or record.late or record.held or not math.isfinite(record.factor):
+            return None  # a constant term, or order-0 numbers applied after the sum (an inf)
         if any(op.slot is None or op.diagonal is not None for op in operands):
             return None
         if len({op.letters for op in operands}) != 1 or (common is not None and operands[0].shape != common):
@@ -1523,6 +1526,12 @@ def _bind_term(
             f"operand or result ({proportion} entries); no contraction order of this product avoids it",
         )
     n_ops = len(path) + sum(op.diagonal is not None for op in operands)
+    # order-0 slots at a sum over an empty axis (.terms.LATE_SOURCE): multiplied into the
+    # result after it (late), or into an empty operand before it (held: no flops)
+    late, held = record.late, record.held
+    flops += core_size * len(late)
+    multiplications += core_size * len(late)
+    n_ops += len(late) + len(held)
     if gram is None and scale_at is not None:
         scaled = op_sizes[scale_at] if scale_at >= 0 else core_size
         flops += scaled

@@ -5,8 +5,9 @@ binder (:func:`.program._bind_term`) and the source writer of ``tc.to_python(sha
 (:mod:`.source`) need to agree on: the operands' distinct letters and diagonal reads,
 which order-0 constants multiply the result afterwards, the factor (with the lengths of
 letters only constants carry), the equation over distinct letters, the contraction path,
-the Gram form ``Xᵀ diag(d) X``, where the factor is applied, and how the core becomes the
-result (broadcast, diagonal write).  The record is kept in the resolver
+the Gram form ``Xᵀ diag(d) X``, where the factor is applied, which order-0 operands multiply
+the result after the contraction (:data:`LATE_SOURCE`), and how the core becomes the result
+(broadcast, diagonal write).  The record is kept in the resolver
 (``ShapeResolver.terms``): the binder builds it, the source writer reads the same one
 when it is given the binder's resolver, so neither searches a path or recognises a Gram
 twice.
@@ -28,16 +29,111 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
+from ..core.nodes import Expr
 from ..errors import EvaluationError
 from .backends import letters
 from .kernels import ContractionLayout, GramPattern, contraction_layout, gram_pattern
 from .plan import Term
 
-__all__ = ["TermOperand", "TermPlan", "plan_term"]
+__all__ = ["LATE_SOURCE", "TermOperand", "TermPlan", "empty_sum_scalars", "held_letters", "plan_term"]
+
+#: the one rule for the order-0 operands of a contraction that sums an axis of length 0, as
+#: evaluate computes them: one written outside that sum (``s * sum(x)``) multiplies the result
+#: afterwards (the empty sum is 0, and ``0 * inf`` is nan: the Rayleigh quotient of an empty
+#: ``x`` is ``0 / 0``), one written inside it (``sum(s * x)``) multiplies the empty operand it
+#: is written with first (a sum of nothing: 0, whatever ``s`` is).  Left to the einsum, its
+#: path decides: an inf became 0 or nan by the order of the pairs.  Run here for the records
+#: (every runner reads ``TermPlan.late`` and ``TermPlan.held``) and written into the modules
+#: of shape-free ``tc.to_python``, which decide at run time (:mod:`.codegen`).  Any other
+#: contraction keeps its order-0 operands in the einsum, on the path searched with them: its
+#: cost is unchanged.
+LATE_SOURCE = '''
+def _empty_sum_scalars(spec, shapes, inside=None):
+    """Where the einsum ``spec`` at ``shapes`` sums an axis of length 0, its order-0 operands
+    taken out of it: ``(late, held)``, the positions of those no sum over an empty axis holds
+    (they multiply the result), and ``(position, operand)`` pairs for the others (each
+    multiplies an empty operand of a sum holding it first).  ``inside``: position -> the
+    letters of the sums holding it as written (``sum(a * x)`` holds ``a``, ``a * sum(x)``
+    does not); None: no sum holds one.  No empty sum: ``((), ())``."""
+    if all(0 not in shape for shape in shapes):
+        return (), ()
+    inputs, output = spec.split("->")
+    terms = inputs.split(",")
+    sizes = {}
+    for term, shape in zip(terms, shapes):
+        sizes.update(zip(term, shape))
+    empty = [letter for letter in sizes if sizes[letter] == 0 and letter not in output]
+    if not empty:
+        return (), ()
+    inside = inside or {}
+    late, held = [], []
+    for k, term in enumerate(terms):
+        if not term:
+            holding = [letter for letter in empty if letter in inside.get(k, "")]
+            if holding:
+                held.append((k, next(m for m, other in enumerate(terms) if holding[0] in other)))
+            else:
+                late.append(k)
+    return tuple(late), tuple(held)
+'''
+_namespace: dict = {}
+exec(compile(LATE_SOURCE, "<tenscalc empty sums>", "exec"), _namespace)  # noqa: S102 - the text above
+#: :data:`LATE_SOURCE`'s function: ``empty_sum_scalars("a,,ba,b->", [(0,), (), (0, 0), (0,)])``
+#: is ``((1,), ())``; with ``inside={1: "a"}`` (``sum(s * x)``-like) ``((), ((1, 0),))``
+empty_sum_scalars: Callable[..., tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = _namespace["_empty_sum_scalars"]
+
+
+def held_letters(term: Term, nodes: Mapping[int, Expr], computed: Collection[int]) -> dict[int, tuple[int, ...]]:
+    """Each order-0 operand of ``term`` (its position) -> the summed letters whose sums hold it
+    as written: ``sum(a * x)`` holds ``a``, ``a * sum(x)`` does not.  A letter is summed at
+    its ``term.refs`` node (the outermost that has it); that node holds the operand where it
+    reaches the slot's node through nodes no slot computes (``computed``: their ids), the
+    products fused into the term.  A slot read ``m`` times is held ``k`` times where ``k``
+    paths reach it (``a * sum(a * x)``: once of two).  ``nodes``: each slot's node; a slot
+    without one (a pair the binder hoisted) is held by no sum.
+
+    >>> import tenscalc as tc
+    >>> from tenscalc.compiler.plan import build_plan
+    >>> def held(text):
+    ...     plan = build_plan([tc.parse(text, {"a": 0, "x": 1})])
+    ...     nodes = {step.index: step.node for step in plan.steps}
+    ...     (term,) = plan.steps[-1].data
+    ...     return held_letters(term, nodes, {id(n) for n in nodes.values()})
+    >>> held("sum(a * x)"), held("a * sum(x)"), held("a * sum(a * x)")
+    ({1: (0,)}, {1: ()}, {1: (0,), 2: ()})
+    """
+    by_slot: dict[int, list[int]] = {}
+    for position, (slot, spec) in enumerate(term.operands):
+        if not spec:
+            by_slot.setdefault(slot, []).append(position)
+    summed = [(letter, ref) for letter, (ref, _) in term.refs if letter not in term.out]
+    held: dict[int, tuple[int, ...]] = {}
+    for slot, positions in by_slot.items():
+        node = nodes.get(slot)
+        counts = [(letter, _paths(ref, node, computed)) for letter, ref in summed] if node is not None else []
+        for rank, position in enumerate(positions):
+            held[position] = tuple([letter for letter, count in counts if count > rank])
+    return held
+
+
+def _paths(root: Expr, node: Expr, computed: Collection[int]) -> int:
+    """How many paths lead from ``root`` down to ``node`` through nodes no slot computes."""
+    memo: dict[int, int] = {}
+    stack = [root]
+    while stack:  # children before parents, without recursion (expressions may be deep)
+        top = stack[-1]
+        pending = [c for c in top.children if c is not node and id(c) not in computed and id(c) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        memo[id(top)] = sum([1 if c is node else memo.get(id(c), 0) for c in top.children])
+    return memo[id(root)]
+
 
 #: a path search: (equation, operand shapes, result size) -> (path, opt_einsum's info)
 PathSearch = Callable[[str, Sequence[tuple[int, ...]], int], tuple[list, Any]]
@@ -62,7 +158,10 @@ class TermPlan:
     constants only); the contraction fields are then unset.  ``scale_at``: the operand
     the factor scales, ``-1`` for the result, None where the factor is 1 or a Gram
     kernel takes it.  ``scalars``: the order-0 constants multiplied into the result
-    after the contraction (an inf there must not turn a summed 0 into nan).
+    after the contraction (an inf there must not turn a summed 0 into nan).  ``late``:
+    the slots of the order-0 operands multiplied into the result after a contraction that
+    sums an axis of length 0 (:data:`LATE_SOURCE`); ``held``: those such a sum holds as
+    written, each multiplied into an empty operand first.  Neither is among ``operands``.
     """
 
     shape: tuple[int, ...]
@@ -82,6 +181,8 @@ class TermPlan:
     scale_at: int | None = None
     #: NumPy, no Gram form: each pairwise step's layout (.kernels), read by the kernel and the source writer
     layout: ContractionLayout | None = field(default=None, repr=False)
+    late: tuple[int, ...] = ()
+    held: tuple[tuple[int, int], ...] = ()  # (order-0 slot, the operand it multiplies first)
 
     @property
     def broadcast(self) -> bool:
@@ -154,6 +255,21 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
     target = tuple([letter for letter in unique if letter in present])
     eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
     op_shapes = tuple([tuple([sizes[letter] for letter in op.letters]) for op in operands])
+    late, held = empty_sum_scalars(eq, op_shapes)  # order-0 slots only: constants are in scalars
+    nodes = getattr(resolver, "slot_nodes", None)  # the binder's: each slot's node (bind)
+    if late and nodes:  # a sum over an empty axis: which of its sums hold each order-0 operand
+        computed = {id(node) for node in nodes.values()}
+        inside = {k: letters(spec) for k, spec in held_letters(term, nodes, computed).items()}
+        late, held = empty_sum_scalars(eq, op_shapes, inside)
+    if late or held:
+        moved = set(late) | {k for k, _ in held}
+        kept = [k for k in range(len(operands)) if k not in moved]
+        slots = tuple([cast(int, operands[k].slot) for k in late])
+        firsts = tuple([(cast(int, operands[k].slot), kept.index(m)) for k, m in held])
+        operands = [operands[k] for k in kept]
+        plan = replace(plan, operands=tuple(operands), late=slots, held=firsts)
+        eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
+        op_shapes = tuple([tuple([sizes[letter] for letter in op.letters]) for op in operands])
     core_size = math.prod([sizes[letter] for letter in target])
     memo_key = (eq, op_shapes, core_size)
     memo = resolver.contractions.get(memo_key)
