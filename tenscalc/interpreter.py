@@ -22,7 +22,7 @@ from .core.text import einsum_letters as _letters
 from .dtypes import cast_numpy, promoted_dtype
 from .errors import EvaluationError
 from .limits import check_entries, check_shape, memory_limit
-from .linalg import numpy_det, numpy_inv
+from .linalg import matrix_error, matrix_label, numpy_det, numpy_inv
 from .printing.text import text_length, to_text
 
 
@@ -248,30 +248,30 @@ def _eval_pow(node, kids, shape, arrays):
     return np.power(base, exponent)
 
 
-def _finite(x, what: str):
-    """``x``, refused where an entry is not finite (as every NumPy runner of tc.compile and
-    tc.to_python refuses it, tenscalc/compiler/generated.py): LAPACK would return NaN."""
+def _finite(x, what: str, node: Expr):
+    """``x``, the value of ``node``'s matrix, refused where an entry is not finite (as every
+    runner of tc.compile and tc.to_python refuses it, in the same words): LAPACK would return NaN."""
     if not np.isfinite(x).all():  # n^2 reads, against the factorisation's n^3
-        raise EvaluationError(f"{what}: the matrix has an entry that is not finite (NaN or inf)")
+        raise matrix_error(what, matrix_label(node.children[0]), "finite")
     return x
 
 
 def _eval_inv(node, kids, shape, arrays):
     try:
-        return numpy_inv(_finite(kids[0], "inv"))
-    except np.linalg.LinAlgError as exc:
-        raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
+        return numpy_inv(_finite(kids[0], "inv", node))
+    except np.linalg.LinAlgError:
+        raise matrix_error("inv", matrix_label(node.children[0]), "singular") from None
 
 
 def _eval_det(node, kids, shape, arrays):
-    return numpy_det(_finite(kids[0], "det"))
+    return numpy_det(_finite(kids[0], "det", node))
 
 
 def _eval_adj(node, kids, shape, arrays):
     try:
-        return adjugate(_finite(kids[0], "adj"), node.arg)  # through an SVD, exact at any rank: no inverse
-    except np.linalg.LinAlgError as exc:
-        raise EvaluationError(f"adj: the SVD did not converge ({exc})") from None
+        return adjugate(_finite(kids[0], "adj", node), node.arg)  # through an SVD, exact at any rank: no inverse
+    except np.linalg.LinAlgError:
+        raise matrix_error("adj", matrix_label(node.children[0]), "svd") from None
 
 
 def _eval_mul(node, kids, shape, arrays):

@@ -40,7 +40,7 @@ from .cholesky import FACTORISING, SYMMETRY_CHECKED, check_symmetric, declared, 
 from .cost import Cost
 from .given_shapes import lengths
 from .plan import Plan, build_plan, paused_gc
-from .program import Program, ShapeResolver, bind, variable_orders
+from .program import Program, ShapeResolver, bind, linalg_inputs, variable_orders
 from .scalar import scalar_program
 from .source import FusedOpSource
 
@@ -186,6 +186,9 @@ class CompiledFunction:
         if self.symmetric and backend.name in SYMMETRY_CHECKED:
             checked = self.symmetric - (factored(self.plan, self.pd) if backend.name in FACTORISING else frozenset())
         self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
+        #: the inputs that are an inv, det or adj's matrix, checked for a non-finite entry before a
+        #: jitted JAX program runs: its steps, traced, read no values (the loop's steps check their own)
+        self._finite = linalg_inputs(self.plan, names) if backend.name == "jax" and self.jit else ()
         self._slot_count = len(self.plan.inputs)
         #: shape key -> (key, bound program, its whole-program call or None): see _bind
         self._programs: OrderedDict[tuple, Bound] = OrderedDict()
@@ -251,6 +254,8 @@ class CompiledFunction:
                 arrays = [numeric(name, value) for name, value in zip(inputs, given)]  # backend="numpy" was asked
             for i, name, pd in self._checks:  # the declared structure, on the data (never a silent wrong number)
                 check_symmetric(name, arrays[i], pd)
+        for i, what, label in self._finite:  # as every other runner says it (tenscalc.linalg.matrix_error)
+            self._backend.check_finite(what, arrays[i], label)
         key = tuple(map(_shape_of, arrays)) if self._many else (arrays[0].shape,)
         last = self._last  # one read of an immutable triple: safe without the lock
         if last is None or last[0] != key:

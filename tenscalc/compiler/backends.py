@@ -31,7 +31,8 @@ from ..core.functions import FUNCTIONS
 from ..core.text import einsum_letters as letters
 from ..dtypes import cast_numpy, needs_cast, numpy_dtype, promoted_dtype
 from ..errors import EvaluationError, TensCalcWarning
-from ..linalg import lapack_dtype, numpy_det, numpy_inv
+from ..linalg import lapack_dtype, matrix_error, numpy_det, numpy_inv
+from .generated import linalg_adj, linalg_det, linalg_finite, linalg_inv
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
 
@@ -186,6 +187,49 @@ class Backend:
         if wider is None:
             return _adjugate(x, k, self.namespace(x))
         return autoray.astype(_adjugate(autoray.astype(x, wider), k, self.namespace(x)), dtype)
+
+    #: whether the library's inv raises on an exactly singular matrix (JAX's and CuPy's return
+    #: inf and NaN instead: :meth:`checked_linalg` reads their result)
+    raises_singular = True
+
+    def all_finite(self, x: Any) -> bool | None:
+        """Whether every entry of ``x`` is finite; None where the values are not known here
+        (traced by a compiler, a lazy graph)."""
+        import autoray
+
+        return bool(autoray.do("all", autoray.do("isfinite", x)))
+
+    def check_finite(self, what: str, x: Any, label: str | None) -> bool | None:
+        """Whether the matrix ``x`` (``label``) of ``what`` is finite, None where that is not known
+        here (:meth:`all_finite`); where it is not: the error every runner says."""
+        finite = self.all_finite(x)
+        if finite is False:
+            raise matrix_error(what, label, "finite")
+        return finite
+
+    def checked_linalg(self, what: str, x: Any, label: str | None, k: int = 1) -> Any:
+        """``inv``, ``det`` or ``adj`` (of order ``k``) of ``x``, the matrix ``label``, refused in
+        the words of every other runner (:func:`tenscalc.linalg.matrix_error`, the NumPy runners'
+        text) where an entry is not finite (LAPACK would return NaN, n² reads against n³) or,
+        for ``inv``, the matrix is singular.  A traced matrix (JAX's jit) is not checked."""
+        finite = self.check_finite(what, x, label)
+        try:
+            result = self._compute_linalg(what, x, k)
+        except Exception as exc:  # noqa: BLE001 - each library has its own LinAlgError
+            text = str(exc).lower()
+            if what == "inv" and "singular" in text:
+                raise matrix_error(what, label, "singular") from None
+            if what == "adj" and "converge" in text:
+                raise matrix_error(what, label, "svd") from None
+            raise
+        # a finite matrix whose LU inverse is not finite had a zero pivot (n² reads of the result)
+        if what == "inv" and finite and not self.raises_singular and self.all_finite(result) is False:
+            raise matrix_error(what, label, "singular")
+        return result
+
+    def _compute_linalg(self, what: str, x: Any, k: int) -> Any:
+        """``inv``, ``det`` or ``adj`` (of order ``k``) of ``x``, unchecked."""
+        return self.inv(x) if what == "inv" else self.det(x) if what == "det" else self.adj(x, k)
 
     def namespace(self, x: Any) -> Any:
         """The library's NumPy-like namespace (``svd``, ``where``, ``einsum`` ...) for arrays like ``x``."""
@@ -723,6 +767,7 @@ class JaxBackend(Backend):
     name = "jax"
     jit_default = True
     fences = True
+    raises_singular = False  # its LU inverse of a singular matrix is inf and NaN
     fuses_sums = True  # XLA: sum(a*b + c*d) is one loop, sum(a*b) + c*sum(d) two and a reduction each
 
     def from_numpy(self, array, like=None):
@@ -868,6 +913,24 @@ class JaxBackend(Backend):
 
         return jnp
 
+    def all_finite(self, x):
+        import jax
+
+        if isinstance(x, jax.core.Tracer):  # jit's trace: no values to read (CompiledFunction checks the inputs)
+            return None
+        return super().all_finite(x)
+
+    def _compute_linalg(self, what, x, k):
+        import jax
+        import jax.numpy as jnp
+
+        result = super()._compute_linalg(what, x, k)
+        if not isinstance(x, jax.core.Tracer):
+            return result
+        # traced (jit): nothing can be raised on the data, and JAX's inv of a matrix with an inf
+        # entry may be finite (a silent wrong number): NaN instead (n² reads, fused by XLA)
+        return jnp.where(jnp.isfinite(x).all(), result, jnp.nan)
+
 
 def _downcast(dtype: np.dtype) -> bool:
     """Whether JAX without 64-bit mode holds a value of ``dtype`` in 32 bits."""
@@ -888,6 +951,7 @@ class CupyBackend(Backend):
     spent 115 ms of its 116 ms building and sending an n x n identity)."""
 
     name = "cupy"
+    raises_singular = False  # cuSOLVER's inverse of a singular matrix is inf and NaN, unless asked to check
 
     @staticmethod
     def _float_dtype(like: Any) -> Any:
@@ -995,38 +1059,47 @@ class DaskBackend(Backend):
 
         return contraction(eq, shapes, path)
 
-    def inv(self, x):
-        # dask's inv needs square chunks; an einsum result may have any (an outer
-        # product's came as (2, 1)): one block holds the matrix, as for det
-        import dask.array as da
+    def all_finite(self, x):
+        return None  # lazy: the blocks that compute inv, det and adj check (see checked_linalg)
 
-        block = _square_block(x)
-        _check_block((block, block), x, "inv")
-        if block == x.shape[0]:
-            return da.map_blocks(numpy_inv, x.rechunk(x.shape), dtype=x.dtype)
-        return da.linalg.inv(x.rechunk((block, block)))  # equal square blocks, as dask's LU needs
+    def inv(self, x):
+        return self.checked_linalg("inv", x, None)
 
     def det(self, x):
-        # dask.array.linalg has no det: one block holds the (square) matrix
-        import dask.array as da
-
-        _check_block(x.shape, x, "det")
-        whole = x.rechunk(x.shape)
-        value = da.map_blocks(lambda block: numpy_det(block).reshape(1, 1), whole, chunks=((1,), (1,)), dtype=x.dtype)
-        return value[0, 0]
+        return self.checked_linalg("det", x, None)
 
     def adj(self, x, k):
-        # one block holds the matrix, one the result: NumPy's rank-safe adjugate runs on it
+        return self.checked_linalg("adj", x, None, k)
+
+    def checked_linalg(self, what, x, label, k=1):
+        # one block holds the matrix: the NumPy runners' own text (.generated.LINALG_HELPER)
+        # runs on it, checks and errors included, raised when dask computes
         import dask.array as da
 
-        from ..adjugate import adjugate
-
         n = x.shape[0]
+        if what == "inv":
+            # dask's inv needs square chunks; an einsum result may have any (an outer
+            # product's came as (2, 1)): one block holds the matrix, as for det
+            block = _square_block(x)
+            _check_block((block, block), x, "inv")
+            if block == n:
+                return da.map_blocks(linalg_inv, x.rechunk(x.shape), label, dtype=x.dtype)
+            # equal square blocks, as dask's LU needs; each block checked for a non-finite entry
+            # (a singular matrix: dask's own LinAlgError from its triangular solves)
+            blocks = x.rechunk((block, block)).map_blocks(linalg_finite, "inv", label, dtype=x.dtype)
+            return da.linalg.inv(blocks)
+        if what == "det":  # dask.array.linalg has no det
+            _check_block(x.shape, x, "det")
+            whole = x.rechunk(x.shape)
+            value = da.map_blocks(
+                lambda block: linalg_det(block, label).reshape(1, 1), whole, chunks=((1,), (1,)), dtype=x.dtype
+            )
+            return value[0, 0]
+        # adj: one block holds the result too
         _check_block((n,) * (2 * k), x, "adj")
-        whole = x.rechunk(x.shape)
         return da.map_blocks(
-            lambda block: adjugate(block, k),
-            whole,
+            lambda block: linalg_adj(block, k, label),
+            x.rechunk(x.shape),
             chunks=((n,),) * (2 * k),
             new_axis=list(range(2, 2 * k)),
             dtype=x.dtype,

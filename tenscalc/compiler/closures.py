@@ -24,7 +24,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import EvaluationError
 from .accumulate import AccumulateRecord, accumulate_closure
 from .backends import Backend
 from .banded import write_bands
@@ -166,36 +165,15 @@ def _embed(record: EmbedRecord, backend: Backend) -> StepFn:
 
 
 def _linalg(record: LinalgRecord, backend: Backend) -> StepFn:
-    a, k = record.slot, record.k
+    a, k, label = record.slot, record.k, record.label
     if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
         if record.what == "inv":
-            return lambda env: linalg_inv(env[a])
+            return lambda env: linalg_inv(env[a], label)
         if record.what == "det":
-            return lambda env: linalg_det(env[a])
-        return lambda env: linalg_adj(env[a], k)
-    if record.what == "det":
-        return lambda env: backend.det(env[a])
-    if record.what == "inv":
-
-        def inv(env):
-            try:
-                return backend.inv(env[a])
-            except Exception as exc:  # noqa: BLE001 - each library has its own LinAlgError
-                if "singular" in str(exc).lower():
-                    raise EvaluationError(f"inv: the matrix is singular ({exc})") from None
-                raise
-
-        return inv
-
-    def adj(env):
-        try:
-            return backend.adj(env[a], k)
-        except Exception as exc:  # noqa: BLE001 - each library has its own LinAlgError
-            if "converge" in str(exc).lower():
-                raise EvaluationError(f"adj: the SVD did not converge ({exc}); are the entries finite?") from None
-            raise
-
-    return adj
+            return lambda env: linalg_det(env[a], label)
+        return lambda env: linalg_adj(env[a], k, label)
+    what = record.what  # the same checks and words (.backends.Backend.checked_linalg)
+    return lambda env: backend.checked_linalg(what, env[a], label, k)
 
 
 def _sum(record: SumRecord, backend: Backend) -> StepFn:

@@ -50,6 +50,7 @@ from .generated import (
     RESULT_HELPER,
     check_function_name,
     dtype_line,
+    label_literal,
     python_names,
     read_aliases_only,
     shield_function_name,
@@ -684,13 +685,13 @@ class _PlanWriter(_Writer):
         if factor is not None:
             return f"_cho_inv({factor})"
         self.helpers.add("_linalg")
-        return f"_inv({self._read(step.args[0])})"
+        return f"_inv({self._read(step.args[0])}, {label_literal(step.node)})"
 
     def _plan_det(self, step, shape) -> str | None:
         factor = self._pd_factor(step.args[0])
         if factor is None:
             self.helpers.add("_linalg")
-            return f"_det({self._read(step.args[0])})"
+            return f"_det({self._read(step.args[0])}, {label_literal(step.node)})"
         readers = [self.plan.steps[k] for k in self.readers.get(step.index, ())]
         if (
             readers
@@ -727,7 +728,7 @@ class _PlanWriter(_Writer):
 
     def _plan_adj(self, step, shape) -> str:
         self.helpers.update(("_linalg", "_adjugate"))
-        return f"_adj({self._read(step.args[0])}, {int(cast(int, step.data))})"
+        return f"_adj({self._read(step.args[0])}, {int(cast(int, step.data))}, {label_literal(step.node)})"
 
     def _plan_slice(self, step, shape) -> str:
         return f"{self._read(step.args[0])}[{_index_text(step.data)}]"

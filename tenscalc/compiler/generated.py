@@ -28,11 +28,13 @@ import keyword
 import re
 import tokenize
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..adjugate import ADJUGATE_SOURCE
 from ..errors import EvaluationError, TensCalcError
+from ..linalg import MATRIX_ERROR_SOURCE, matrix_label
 
 #: module-level lines every generated module starts with (after ``import numpy as _np``)
 ALIASES = "_ValueError, _TypeError, _len, _range = ValueError, TypeError, len, range  # a variable may be named len"
@@ -141,40 +143,58 @@ def _lapack(function, x):
 #: (:func:`.program._bind_inv` ...) runs this text, its fused function and the generated
 #: module call it, so the values and the errors (a singular matrix, a matrix with a NaN or
 #: inf entry, whose inv and det LAPACK would return as NaN without a word) are the same in
-#: the three; it reads ``_lapack`` above,
+#: the three; ``label`` names the matrix in them (:func:`tenscalc.linalg.matrix_label`: an
+#: input's name, a computed matrix's text), whose words are :func:`tenscalc.linalg.matrix_error`'s
+#: own text, said alike by ``tc.evaluate`` and the other backends.  It reads ``_lapack`` above,
 #: ``_adjugate`` (tenscalc/adjugate.py) and ``_EvaluationError``
-LINALG_HELPER = '''
-def _finite(x, what):
+LINALG_HELPER = (
+    MATRIX_ERROR_SOURCE
+    + '''
+
+def _finite(x, what, label):
     """x, refused where an entry is not finite: its inv, det or adj would be NaN (n^2 reads, against n^3)."""
     if not _np.isfinite(x).all():
-        raise _EvaluationError(f"{what}: the matrix has an entry that is not finite (NaN or inf)")
+        raise _matrix_error(what, label, "finite")
     return x
 
 
-def _inv(x):
-    """inv(x) in x's dtype; a singular matrix or a non-finite entry: an evaluation error."""
+def _inv(x, label=None):
+    """inv(x) in x's dtype; a singular matrix or a non-finite entry: an evaluation error naming x (label)."""
     try:
-        return _np.asarray(_lapack(_np.linalg.inv, _finite(x, "inv")))
+        return _np.asarray(_lapack(_np.linalg.inv, _finite(x, "inv", label)))
     except _np.linalg.LinAlgError as exc:
         if "singular" in str(exc).lower():
-            raise _EvaluationError(f"inv: the matrix is singular ({exc})") from None
+            raise _matrix_error("inv", label, "singular") from None
         raise
 
 
-def _det(x):
-    """det(x), a 0-d array of x's dtype; a non-finite entry: an evaluation error."""
-    return _np.asarray(_lapack(_np.linalg.det, _finite(x, "det")))
+def _det(x, label=None):
+    """det(x), a 0-d array of x's dtype; a non-finite entry: an evaluation error naming x (label)."""
+    return _np.asarray(_lapack(_np.linalg.det, _finite(x, "det", label)))
 
 
-def _adj(x, k):
+def _adj(x, k, label=None):
     """adj(x, k) in x's dtype; a non-finite entry or an SVD that does not converge: an evaluation error."""
     try:
-        return _lapack(lambda m: _adjugate(m, k), _finite(x, "adj"))
+        return _lapack(lambda m: _adjugate(m, k), _finite(x, "adj", label))
     except _np.linalg.LinAlgError as exc:
         if "converge" in str(exc).lower():
-            raise _EvaluationError(f"adj: the SVD did not converge ({exc})") from None
+            raise _matrix_error("adj", label, "svd") from None
         raise
 '''
+)
+
+
+def label_literal(node: Any) -> str:
+    """The label of the matrix of ``node`` (an inv, det or adj) as the generated code passes
+    it to :data:`LINALG_HELPER`'s functions: a Python string literal.
+
+    >>> import tenscalc as tc
+    >>> label_literal(tc.inv(tc.var("A", 2)))
+    "'A'"
+    """
+    return repr(matrix_label(node.children[0]))
+
 
 #: the generated module's error class for :data:`LINALG_HELPER`: tenscalc's own where it is
 #: installed (``except tc.EvaluationError`` catches it), a ValueError where not (the module needs NumPy only)
@@ -325,6 +345,7 @@ _TEXT = LAPACK_HELPER + ADJUGATE_SOURCE + LINALG_HELPER + SYMMETRIC_HELPER + CHO
 exec(compile(_TEXT, "<tenscalc linalg>", "exec"), _namespace)  # noqa: S102 - the texts above
 #: the closures' inv, det and adj of NumPy arrays: :data:`LINALG_HELPER` itself
 linalg_inv, linalg_det, linalg_adj = _namespace["_inv"], _namespace["_det"], _namespace["_adj"]
+linalg_finite = _namespace["_finite"]
 #: the closures' check of a declared symmetric NumPy array, Cholesky factor and its readers:
 #: :data:`SYMMETRIC_HELPER` and :data:`CHOLESKY_HELPER` themselves
 symmetric_check, not_pd, not_finite = _namespace["_symmetric"], _namespace["_not_pd"], _namespace["_not_finite"]
@@ -352,7 +373,7 @@ MODULE_NAMES = frozenset(
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_write_diagonal"}
     | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
     | {"_cho_routines", "_cho_block", "_cho_below", "_cho_routine", "_not_pd", "_not_finite", "_cho_mirror"}
-    | {"_inv", "_det", "_adj", "_finite", "_EvaluationError"}
+    | {"_inv", "_det", "_adj", "_finite", "_EvaluationError", "_matrix_error", "_matrix_problems"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_max", "_zip", "_block_rows"}
     | {"_outer_columns", "_stretch", "_contract_late", "_empty_sum_scalars"}
     # the shape-free module's bands (.banded.BAND_SOURCE)

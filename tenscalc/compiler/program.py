@@ -29,6 +29,7 @@ from ..core.nodes import Expr
 from ..errors import EvaluationError
 from ..interpreter import bind_lengths, node_shape, run_interpreter
 from ..limits import MAX_AXES, check_entries, check_shape, memory_limit
+from ..linalg import matrix_label
 from .accumulate import AccumulateRecord, Part, accumulates, bind_accumulate, gather_sums
 from .backends import Backend, get_backend
 from .banded import BandStep, Layout, band_steps, write_bands
@@ -1357,23 +1358,40 @@ def _bind_inv(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     (a,) = step.args
     n = shape[0]
     cost = OpCost(n**3, 1, n * n, multiplications=n**3)
-    if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        cost = _finite_check(cost, n)
-    return LinalgRecord("inv", a), cost
+    label = matrix_label(step.node.children[0])  # the errors name the matrix (tenscalc/linalg.py)
+    return LinalgRecord("inv", a, label=label), _finite_check(cost, n)  # every backend checks (.closures)
 
 
 def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):
     (a,) = step.args
     n = shapes[a][0]
     cost = OpCost(n**3, 1, 1, multiplications=n**3 / 3)
-    if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        cost = _finite_check(cost, n)
-    return LinalgRecord("det", a), cost
+    label = matrix_label(step.node.children[0])
+    return LinalgRecord("det", a, label=label), _finite_check(cost, n)
+
+
+def linalg_inputs(plan: Plan, inputs: Sequence[str]) -> tuple[tuple[int, str, str], ...]:
+    """(position in ``inputs``, ``inv``/``det``/``adj``, the matrix's label) of each input that
+    is the matrix of an inv, det or adj of ``plan``: what a jitted program (JAX), whose traced
+    steps cannot read values, checks for a non-finite entry before it runs
+    (:meth:`.Backend.check_finite`); a computed matrix is not checked there.
+
+    >>> import tenscalc as tc
+    >>> run = tc.compile(tc.parse("inv(A) + det(B) *(,ij->ij) A", {"A": 2, "B": 2}))
+    >>> linalg_inputs(run.plan, run.inputs)
+    ((0, 'inv', 'A'), (1, 'det', 'B'))
+    """
+    found = []
+    for step in plan.steps:
+        if step.kind in ("inv", "det", "adj") and plan.steps[step.args[0]].kind == "input":
+            name = plan.steps[step.args[0]].data
+            found.append((list(inputs).index(name), step.kind, matrix_label(step.node.children[0])))
+    return tuple(dict.fromkeys(found))
 
 
 def _finite_check(cost: OpCost, n: int) -> OpCost:
-    """``cost`` with the NumPy runners' check that the n x n matrix is finite (n² reads,
-    ``generated.LINALG_HELPER``'s ``_finite``) added."""
+    """``cost`` with the check that the n x n matrix is finite (n² reads: ``generated.LINALG_HELPER``'s
+    ``_finite`` on NumPy, :meth:`.Backend.checked_linalg` on the others) added."""
     return replace(cost, flops=cost.flops + n * n)
 
 
@@ -1384,9 +1402,8 @@ def _bind_adj(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     size = math.prod(shape)
     flops = 12 * n**3 + 2 * k * n ** (2 * k + 1) + math.factorial(k) * size
     cost = OpCost(flops, 1, size, multiplications=flops)
-    if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
-        cost = _finite_check(cost, n)
-    return LinalgRecord("adj", a, k), cost
+    label = matrix_label(step.node.children[0])
+    return LinalgRecord("adj", a, k, label), _finite_check(cost, n)
 
 
 def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: bool):

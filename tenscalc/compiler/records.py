@@ -103,11 +103,13 @@ class EmbedRecord:
 
 @dataclass(frozen=True)
 class LinalgRecord:
-    """``inv``, ``det`` or ``adj`` (``what``; ``k``: the adjugate's order) of the matrix in ``slot``."""
+    """``inv``, ``det`` or ``adj`` (``what``; ``k``: the adjugate's order) of the matrix in ``slot``,
+    which its errors name ``label`` (:func:`tenscalc.linalg.matrix_label`)."""
 
     what: str
     slot: int
     k: int = 0
+    label: str | None = None
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from .generated import (
     RESULT_HELPER,
     SYMMETRIC_HELPER,
     dtype_line,
+    label_literal,
     python_names,
     read_aliases_only,
     shield_function_name,
@@ -390,15 +391,15 @@ class ProgramSource:
     # inv, det and adj: the text tc.compile's closures run too (.generated.LINALG_HELPER), errors included
     def _inv(self, step: Step, shape, is_output: bool) -> str:
         self.helpers.update(("_linalg", "_lapack"))
-        return f"_inv({self._arg(step.args[0])})"
+        return f"_inv({self._arg(step.args[0])}, {label_literal(step.node)})"
 
     def _det(self, step: Step, shape, is_output: bool) -> str:
         self.helpers.update(("_linalg", "_lapack"))
-        return f"_det({self._arg(step.args[0])})"
+        return f"_det({self._arg(step.args[0])}, {label_literal(step.node)})"
 
     def _adj(self, step: Step, shape, is_output: bool) -> str:
         self.helpers.update(("_linalg", "_adjugate", "_lapack"))
-        return f"_adj({self._arg(step.args[0])}, {step.data})"
+        return f"_adj({self._arg(step.args[0])}, {step.data}, {label_literal(step.node)})"
 
     def _add(self, step: Step, shape, is_output: bool) -> str:
         record = self.bound.steps[step.index].sum  # every sum the binder binds has its record (.sums)

@@ -236,6 +236,8 @@ LINALG = {
     "adj": "sum(adj(A) *(ij,jk->ik) B)",
     "log det": "log(det(A *(ij,kj->ik) A))",
 }
+#: how the errors name each case's matrix: an input by its name, a computed one by its text
+LINALG_LABELS = {"inv": "A", "det": "A", "adj": "A", "log det": "A *(ij,kj->ik) A"}
 
 
 @pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
@@ -259,5 +261,6 @@ def test_a_non_finite_matrix_in_inv_det_or_adj_is_one_error_from_every_runner(wh
         tc.evaluate(roots[0], dict(good, A=a))
     caught["evaluate"] = (type(evaluated.value), str(evaluated.value))
     assert set(caught.values()) == {caught["loop"]}, caught
-    kind = what.split()[-1]
-    assert caught["loop"] == (tc.EvaluationError, f"{kind}: the matrix has an entry that is not finite (NaN or inf)")
+    kind, label = what.split()[-1], LINALG_LABELS[what]
+    message = f"{kind}({label}): the matrix {label} has an entry that is not finite (NaN or inf)"
+    assert caught["loop"] == (tc.EvaluationError, message)
