@@ -195,14 +195,23 @@ def _bands_clipped(banded, items, shape):
 
 
 def _bands_dense(banded, shape):
-    \"\"\"The dense ``shape`` matrix of ``banded``: zeros, each band written (added, where
-    bands overlap) at its strided stretch of the flattened matrix.\"\"\"
+    \"\"\"The dense ``shape`` matrix of ``banded`` (:data:`WRITE_BANDS_SOURCE`'s ``_write_bands``).\"\"\"
     bands, values = banded
     keys = _band_keys(shape[1], bands)
-    disjoint = _band_disjoint(keys)
+    return _write_bands(values, shape, keys, _band_disjoint(keys))
+"""
+
+#: the dense matrix of bands as the generated code writes it: one text, which the shape-free
+#: ``tc.to_python()`` module's ``_bands_dense`` (:data:`BAND_SOURCE`, written with it) and the
+#: ``tc.to_python(shapes=)`` module and fused function (:mod:`.source`, with the layout's keys
+#: as constants) call
+WRITE_BANDS_SOURCE = """
+def _write_bands(values, shape, keys, disjoint):
+    \"\"\"The dense matrix of bands: zeros, each band's values written (added, where bands
+    overlap) at its strided stretch ``keys[k]`` of the flattened matrix.\"\"\"
     out = _np.zeros(shape, dtype=_np.result_type(*[v for v in values if _np.ndim(v)], _np.float64))
     flat = out.reshape(-1)
-    for key, value in _bzip(keys, values):
+    for key, value in zip(keys, values):
         if disjoint:
             flat[key] = value
         else:
@@ -210,7 +219,7 @@ def _bands_dense(banded, shape):
     return out
 """
 _namespace: dict[str, Any] = {"_np": np}
-exec(compile(BAND_SOURCE, "<tenscalc bands>", "exec"), _namespace)  # noqa: S102 - the text above
+exec(compile(BAND_SOURCE + WRITE_BANDS_SOURCE, "<tenscalc bands>", "exec"), _namespace)  # noqa: S102 - the text above
 _placed, _transposed, _clipped = _namespace["_band_placed"], _namespace["_band_transposed"], _namespace["_band_clipped"]
 _lines, _keys, _disjoint = _namespace["_band_lines"], _namespace["_band_keys"], _namespace["_band_disjoint"]
 _ranges = _namespace["_band_ranges"]

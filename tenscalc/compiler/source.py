@@ -31,6 +31,7 @@ from ..printing.text import slice_text  # the language writes slices as Python i
 from . import kernels
 from .accumulate import ACCUMULATE_SOURCE, Dense, Part, block_rows, part_lists
 from .backends import letters
+from .banded import WRITE_BANDS_SOURCE
 from .fused import BandSum, Chain, ChainWriter, Spelling, Tiles, band_tuple, tiles_lines
 from .generated import (
     ALIASES,
@@ -89,19 +90,7 @@ def _stretch(value, first, stop, every):
     """Entries ``first:stop:every`` of a band value; a number stays a number."""
     return value if _np.ndim(value) == 0 else value[first:stop:every]
 ''',
-    "_write_bands": '''
-def _write_bands(values, shape, keys, disjoint):
-    """The dense matrix of bands: zeros, each band's values written (added, where bands
-    overlap) at its strided stretch ``keys[k]`` of the flattened matrix."""
-    out = _np.zeros(shape, dtype=_np.result_type(*[v for v in values if _np.ndim(v)], _np.float64))
-    flat = out.reshape(-1)
-    for key, value in zip(keys, values):
-        if disjoint:
-            flat[key] = value
-        else:
-            flat[key] += value
-    return out
-''',
+    "_write_bands": WRITE_BANDS_SOURCE,  # the dense matrix of bands (.banded, the shape-free module's too)
     "_adjugate": "\n" + ADJUGATE_SOURCE,
     "_accumulate": ACCUMULATE_SOURCE,
 }
@@ -112,6 +101,7 @@ REQUIRES = {
     "_linalg": ("_error", "_lapack"),
     "_symmetric": ("_error",),
     "_cholesky": ("_error", "_lapack", "_linalg", "_symmetric"),
+    "_bands": ("_write_bands",),  # the shape-free module's bands (.banded.BAND_SOURCE)
 }
 
 
