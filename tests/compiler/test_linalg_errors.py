@@ -179,3 +179,18 @@ def test_a_long_computed_matrix_is_named_by_its_text_cut_to_40_characters():
     label = message.split("(", 1)[1].split("): ", 1)[0]
     assert len(label) == 40 and label.endswith("...")
     assert message == f"inv({label}): the matrix {label} {NOT_FINITE}"
+
+
+def test_torch_compiled_whole_says_the_same_errors():
+    """jit=True (torch.compile): the checks run eagerly, and the singular matrix's error is
+    caught (compiled, torch's LinAlgError came out of the graph, past the backend's try)."""
+    pytest.importorskip("torch", reason="torch is not installed")
+    exprs = [tc.parse(CASES["inv"][0], ORDERS)]
+    good = _values(exprs, 3, _good(3))
+    run = tc.compile(exprs, backend="torch", jit=True)
+    a = good["A"].copy()
+    a[2, 1] = np.nan
+    for bad, problem in ((a, NOT_FINITE), (_singular(3, "rank 1"), "is singular")):
+        with pytest.raises(tc.EvaluationError) as caught:
+            run(dict(good, A=bad))
+        assert str(caught.value) == _message("inv", problem)
