@@ -744,6 +744,8 @@ class TorchBackend(Backend):
     def all_finite(self, x):
         import torch
 
+        if x.device.type == "cpu" and x.dtype != torch.bfloat16:  # read in place: 3 us at n = 3, torch's ops 15-30
+            return bool(np.isfinite(x.detach().numpy()).all())
         # a sum is NaN or inf where an entry is (and where it overflows, each entry is read):
         # isfinite(x).all() took 7 ms at n = 1000, against the sum's 0.6 ms and inv's 100 ms
         return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
