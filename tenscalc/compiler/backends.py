@@ -732,12 +732,14 @@ class TorchBackend(Backend):
     _eager_linalg: Callable[..., Any] | None = None
 
     def checked_linalg(self, what, x, label, k=1):
+        import torch
+
+        if not torch.compiler.is_compiling():  # eager: as it is (the wrapper below costs ~15 us a call)
+            return super().checked_linalg(what, x, label, k)
         # its checks read values (bool) and its try must see inv's own error: compiled
         # (jit=True), the singular matrix's LinAlgError came from the graph, past the try
         eager = TorchBackend._eager_linalg
         if eager is None:
-            import torch
-
             eager = TorchBackend._eager_linalg = torch.compiler.disable(Backend.checked_linalg)
         return eager(self, what, x, label, k)
 
