@@ -905,7 +905,9 @@ class _PlanWriter(_Writer):
         if inside is None:
             return f'_contract("{eq}", {", ".join(texts)})', view
         self._helper("_contract_late")
-        held = {k: _letters(tuple(names[letter] for letter in spec)) for k, spec in inside.items()}
+        # a held letter no operand carries is summed outside this einsum (a count of its
+        # length, :meth:`_letter_length`): the run-time rule reads only the einsum's own letters
+        held = {k: _letters(tuple(names[letter] for letter in spec if letter in names)) for k, spec in inside.items()}
         return f'_contract_late("{eq}", {held!r}, {", ".join(texts)})', view
 
     def _inside(self, term, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...]):

@@ -218,3 +218,23 @@ def test_records_keep_order_0_slots_in_the_einsum_at_nonzero_lengths():
     empty = _records(exprs, {"x": (0,), "A": (0, 0)})
     late = [r for r in empty if r.late]
     assert late and all(not r.eq.startswith(",") and ",," not in r.eq for r in late), [r.eq for r in late]
+
+
+#: found by the seeded fuzz campaign (seed 0, generated:12): an order-0 operand held by a
+#: summed letter that no operand of the einsum carries (its sum is a count of the length)
+FUZZ_HELD_OUTSIDE = (
+    "(((t) *(qi,il->ql) (((t *(nn,->n) 0.1)) *(j2,ji->j2j) (t))) *(j2k,->j2) (((t) *(ji1,j->) (e))"
+    " - (((t *(j2n,->) 2)) + ((t *(ik,->) 1.25))))) *(n,k->) (e - 4)"
+)
+
+
+@pytest.mark.parametrize("n", [3, 4, 1, 0])
+def test_a_held_letter_no_einsum_operand_carries_writes_and_agrees(n):
+    # the shape-free module raised KeyError while writing it (codegen._contraction)
+    expr = tc.parse(FUZZ_HELD_OUTSIDE, {"t": 2, "e": 1})
+    rng = np.random.default_rng(n)
+    values = {"t": rng.standard_normal((n, n)), "e": rng.standard_normal(n)}
+    want = tc.evaluate(expr, values)
+    got = _run_source(tc.to_python(expr), values)
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(tc.compile(expr)(**values), want, rtol=1e-12, equal_nan=True)
