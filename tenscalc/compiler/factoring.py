@@ -144,7 +144,7 @@ class _Flops:
         out_size = math.prod(sizes[x] for x in out)
         key = (eq, op_shapes, out_size)
         if key not in self.memo:
-            self.memo[key] = [*self.search(eq, op_shapes, out_size), None]
+            self.memo[key] = [*self.search(eq, op_shapes, out_size)]
         return float(self.memo[key][1].opt_cost)
 
 

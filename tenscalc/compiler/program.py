@@ -287,8 +287,9 @@ class ShapeResolver:
         self.estimate = estimate
         shims = {name: _Shape(tuple(shape)) for name, shape in shapes.items()}
         self.lengths = [bind_lengths(graph, shims) for graph in self.graphs]
-        # (einsum, operand shapes, result size) -> path search and kernel, found once per
-        # binding: the terms of a long sum mostly repeat a few contractions
+        # (einsum, operand shapes, result size) -> [path, path info, NumPy's pair layout once
+        # asked for], found once per binding: the terms of a long sum mostly repeat a few
+        # contractions (the kernels are the closure runner's, cached by layout: .closures)
         self.contractions: dict[tuple, list[Any]] = {}
         # (term, shape, operand shapes, Gram allowed) -> its decisions (.terms.plan_term)
         self.terms: dict[tuple, Any] = {}

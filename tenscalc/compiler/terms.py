@@ -274,7 +274,7 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
     memo_key = (eq, op_shapes, core_size)
     memo = resolver.contractions.get(memo_key)
     if memo is None:
-        memo = resolver.contractions[memo_key] = [*search(eq, op_shapes, core_size), None]
+        memo = resolver.contractions[memo_key] = [*search(eq, op_shapes, core_size)]
     gram = None
     # an infinite factor goes onto the result, as the order-0 constants do
     if gram_ok and math.isfinite(factor) and all(op.diagonal is None for op in operands):
@@ -289,12 +289,12 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
         scale_at = smallest if sizes_in[smallest] < core_size and abs(factor) <= 1 else -1
     path = tuple([tuple(step) for step in memo[0]])
     # the kernels' layout of each pair (NumPy's, as gram_ok says the backend is), one per
-    # equation, shapes and path: kept after the path and the kernel in the memo
+    # equation, shapes and path: kept after the path and its info in the memo
     layout = None
     if gram_ok and gram is None:
-        if len(memo) < 4:
+        if len(memo) < 3:
             memo.append(contraction_layout(eq, op_shapes, path))
-        layout = memo[3]
+        layout = memo[2]
     return replace(plan, target=target, eq=eq, op_shapes=op_shapes, core_size=core_size, path=path,
                    gram=gram, scale_at=scale_at, layout=layout)  # fmt: skip
 
