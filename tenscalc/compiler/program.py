@@ -772,8 +772,9 @@ def stacked_groups(fenced: Sequence[Op], steps: Mapping[int, BoundStep]) -> list
     """The fenced ops of one wave, grouped where one call can compute them: ops applying
     the same elementwise function (``sin``; ``pow`` with one exponent) to one operand
     each, computed on their operands stacked.  XLA on a CPU then runs one kernel for the
-    group instead of one per value (the batched planar arm's 6 sines and 6 cosines: 2
-    fusions, was 12).  Each group keeps the wave's order; a lone op is a group of one.
+    group instead of one per value (the batched robot arm's 6 sines and 6 cosines: one
+    sine and one cosine of a 6-row stack, was 12 kernels).  Each group keeps the wave's
+    order; a lone op is a group of one.
 
     >>> from types import SimpleNamespace as N
     >>> steps = {1: N(step=N(kind="func", data="sin", args=(0,))), 2: N(step=N(kind="func", data="cos", args=(0,))),
