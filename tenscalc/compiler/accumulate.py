@@ -41,7 +41,7 @@ import numpy as np
 
 from ..core.letters import LetterClasses
 from .cost import OpCost
-from .fused import Chain, Fresh, describe
+from .fused import Chain, Fresh
 from .plan import REGROUP_LIMIT, AddItem, Plan, Step, Term, _liveness, step_reads
 
 __all__ = [
@@ -384,11 +384,11 @@ def bind_accumulate(
     resolver: Any,
     backend: Any,
     bind_term: BindTerm,
-    term_closure: Callable[[Any], Callable[[list], Any]],
+    term_description: Callable[[Any], Any],
 ) -> tuple[AccumulateRecord, OpCost]:
     """The record of the sum of ``terms`` written into one buffer, and its cost (NumPy);
-    ``term_closure``: the closure runner's closure of a term record (the first dense term's
-    array may be the buffer where its closure allocates it: :func:`takes_first`)."""
+    ``term_description``: a term record's description (:mod:`.descriptions`: the first dense
+    term's array may be the buffer where its closure allocates it, :func:`takes_first`)."""
     found = parts(terms, shape)
     size = math.prod(shape)
     costs: list[OpCost] = []  # of the small parts (vectors), computed first and held
@@ -404,7 +404,7 @@ def bind_accumulate(
         return record
 
     dense = [bound(p.term, shape) for p in found if isinstance(p, Dense)]
-    take = bool(dense) and takes_first(term_closure(dense[0]))
+    take = bool(dense) and takes_first(term_description(dense[0]))
     outers = [(bound(p.row, shape[:1]), bound(p.col, shape[1:])) for p in found if isinstance(p, Outer)]
     diagonals = [bound(p.core, shape[:1]) for p in found if isinstance(p, Diagonal)]
     broadcasts = [
@@ -469,16 +469,16 @@ def accumulate_closure(record: AccumulateRecord, term_closure: Callable[[Any], C
             return buf
         return _accumulate(buf, shape, rows, cores, spread, sources, scales, block)
 
-    return describe(run, Fresh())
+    return run
 
 
-def takes_first(fn: Callable[[list], Any]) -> bool:
+def takes_first(description: Any) -> bool:
     """Whether the first dense term's array may be the sum's buffer (written into): only
-    where its closure always returns an array nobody else holds (an elementwise chain's,
-    a contraction's new array), never an input, a view of one, or a slot read later.
-    Decided once, when binding; the closure, the fused function and ``tc.to_python``
-    follow it (``BoundStep.take``), copying the term's value otherwise."""
-    return isinstance(getattr(fn, "inline", None), (Chain, Fresh))
+    where its record describes (``description``, :mod:`.descriptions`) an array nobody else
+    holds (an elementwise chain's, a contraction's new array), never an input, a view of
+    one, or a slot read later.  Decided once, when binding; the closure, the fused function
+    and ``tc.to_python`` follow it (``BoundStep.take``), copying the term's value otherwise."""
+    return isinstance(description, (Chain, Fresh))
 
 
 def _scale(copy: Copy, env: list) -> Any:

@@ -482,9 +482,9 @@ class _Binder:
         core = replace(term, out=term.out[:1])
         records: list = []
         bound, cost = self.bind_term(core, (n,), self.dense, self.resolver, self.backend, records=records)
-        # the term and its record, for a writer that spells products itself (to_python); the fused
-        # function calls the closure the closure runner builds from ``bound``
-        value = BandTerm(core, (n,), None, records[0], bound)
+        # the term and its record, for a writer that spells products itself (to_python); the
+        # closure runner builds the term's closure from ``bound``
+        value = BandTerm(core, (n,), records[0], bound)
         self.recipe.append(("diagonal", core))
         return ([(Band(0, 0, n), value)] if n else []), cost
 

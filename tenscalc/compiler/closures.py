@@ -4,16 +4,16 @@
 (:mod:`.records`, :class:`.terms.TermPlan`, :class:`.sums.SumPlan` ...); this module reads
 them, one function per record type (:data:`CLOSURE_RUNNERS`), and builds the closure over
 the slot list that :meth:`.program.Program.run_steps` calls, for any array library (the
-``backend``).  A NumPy closure is described for the fused writer (:func:`.fused.describe`)
-where its work is elementwise ufunc calls or a view.  Nothing here decides again: the same
-record gives the same closure.
+``backend``).  Nothing here decides again: the same record gives the same closure.  What
+the fused writer may write in a closure's place is read from the same record, by the
+parallel table of :mod:`.descriptions`; a closure carries nothing a writer reads.
 
 >>> import numpy as np
 >>> from tenscalc.compiler.backends import get_backend
 >>> from tenscalc.compiler.records import PowRecord
 >>> square = closure(PowRecord((0,), 2, "square"), get_backend("numpy"))
->>> square([np.array([1.0, 3.0]), None]).tolist(), square.inline  # doctest: +ELLIPSIS
-([1.0, 9.0], Chain(calls=(Call(ufunc=<ufunc 'multiply'>, args=(Slot(index=0), Slot(index=0)), op='*'),)))
+>>> square([np.array([1.0, 3.0]), None]).tolist()
+[1.0, 9.0]
 """
 
 from __future__ import annotations
@@ -28,25 +28,7 @@ from .accumulate import AccumulateRecord, accumulate_closure
 from .backends import Backend
 from .banded import write_bands
 from .cholesky import factor_det, factor_inv, torch_factor
-from .fused import (
-    BandNumber,
-    BandRef,
-    BandScaled,
-    BandStretch,
-    BandSum,
-    BandTerm,
-    Call,
-    Chain,
-    Const,
-    Fresh,
-    Same,
-    Slot,
-    Temp,
-    Terms,
-    View,
-    band_stretch,
-    describe,
-)
+from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandTerm, band_stretch
 from .generated import cholesky_det, cholesky_factor, cholesky_inv, linalg_adj, linalg_det, linalg_inv
 from .kernels import contraction_kernel, gram_contraction
 from .records import (
@@ -67,8 +49,9 @@ from .records import (
     TwinRecord,
 )
 from .sums import sum_closure
+from .terms import TermPlan
 
-__all__ = ["CLOSURE_RUNNERS", "StepFn", "closure"]
+__all__ = ["CLOSURE_RUNNERS", "StepFn", "closure", "term_kernel"]
 
 StepFn = Callable[[list], Any]
 
@@ -95,52 +78,27 @@ def _constant(record: ConstantRecord, backend: Backend) -> StepFn:
 def _func(record: FuncRecord, backend: Backend) -> StepFn:
     fn = backend.func(record.name)
     a = record.slot
-    run = lambda env: fn(env[a])  # noqa: E731
-    if backend.name == "numpy" and isinstance(fn, np.ufunc) and fn.nin == 1:
-        run = describe(run, Chain((Call(fn, (Slot(a),)),)))
-    elif backend.name == "numpy" and record.name == "relu":  # np.maximum(x, 0.0)
-        run = describe(run, Chain((Call(np.maximum, (Slot(a), Const(0.0))),)))
-    return run
+    return lambda env: fn(env[a])
 
 
 def _pow(record: PowRecord, backend: Backend) -> StepFn:
-    numpy = backend.name == "numpy"
     form, a = record.form, record.args[0]
     if form == "both":
         b = record.args[1]
-        both = lambda env: backend.power(env[a], env[b])  # noqa: E731
-        if numpy:  # NumpyBackend.power is np.power (operands of different shapes broadcast)
-            both = describe(both, Chain((Call(np.power, (Slot(a), Slot(b))),)))
-        return both
+        return lambda env: backend.power(env[a], env[b])
     if form == "same":  # x itself, no new array
-        return describe(lambda env: env[a], Same(a))
+        return lambda env: env[a]
     if form == "square":
-        square = lambda env: env[a] * env[a]  # noqa: E731
-        if numpy:
-            square = describe(square, Chain((Call(np.multiply, (Slot(a), Slot(a)), "*"),)))
-        return square
+        return lambda env: env[a] * env[a]
     if form == "reciprocal":
-        reciprocal = lambda env: 1.0 / env[a]  # noqa: E731
-        if numpy:
-            reciprocal = describe(reciprocal, Chain((Call(np.divide, (Const(1.0), Slot(a)), "/"),)))
-        return reciprocal
+        return lambda env: 1.0 / env[a]
     if form == "inverse_square":
-        inverse_square = lambda env: 1.0 / (env[a] * env[a])  # noqa: E731
-        if numpy:
-            calls = (Call(np.multiply, (Slot(a), Slot(a)), "*"), Call(np.divide, (Const(1.0), Temp(0)), "/"))
-            inverse_square = describe(inverse_square, Chain(calls))
-        return inverse_square
+        return lambda env: 1.0 / (env[a] * env[a])
     if form == "sqrt":
         sqrt = backend.func("sqrt")
-        root = lambda env: sqrt(env[a])  # noqa: E731
-        if numpy:
-            root = describe(root, Chain((Call(np.sqrt, (Slot(a),)),)))
-        return root
+        return lambda env: sqrt(env[a])
     exponent = float(record.exponent)  # type: ignore[arg-type]  # form "power" has one
-    power = lambda env: backend.power(env[a], exponent)  # noqa: E731
-    if numpy:  # NumpyBackend.power is np.power
-        power = describe(power, Chain((Call(np.power, (Slot(a), Const(exponent))),)))
-    return power
+    return lambda env: backend.power(env[a], exponent)
 
 
 def _slice(record: SliceRecord, backend: Backend) -> StepFn:
@@ -149,7 +107,7 @@ def _slice(record: SliceRecord, backend: Backend) -> StepFn:
     if record.output:  # never hand out a view of the caller's array
         return lambda env: _copy(take(env[a], key))
     if backend.name == "numpy":
-        return describe(lambda env: env[a][key], View(a, key))
+        return lambda env: env[a][key]
     return lambda env: take(env[a], key)  # basic indexing: a view, no copy
 
 
@@ -179,7 +137,6 @@ def _linalg(record: LinalgRecord, backend: Backend) -> StepFn:
 def _sum(record: SumRecord, backend: Backend) -> StepFn:
     plan, tiles = record.sum, record.tiles
     run = sum_closure(plan, backend)
-    mutable = backend.mutable and backend.name == "numpy"
     if tiles is not None:
         parts, shape = list(tiles.parts), tiles.shape
 
@@ -193,11 +150,7 @@ def _sum(record: SumRecord, backend: Backend) -> StepFn:
                 out[key] = value
             return out
 
-        return describe(run_tiles, tiles)
-    if mutable and plan.chain is not None and not plan.added and not plan.broadcast:
-        return describe(run, plan.chain)  # the dense parts' ufunc calls: written inline
-    if mutable and plan.fresh:
-        return describe(run, Fresh())  # a new array, aliasing none of its reads
+        return run_tiles
     return run
 
 
@@ -214,6 +167,16 @@ def _layout_kernel(layout: Any) -> Callable[..., Any]:
 @functools.lru_cache(maxsize=KERNELS_KEPT)
 def _library_kernel(backend: Backend, eq: str, op_shapes: tuple, path: tuple) -> Callable[..., Any]:
     return backend.contraction(eq, list(op_shapes), [tuple(step) for step in path])
+
+
+def term_kernel(plan: TermPlan, backend: Backend) -> Callable[..., Any]:
+    """The callable contracting a term's core as its record says (the closure runner's, and
+    what :mod:`.descriptions` asks whether it is ``np.multiply``)."""
+    if plan.gram is not None:  # Xᵀ diag(d) X: symmetric, half the flops through syrk
+        return gram_contraction(plan.gram, [op.letters for op in plan.operands], plan.target, plan.factor)
+    if plan.layout is not None:  # NumPy: the kernels of the record's layout, which to_python writes too
+        return _layout_kernel(plan.layout)
+    return _library_kernel(backend, plan.eq, plan.op_shapes, plan.path)
 
 
 def _term(record: TermRecord, backend: Backend) -> StepFn:
@@ -234,14 +197,8 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
         return lambda env: backend.full(shape, value, env[-1])
     operands = plan.operands
     values = [None if value is None else backend.from_numpy(value) for value in record.constants]
-    target, gram, scale_at, path = plan.target, plan.gram, plan.scale_at, plan.path
-    specs = [op.letters for op in operands]
-    if gram is not None:  # Xᵀ diag(d) X: symmetric, half the flops through syrk
-        contract = gram_contraction(gram, specs, target, factor)
-    elif plan.layout is not None:  # NumPy: the kernels of the record's layout, which to_python writes too
-        contract = _layout_kernel(plan.layout)
-    else:
-        contract = _library_kernel(backend, plan.eq, plan.op_shapes, path)
+    scale_at = plan.scale_at
+    contract = term_kernel(plan, backend)
     after = record.after
     late, held = plan.late, plan.held  # order-0 slots at a sum over an empty axis (.terms.LATE_SOURCE)
     fetch = [(index, op.slot, op.diagonal) for index, op in enumerate(operands)]
@@ -270,46 +227,32 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
             result = result * env[slot]
         return result
 
-    # the common shapes of a term, without the general path's list and tests
-    numpy = backend.name == "numpy"
-    if late or held:
-        core = general_core
-    elif plain and len(slots) == 2 and scale_at is None and after == 1.0:
+    # the common shapes of a term, without the general path's list and tests (the record's form)
+    form = record.core
+    if form == "pair":
         first, second = cast("list[int]", slots)  # the common binary product: one call, no list
 
         def core(env):
             return contract(env[first], env[second])
 
-        if numpy and contract is np.multiply:
-            core = describe(core, Chain((Call(np.multiply, (Slot(first), Slot(second))),)))
-
-    elif plain and len(slots) == 1 and scale_at == -1 and after == 1.0 and specs[0] == target:
+    elif form == "scaled":
         (only,) = cast("list[int]", slots)  # c * x: one multiplication, no contraction call
 
         def core(env):
             return env[only] * factor
 
-        if numpy:
-            core = describe(core, Chain((Call(np.multiply, (Slot(only), Const(factor)), "*"),)))
-
-    elif plain and len(slots) == 2 and scale_at == -1 and after == 1.0:
+    elif form == "scaled pair":
         first, second = cast("list[int]", slots)
 
         def core(env):
             return contract(env[first], env[second]) * factor
 
-        if numpy and contract is np.multiply:
-            calls = (Call(np.multiply, (Slot(first), Slot(second))), Call(np.multiply, (Temp(0), Const(factor)), "*"))
-            core = describe(core, Chain(calls))
-
     else:
         core = general_core
 
-    if numpy and getattr(core, "inline", None) is None and (gram is not None or any(len(p) == 2 for p in path)):
-        core = describe(core, Fresh())  # a pairwise product allocates the result
     produce = core
     if plan.broadcast:
-        index = tuple(slice(None) if letter in target else None for letter in plan.unique)
+        index = tuple(slice(None) if letter in plan.target else None for letter in plan.unique)
 
         def expanded(env):
             return backend.broadcast(core(env)[index], unique_shape)
@@ -333,12 +276,6 @@ def _terms(record: TermsRecord, backend: Backend) -> StepFn:
             total = total + fn(env)
         return total
 
-    if backend.name == "numpy" and record.shape != ():
-        # every term's closure returns an array of the product's shape (the core, its
-        # broadcast, or its diagonal written out), so the running total may be added into
-        # in place; into the first term's own array only if it is fresh
-        first = getattr(fns[0], "inline", None)
-        run = describe(run, Terms(tuple(fns), isinstance(first, (Chain, Fresh))))
     return run
 
 
@@ -361,8 +298,7 @@ def _full_sums(record: FullSumsRecord, backend: Backend) -> StepFn:
 
 def _transposed(record: TransposedRecord, backend: Backend) -> StepFn:
     compute = _term(record.term, backend)
-    # not described for the fused function: a view, whose buffer it must never reuse
-    return lambda env: compute(env).T
+    return lambda env: compute(env).T  # a view of the result
 
 
 def _accumulate(record: AccumulateRecord, backend: Backend) -> StepFn:
@@ -374,7 +310,7 @@ def _band(record: BandRecord, backend: Backend) -> StepFn:
     values = record.values
     if isinstance(values, BandNumber):  # a constant's numbers
         numbers = values.value
-        return describe(lambda env: numbers, values)
+        return lambda env: numbers
     fns = [[_band_part(part, backend) for part in group] for group in values.groups]
 
     def run(env: list) -> tuple:
@@ -386,17 +322,17 @@ def _band(record: BandRecord, backend: Backend) -> StepFn:
             out.append(total)
         return tuple(out)
 
-    return describe(run, BandSum(tuple(tuple(group) for group in fns)))
+    return run
 
 
 def _band_part(part: Any, backend: Backend) -> StepFn:
-    """The closure of one band value's description, described by it (its inner values by theirs)."""
+    """The closure of one band value's description (its inner values' closures inside)."""
     if isinstance(part, BandRef):
         slot, k = part.slot, part.k
-        return describe(lambda env: env[slot][k], part)
+        return lambda env: env[slot][k]
     if isinstance(part, BandNumber):
         number = part.value
-        return describe(lambda env: number, part)
+        return lambda env: number
     if isinstance(part, BandScaled):
         value, stretches, factor = _band_part(part.value, backend), part.stretches, part.factor
 
@@ -406,15 +342,12 @@ def _band_part(part: Any, backend: Backend) -> StepFn:
                 result = result * env[slot][key]
             return result * factor if factor != 1 else result
 
-        return describe(scaled, BandScaled(value, stretches, factor))
+        return scaled
     if isinstance(part, BandStretch):
         inner, first, stop, every = _band_part(part.value, backend), part.first, part.stop, part.every
-        return describe(
-            lambda env: band_stretch(inner(env), first, stop, every), BandStretch(inner, first, stop, every)
-        )
+        return lambda env: band_stretch(inner(env), first, stop, every)
     assert isinstance(part, BandTerm), f"a band value's description: {part!r}"
-    fn = _term(part.bound, backend)
-    return describe(lambda env: fn(env), BandTerm(part.term, part.shape, fn, part.record, part.bound))
+    return _term(part.bound, backend)
 
 
 def _twin(record: TwinRecord, backend: Backend) -> StepFn:

@@ -7,17 +7,18 @@ Python around it.  :func:`fuse` writes the whole bound program as straight-line
 source, compiled once per shape signature on its second call (the first call binds
 and runs the loop: a function called once does not pay for compiling source):
 
-* a step the binder described as elementwise (:class:`Chain`: NumPy ufunc calls on
-  slots, numbers and its own temporaries), a basic-index view (:class:`View`), a
+* a step whose record describes it as elementwise (:class:`Chain`: NumPy ufunc calls on
+  slots, numbers and its own temporaries), a basic-index view (:class:`View`) or a
   sum of parts tiling an empty array (:class:`Tiles`, each part computed straight
-  into its strided view when only the sum reads it) or a banded step
-  (:class:`BandSum`: a tuple of band-value expressions) is written inline;
+  into its strided view when only the sum reads it) is written inline (each op's
+  description, :attr:`.lowered.Op.inline`, is read from its record by :mod:`.descriptions`);
 * the ops of the kinds in :data:`WRITTEN` (contractions, a product's terms added in
   place, shared pairs, sums into one buffer, sums with broadcast, embedded or diagonal
   parts (from their :class:`.sums.SumPlan`), constants, slices, embeds, banded steps
-  and their dense twins, ``inv``, ``det`` and ``adj``, Cholesky factors and their
-  readers) are written by the writer of ``tc.to_python(shapes=)``
-  (:class:`.source.FusedOpSource`): the module's statements, no closure called;
+  and their dense twins (:class:`BandSum`: a tuple of band-value expressions), ``inv``,
+  ``det`` and ``adj``, Cholesky factors and their readers) are written by the writer of
+  ``tc.to_python(shapes=)`` (:class:`.source.FusedOpSource`): the module's statements, no
+  closure called;
 * ``x^1`` (:class:`Same`) is the slot itself;
 * every other step (a function that is no ufunc) is a call of its
   closure, as in the loop; an op described as :class:`Fresh` (a contraction's new
@@ -88,7 +89,6 @@ __all__ = [
     "band_stretch",
     "band_tuple",
     "band_value",
-    "describe",
     "fresh_results",
     "fuse",
     "tiles_lines",
@@ -189,14 +189,17 @@ class Fresh:
 
 @dataclass(frozen=True)
 class Terms:
-    """A sum of closures' values, added in order (the terms of a fused product);
-    ``fresh`` when the first one returns an array nobody else holds."""
+    """A sum of terms' values, added in order (the terms of a fused product, each as its
+    :class:`.records.TermRecord` says); ``fresh`` when the first one returns an array
+    nobody else holds."""
 
-    fns: tuple[Callable[[list], Any], ...]
     fresh: bool
 
 
 # ---- banded steps (:mod:`.banded`): a slot holds a tuple of band values (arrays or numbers)
+
+#: a band value's description: BandRef | BandNumber | BandScaled | BandStretch | BandTerm (below)
+BandValue = Any
 
 
 @dataclass(frozen=True)
@@ -216,18 +219,19 @@ class BandNumber:
 
 @dataclass(frozen=True)
 class BandScaled:
-    """A band value times the stretches ``slot[key]`` of vectors, in order, then ``factor``."""
+    """A band value (its description) times the stretches ``slot[key]`` of vectors, in
+    order, then ``factor``."""
 
-    value: Callable[[list], Any]
+    value: BandValue
     stretches: tuple[tuple[int, slice], ...]
     factor: float
 
 
 @dataclass(frozen=True)
 class BandStretch:
-    """Entries ``first:stop:every`` of a band value (a number stays a number)."""
+    """Entries ``first:stop:every`` of a band value (its description; a number stays a number)."""
 
-    value: Callable[[list], Any]
+    value: BandValue
     first: int
     stop: int
     every: int
@@ -236,22 +240,20 @@ class BandStretch:
 @dataclass(frozen=True)
 class BandTerm:
     """A band value that is the dense value of the product term ``term`` (a diagonal's core
-    vector), computed by the closure ``fn`` (None in the binder's record, :mod:`.records`;
-    the closure runner builds it from ``bound``); a writer with its own spelling of product
-    terms (:mod:`.source`) writes the term, the fused function calls ``fn``."""
+    vector): the closure runner computes it from ``bound``, a writer with its own spelling
+    of product terms (:mod:`.source`) writes it from ``record``."""
 
     term: Any
     shape: tuple[int, ...]
-    fn: Callable[[list], Any] | None
     record: Any = None  # the term's record as the binder bound it (.terms.TermPlan)
     bound: Any = None  # the term as the closure runner reads it (.records.TermRecord)
 
 
 @dataclass(frozen=True)
 class BandSum:
-    """A banded step: per band, the sum of its parts' values (left to right)."""
+    """A banded step: per band, the sum of its parts' values (their descriptions, left to right)."""
 
-    groups: tuple[tuple[Callable[[list], Any], ...], ...]
+    groups: tuple[tuple[BandValue, ...], ...]
 
 
 Inline = (
@@ -259,12 +261,6 @@ Inline = (
 )
 #: steps whose value is a new array that aliases none of the slots they read
 ALLOCATING = (Chain, Tiles, Fresh, Terms)
-
-
-def describe(fn: Callable, inline: Inline) -> Callable:
-    """``fn`` marked as computing ``inline`` (what :func:`fuse` may write in its place)."""
-    fn.inline = inline  # type: ignore[attr-defined]
-    return fn
 
 
 def part_shape(tiles: Tiles, key: tuple) -> tuple[int, ...]:
@@ -281,30 +277,26 @@ class Spelling:
     """How a source writer names what band and tile source refers to.
 
     ``slot``: a slot's value (a banded slot's: its tuple of band values); ``key``: a
-    basic index; ``number``: a number or a constant's band values; ``call``: the value
-    of a closure no record describes; ``term``: the value of a :class:`BandTerm`'s
-    product term (None: its closure is called); ``stretch``: the name of :func:`band_stretch`;
-    ``multiply``: the name of ``np.multiply``.
+    basic index; ``number``: a number or a constant's band values; ``term``: the value of
+    a :class:`BandTerm`'s product term (None: a writer of no band values, tiles only);
+    ``stretch``: the name of :func:`band_stretch`; ``multiply``: the name of ``np.multiply``.
     """
 
     slot: Callable[[int], str]
     key: Callable[[Any], str]
     number: Callable[[Any], str]
-    call: Callable[[Callable], str]
     stretch: str
     multiply: str
     term: Callable[[BandTerm], str] | None = None
 
 
-def band_value(fn: Callable[[list], Any], spell: Spelling) -> str:
-    """An expression for the band value ``fn`` computes, from its description (``fn``
-    may be a description itself).
+def band_value(inline: BandValue, spell: Spelling) -> str:
+    """An expression for the band value ``inline`` describes.
 
-    >>> spell = Spelling(lambda s: f"env[{s}]", repr, repr, lambda fn: "?", "_stretch", "_np.multiply")
+    >>> spell = Spelling(lambda s: f"env[{s}]", repr, repr, "_stretch", "_np.multiply")
     >>> band_value(BandScaled(BandRef(3, 1), ((2, slice(1, None)),), 2.0), spell)
     '((env[3][1] * env[2][slice(1, None, None)]) * 2.0)'
     """
-    inline = fn if isinstance(fn, (BandRef, BandNumber, BandScaled, BandStretch)) else getattr(fn, "inline", None)
     if isinstance(inline, BandRef):
         return f"{spell.slot(inline.slot)}[{inline.k}]"
     if isinstance(inline, BandNumber):
@@ -321,10 +313,7 @@ def band_value(fn: Callable[[list], Any], spell: Spelling) -> str:
         return f"{spell.stretch}({value}, {inline.first}, {inline.stop}, {inline.every})"
     if isinstance(inline, BandTerm) and spell.term is not None:
         return spell.term(inline)
-    if isinstance(inline, BandTerm):
-        assert inline.fn is not None, "a closure's description holds the term's closure"
-        return spell.call(inline.fn)
-    return spell.call(fn)
+    raise AssertionError(f"a band value this writer cannot spell: {inline!r}")
 
 
 def band_tuple(step: BandSum, spell: Spelling) -> str:
@@ -503,26 +492,13 @@ class _Writer:
         self.lines.append(f"{target} = {name}")
         self.lines.append(f"del {name}")
 
-    def terms(self, target: str, terms: Terms) -> None:
-        """``target = `` the sum of the terms, added into the running total's buffer
-        once it is one this function allocated."""
-        first, *rest = terms.fns
-        self.lines.append(f"_s = {self.name('_f', first)}(env)")
-        add = self.ufunc(np.add)
-        for k, fn in enumerate(rest):
-            out = ", out=_s" if terms.fresh or k > 0 else ""
-            self.lines.append(f"_s = {add}(_s, {self.name('_f', fn)}(env){out})")
-        self.lines.append(f"{target} = _s")
-        self.lines.append("del _s")
-
     @property
     def spelling(self) -> Spelling:
-        """Slots as ``env[slot]``; keys, constant bands and closures as names in the namespace."""
+        """Slots as ``env[slot]``; keys and numbers as names in the namespace (for tiles)."""
         return Spelling(
             slot=lambda slot: f"env[{slot}]",
             key=lambda key: self.name("_k", key),
             number=self.number,
-            call=lambda fn: f"{self.name('_f', fn)}(env)",
             stretch=self.stretch(),
             multiply=self.ufunc(np.multiply),
         )
@@ -557,7 +533,7 @@ def fuse(
     writer of ``tc.to_python(shapes=)``, handed in by the caller: :mod:`.source` reads this
     module's band and tile writers, so this module does not import it), the ops of the
     kinds in :data:`WRITTEN` are written by that writer: the same statements, no closure
-    called."""
+    called (without it, those ops are calls of their closures)."""
     if len(ops) > MAX_OPS:
         return None
     inlines: list[Inline | None] = [op.inline for op in ops]
@@ -620,16 +596,9 @@ def fuse(
             lines.append(f"{target} = env[{inline.slot}][{writer.name('_k', inline.key)}]")
         elif isinstance(inline, Same):
             lines.append(f"{target} = env[{inline.slot}]")
-        elif isinstance(inline, Terms):
-            writer.terms(target, inline)
-            owned.add(slot)
-        elif isinstance(inline, BandSum):
-            lines.append(f"{target} = {band_tuple(inline, writer.spelling)}")
-        elif isinstance(inline, BandNumber):
-            lines.append(f"{target} = {writer.number(inline.value)}")
-        else:
+        else:  # its closure, as the loop calls it
             lines.append(f"{target} = {writer.name('_f', fn)}(env)")
-            if isinstance(inline, Fresh):
+            if isinstance(inline, (Fresh, Terms)):
                 owned.add(slot)
         for released in dead:
             lines.append(f"env[{released}] = None")

@@ -3,10 +3,10 @@
 :func:`.program.bind` turns a plan bound to one shape signature into a list of
 :class:`Op` records.  Each says which slot it writes, which slots it reads, which
 slots die after it, the array it leaves in its slot and its estimated cost, the
-record of the binder's decisions for it (:mod:`.records`), and the closure the loop
-runs, which the closure runner (:mod:`.closures`) builds from that record alone
-(described, for NumPy, by the ``inline`` record the fused writer of :mod:`.fused`
-reads).  The runners read these records: the loop of
+record of the binder's decisions for it (:mod:`.records`), the closure the loop
+runs, which the closure runner (:mod:`.closures`) builds from that record alone, and
+what the fused writer of :mod:`.fused` may write in the closure's place, read from the
+same record by :mod:`.descriptions`.  The runners read these records: the loop of
 :meth:`.program.Program.run_steps`, the fused function, a backend's own compiler
 over the loop; :func:`program_cost` computes the whole call's cost from
 them alone.
@@ -45,7 +45,9 @@ class Op:
     slot (a diagonal core or band vector where the step is structured); ``cost``: its
     estimated cost; ``fn``: the closure over the slot list computing it, built by the
     closure runner (:mod:`.closures`) from ``record``: the binder's decisions for the op
-    (:mod:`.records`, :class:`.terms.TermPlan`, :class:`.sums.SumPlan` ...).
+    (:mod:`.records`, :class:`.terms.TermPlan`, :class:`.sums.SumPlan` ...); ``inline``: what
+    the fused writer may write in the closure's place (:mod:`.fused`), or None, read from
+    ``record`` by :func:`.descriptions.fused_description`.
     """
 
     kind: str
@@ -56,11 +58,7 @@ class Op:
     cost: OpCost
     fn: Callable[[list], Any]
     record: Any = None
-
-    @property
-    def inline(self) -> Any:
-        """What the fused writer may write in the closure's place (:mod:`.fused`), or None."""
-        return getattr(self.fn, "inline", None)
+    inline: Any = None
 
 
 def program_cost(ops: Sequence[Op]) -> Cost:

@@ -36,6 +36,7 @@ from .banded import BandStep, Layout, band_steps, write_bands
 from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
 from .closures import closure
 from .cost import Cost, OpCost
+from .descriptions import fused_description
 from .factoring import factor_shared, scale_broadcasts
 from .fused import Same, Tiles, fresh_results, fuse
 from .kernels import laid_in_order
@@ -574,7 +575,8 @@ def bind(
         """The op deciding ``record``; its closure, the closure runner's (:mod:`.closures`)."""
         if guard is not None and cost.largest_intermediate > guard:  # refuse before any call allocates
             check_entries(cost.largest_intermediate, what=f"an intermediate of step {slot}")
-        ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, closure(record, backend), record))
+        fn, inline = closure(record, backend), fused_description(record, backend)  # both from the record alone
+        ops.append(Op(kind, slot, tuple(read), tuple(dead), tuple(shape), cost, fn, record, inline))
 
     resolver.slot_nodes = {step.index: step.node for step in plan.steps}
     for step in plan.steps:
@@ -1456,7 +1458,8 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
     if backend.name == "numpy" and backend.mutable and accumulates(terms, shape):
         # one buffer, outer products gathered into one GEMM, diagonals through a view (a
         # sum of general terms only is added below, as the fused function writes it)
-        return bind_accumulate(terms, shape, shapes, resolver, backend, _bind_term, partial(closure, backend=backend))
+        describe = partial(fused_description, backend=backend)
+        return bind_accumulate(terms, shape, shapes, resolver, backend, _bind_term, describe)
     alone = is_output and len(terms) == 1
     bound = [_bind_term(term, shape, shapes, resolver, backend, alone) for term in terms]
     if len(bound) == 1:

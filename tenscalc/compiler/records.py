@@ -41,6 +41,7 @@ __all__ = [
     "LinalgRecord",
     "PowRecord",
     "SliceRecord",
+    "TERM_CORES",
     "FullSumsRecord",
     "SumRecord",
     "TermRecord",
@@ -146,6 +147,13 @@ class SumRecord:
     tiles: Tiles | None = None
 
 
+#: the forms a term's core takes (:attr:`TermRecord.core`): ``fill`` (one number everywhere),
+#: ``pair`` (one kernel call on two slots), ``scaled`` (``c * x``), ``scaled pair`` (one kernel
+#: call, times the factor) and ``general`` (the path's list, diagonal reads, constants, held
+#: and late order-0 slots)
+TERM_CORES = ("fill", "pair", "scaled", "scaled pair", "general")
+
+
 @dataclass(frozen=True)
 class TermRecord:
     """One einsum term at one shape: its decisions (:class:`.terms.TermPlan`: equation, path,
@@ -156,6 +164,25 @@ class TermRecord:
     plan: TermPlan
     constants: tuple[Any, ...] = field(repr=False)
     after: float = 1.0
+
+    @property
+    def core(self) -> str:
+        """How the core is computed (:data:`TERM_CORES`): the closure runner builds that
+        closure and :mod:`.descriptions` describes that one, so the two cannot disagree."""
+        plan = self.plan
+        if plan.fill is not None:
+            return "fill"
+        plain = all(op.diagonal is None and op.slot is not None for op in plan.operands)
+        if plan.late or plan.held or not plain or self.after != 1.0:
+            return "general"
+        count = len(plan.operands)
+        if count == 2 and plan.scale_at is None:
+            return "pair"
+        if count == 1 and plan.scale_at == -1 and plan.operands[0].letters == plan.target:
+            return "scaled"
+        if count == 2 and plan.scale_at == -1:
+            return "scaled pair"
+        return "general"
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,6 @@ class ProgramSource:
             slot=lambda slot: self.bands.get(slot) or self.names[slot],
             key=repr,  # basic indexes: slices, tuples of slices and integers, each its own source
             number=self._band_number,
-            call=_undescribed,
             stretch="_stretch",
             multiply="_np.multiply",
             # a band's core term: written from the record its op holds (.banded)
@@ -651,10 +650,6 @@ def key_text(key: tuple) -> str:
         return str(item)
 
     return f"_np.s_[{', '.join(one(item) for item in key)}]" if key else "_np.s_[()]"
-
-
-def _undescribed(fn: Callable) -> str:
-    raise AssertionError(f"a band value without a description: {fn!r}")  # the binder describes every one
 
 
 def _atom(text: str) -> str:

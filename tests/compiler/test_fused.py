@@ -22,7 +22,7 @@ import pytest
 import tenscalc as tc
 from tenscalc.compiler import fused as fused_module
 from tenscalc.compiler.cost import OpCost
-from tenscalc.compiler.fused import Call, Chain, Slot, View, describe, fresh_results, fuse
+from tenscalc.compiler.fused import Call, Chain, Slot, View, fresh_results, fuse
 from tenscalc.compiler.lowered import Op
 from tenscalc.compiler.program import Program
 from tests.fuzz.generate import Generator
@@ -130,17 +130,17 @@ def test_the_extended_rosenbrock_gradient_reuses_buffers_and_writes_its_parts_in
 def test_a_buffer_a_view_still_reads_is_never_reused():
     # slot 1 = x * x; slot 2 = a view of slot 1; slot 3 = slot 1 + 1 with slot 1 released
     # there: slot 1's buffer would be free, but slot 2 still shows into it
-    square = describe(lambda env: env[0] * env[0], Chain((Call(np.multiply, (Slot(0), Slot(0))),)))
-    view = describe(lambda env: env[1][1:], View(1, (slice(1, None),)))
-    plus = describe(lambda env: env[1] + 1.0, Chain((Call(np.add, (Slot(1), fused_module.Const(1.0))),)))
-    times = describe(lambda env: env[3] * 2.0, Chain((Call(np.multiply, (Slot(3), fused_module.Const(2.0))),)))
+    square = Chain((Call(np.multiply, (Slot(0), Slot(0))),))
+    view = View(1, (slice(1, None),))
+    plus = Chain((Call(np.add, (Slot(1), fused_module.Const(1.0))),))
+    times = Chain((Call(np.multiply, (Slot(3), fused_module.Const(2.0))),))
     shapes = [(4,), (4,), (3,), (4,), (4,)]
     free = OpCost(0, 0, 0)
-    ops = [
-        Op("func", 1, (0,), (), shapes[1], free, square),
-        Op("slice", 2, (1,), (), shapes[2], free, view),
-        Op("add", 3, (1,), (1,), shapes[3], free, plus),
-        Op("product", 4, (3,), (3,), shapes[4], free, times),
+    ops = [  # closures and their descriptions (the binder reads both from the op's record)
+        Op("func", 1, (0,), (), shapes[1], free, lambda env: env[0] * env[0], None, square),
+        Op("slice", 2, (1,), (), shapes[2], free, lambda env: env[1][1:], None, view),
+        Op("add", 3, (1,), (1,), shapes[3], free, lambda env: env[1] + 1.0, None, plus),
+        Op("product", 4, (3,), (3,), shapes[4], free, lambda env: env[3] * 2.0, None, times),
     ]
     made = fuse(ops, shapes, (0,), (2, 4), 5, {})
     assert made is not None

@@ -2,13 +2,14 @@
 
 The binder keeps each op's decisions in a record (``Op.record``: :mod:`tenscalc.compiler.records`,
 ``TermPlan``, ``SumPlan`` ...), and the runners read the records, one function per op kind or
-record type each: the closure runner (``closures.CLOSURE_RUNNERS``), the NumPy source writer
+record type each: the closure runner (``closures.CLOSURE_RUNNERS``), the fused writer's
+descriptions (``descriptions.FUSED_DESCRIPTIONS``), the NumPy source writer
 (``source.OP_WRITERS``, its plan steps by ``source.SOURCE_RULES``) and the float runner
 (``scalar.SCALAR_RULES``, for the kinds whose op can be a number computed from numbers).
 Here: every op kind the binder makes (``program.OP_RECORDS``) has an entry in every table,
 and every op of the runner corpus (and of a declared positive-definite matrix's Cholesky
-program) carries a record of its kind whose closure, rebuilt from the record alone, computes
-the values the loop computed.
+program) carries a record of its kind whose closure and description, rebuilt from the record
+alone, compute the values the loop computed and say what the op says.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 
 import tenscalc as tc
 from tenscalc.compiler.closures import CLOSURE_RUNNERS, closure
+from tenscalc.compiler.descriptions import FUSED_DESCRIPTIONS, fused_description
 from tenscalc.compiler.fused import WRITTEN
 from tenscalc.compiler.program import BIND_RULES, OP_RECORDS
 from tenscalc.compiler.scalar import SCALAR_RULES
@@ -80,6 +82,7 @@ def test_every_op_kind_has_an_entry_in_every_table():
     assert set(BIND_RULES) <= set(OP_RECORDS), set(BIND_RULES) - set(OP_RECORDS)
     records = {record for types in OP_RECORDS.values() for record in types}
     assert records == set(CLOSURE_RUNNERS), records ^ set(CLOSURE_RUNNERS)
+    assert set(FUSED_DESCRIPTIONS) == set(CLOSURE_RUNNERS), set(FUSED_DESCRIPTIONS) ^ set(CLOSURE_RUNNERS)
     assert set(OP_WRITERS) == set(OP_RECORDS), set(OP_WRITERS) ^ set(OP_RECORDS)
     assert set(SOURCE_RULES) == set(BIND_RULES), set(SOURCE_RULES) ^ set(BIND_RULES)
     assert WRITTEN <= set(OP_RECORDS), WRITTEN - set(OP_RECORDS)  # what the fused function writes with it
@@ -108,6 +111,15 @@ def _same(rebuilt, original) -> bool:
     if hasattr(original, "lower"):  # PyTorch's Cholesky factor
         return type(rebuilt) is type(original) and _same(rebuilt.lower, original.lower)
     return type(rebuilt) is type(original) and rebuilt == original
+
+
+def _same_description(rebuilt, original) -> bool:
+    """The two descriptions are equal (a constant band's numbers compared as arrays)."""
+    if type(rebuilt) is not type(original):
+        return False
+    if hasattr(original, "value") and isinstance(original.value, (tuple, np.ndarray)):  # BandNumber
+        return _same(rebuilt.value, original.value)
+    return rebuilt == original
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -143,7 +155,9 @@ def _check_records(case: str, library: str) -> None:
         env[op.slot] = op.fn(env)  # the loop's value (nothing released: every slot stays readable)
         rebuilt = closure(op.record, backend)
         assert rebuilt is not op.fn
-        assert type(getattr(rebuilt, "inline", None)) is type(op.inline), (name, op.kind)
+        # what the writers read is the record's description, never an attribute of a closure
+        assert _same_description(fused_description(op.record, backend), op.inline), (name, op.kind)
+        assert not hasattr(op.fn, "inline") and not hasattr(rebuilt, "inline"), (name, op.kind)
         assert _same(rebuilt(before), env[op.slot]), (name, op.kind, op.record)
     if case in EXTRA:  # each reaches the kinds it is there for (a pd matrix: its factor and three readers)
         wanted = {"cholesky", "inv", "det", "func"} if "positive-definite" in case else {case.split()[0]}

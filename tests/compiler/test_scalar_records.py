@@ -14,7 +14,8 @@ import numpy as np
 import tenscalc as tc
 from tenscalc.compiler import program as program_module
 from tenscalc.compiler.closures import CLOSURE_RUNNERS
-from tenscalc.compiler.fused import Call, Chain, Slot, describe
+from tenscalc.compiler.descriptions import FUSED_DESCRIPTIONS
+from tenscalc.compiler.fused import Call, Chain, Slot
 from tenscalc.compiler.program import Program
 from tenscalc.compiler.records import FuncRecord
 from tenscalc.compiler.scalar import ScalarProgram
@@ -90,17 +91,22 @@ def test_a_program_without_ops_gives_an_array_input_to_the_numpy_program():
     assert float(scalar(x=2.5)) == 2.5 and isinstance(scalar._last[1], ScalarProgram)
 
 
-def _cos_for_sin(run_func):
-    """A closure runner of functions that runs ``sin`` as ``cos`` (closure and description): a
-    decision the float runner can only follow by reading the op's record of it."""
+def _cos_for_sin(run_func, describe_func):
+    """A closure runner and a describer of functions that run ``sin`` as ``cos``: a decision
+    the float runner can only follow by reading the op's description of it."""
 
     def run(record, backend):
         if record.name != "sin":
             return run_func(record, backend)
         a = record.slot
-        return describe(lambda env: np.cos(env[a]), Chain((Call(np.cos, (Slot(a),)),)))
+        return lambda env: np.cos(env[a])
 
-    return run
+    def describe(record, backend):
+        if record.name != "sin":
+            return describe_func(record, backend)
+        return Chain((Call(np.cos, (Slot(record.slot),)),))
+
+    return run, describe
 
 
 def test_functions_and_powers_are_written_from_the_binders_chains(monkeypatch):
@@ -115,7 +121,9 @@ def test_functions_and_powers_are_written_from_the_binders_chains(monkeypatch):
         chains[op.kind].append(op.inline)
     # every function and power (x^y included) is described, none left to a rule of the float runner
     assert chains["func"] and chains["pow"] and all(isinstance(c, Chain) for c in chains["func"] + chains["pow"])
-    monkeypatch.setitem(CLOSURE_RUNNERS, FuncRecord, _cos_for_sin(CLOSURE_RUNNERS[FuncRecord]))
+    run_cos, describe_cos = _cos_for_sin(CLOSURE_RUNNERS[FuncRecord], FUSED_DESCRIPTIONS[FuncRecord])
+    monkeypatch.setitem(CLOSURE_RUNNERS, FuncRecord, run_cos)
+    monkeypatch.setitem(FUSED_DESCRIPTIONS, FuncRecord, describe_cos)
     other = tc.compile(exprs)
     rng = np.random.default_rng(5)
     for _ in range(50):

@@ -170,9 +170,9 @@ def _band_terms(inline) -> list:
     if isinstance(inline, BandTerm):
         return [inline]
     if isinstance(inline, BandSum):
-        return [term for group in inline.groups for fn in group for term in _band_terms(fn.inline)]
+        return [term for group in inline.groups for part in group for term in _band_terms(part)]
     if isinstance(inline, (BandScaled, BandStretch)):
-        return _band_terms(inline.value.inline)
+        return _band_terms(inline.value)
     return []
 
 
