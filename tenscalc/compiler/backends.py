@@ -93,6 +93,26 @@ class Backend:
     #: whether the binder marks the values :meth:`fence` keeps (``Program.fenced``)
     fences = False
 
+    # ---- what the compiler may choose for this library, by capability (never by its name:
+    # a new backend states what it can do; tests/compiler/test_backend_capabilities.py)
+
+    #: whether its arrays are NumPy arrays, written in place where a helper says so: the helper
+    #: texts the generated NumPy source runs (a sum's parts, :data:`.sums.PARTS_HELPER`; a sum
+    #: into one buffer, :data:`.accumulate.ACCUMULATE_SOURCE`; the checked ``inv``, ``det`` and
+    #: ``adj`` and the Cholesky factor of :mod:`.generated`; a tiled sum's strided writes into
+    #: an empty array; banded steps and their dense value, :mod:`.banded`) run on them as they
+    #: are, so the binder may bind the forms only those compute
+    runs_numpy_helpers = False
+    #: whether its contractions run as NumPy's kernels laid out pair by pair (:mod:`.kernels`:
+    #: matmul and multiply, Gram forms through syrk): the binder chooses each pair's layout and
+    #: the matrix intermediates computed transposed (handed on as a transposed view)
+    runs_numpy_kernels = False
+    #: whether a bound program may run as NumPy source written from its ops' descriptions (the
+    #: fused function of :mod:`.fused` with ufuncs' ``out=`` buffers, and an all-scalar
+    #: program's Python floats, :mod:`.scalar`): the binder describes its ops for them
+    #: (:mod:`.descriptions`)
+    runs_numpy_source = False
+
     def __init__(self) -> None:
         self._functions: dict[str, Callable] = {}
 
@@ -491,6 +511,9 @@ def _numeric(name: str, value: Any) -> np.ndarray:
 class NumpyBackend(Backend):
     name = "numpy"
     mutable = True
+    runs_numpy_helpers = True
+    runs_numpy_kernels = True
+    runs_numpy_source = True
 
     def load(self) -> None:
         pass

@@ -106,8 +106,6 @@ def _slice(record: SliceRecord, backend: Backend) -> StepFn:
     take = backend.take  # torch spells a negative step its own way
     if record.output:  # never hand out a view of the caller's array
         return lambda env: _copy(take(env[a], key))
-    if backend.name == "numpy":
-        return lambda env: env[a][key]
     return lambda env: take(env[a], key)  # basic indexing: a view, no copy
 
 
@@ -124,7 +122,7 @@ def _embed(record: EmbedRecord, backend: Backend) -> StepFn:
 
 def _linalg(record: LinalgRecord, backend: Backend) -> StepFn:
     a, k, label = record.slot, record.k, record.label
-    if backend.name == "numpy":  # the text the fused function and the generated module run (.generated)
+    if backend.runs_numpy_helpers:  # the text the fused function and the generated module run (.generated)
         if record.what == "inv":
             return lambda env: linalg_inv(env[a], label)
         if record.what == "det":
@@ -357,21 +355,21 @@ def _twin(record: TwinRecord, backend: Backend) -> StepFn:
 
 def _factor(record: FactorRecord, backend: Backend) -> StepFn:
     name, matrix = record.name, record.matrix
-    if backend.name == "torch":
-        import torch
+    if backend.runs_numpy_helpers:
+        return lambda env: cholesky_factor(env[matrix], name)  # the helper text every NumPy runner runs
+    import torch  # PyTorch: the other library that factorises (.cholesky.FACTORISING)
 
-        # its checks read the values (bool, int): torch.compile (jit=True) breaks its graph here
-        # either way, and said so in 20 lines of Dynamo warnings ("Graph break from Tensor.item()")
-        factor = torch.compiler.disable(torch_factor)
-        return lambda env: factor(name, env[matrix])
-    return lambda env: cholesky_factor(env[matrix], name)  # the helper text every NumPy runner runs
+    # its checks read the values (bool, int): torch.compile (jit=True) breaks its graph here
+    # either way, and said so in 20 lines of Dynamo warnings ("Graph break from Tensor.item()")
+    factor = torch.compiler.disable(torch_factor)
+    return lambda env: factor(name, env[matrix])
 
 
 def _factor_reader(record: FactorReaderRecord, backend: Backend) -> StepFn:
     what, factor = record.what, record.factor
     if what == "unused":  # a det read only by logs computed from the factor
         return lambda env: None
-    torch = backend.name == "torch"
+    torch = not backend.runs_numpy_helpers  # PyTorch's factor (see _factor)
     if what == "inv":
         if torch:
             return lambda env: factor_inv(env[factor], backend)

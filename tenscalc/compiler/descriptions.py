@@ -65,7 +65,7 @@ def _none(record: Any, backend: Backend) -> Description:
 
 
 def _func(record: FuncRecord, backend: Backend) -> Description:
-    if backend.name != "numpy":
+    if not backend.runs_numpy_source:
         return None
     fn, a = backend.func(record.name), record.slot
     if isinstance(fn, np.ufunc) and fn.nin == 1:
@@ -79,7 +79,7 @@ def _pow(record: PowRecord, backend: Backend) -> Description:
     form, a = record.form, record.args[0]
     if form == "same":  # x itself, with any library
         return Same(a)
-    if backend.name != "numpy":
+    if not backend.runs_numpy_source:
         return None
     if form == "both":  # NumpyBackend.power is np.power (operands of different shapes broadcast)
         return Chain((Call(np.power, (Slot(a), Slot(record.args[1]))),))
@@ -95,7 +95,7 @@ def _pow(record: PowRecord, backend: Backend) -> Description:
 
 
 def _slice(record: SliceRecord, backend: Backend) -> Description:
-    if record.output or backend.name != "numpy":  # a copy handed out; torch spells a view its own way
+    if record.output or not backend.runs_numpy_source:  # a copy handed out; torch spells a view its own way
         return None
     return View(record.slot, record.key)
 
@@ -104,7 +104,7 @@ def _sum(record: SumRecord, backend: Backend) -> Description:
     plan = record.sum
     if record.tiles is not None:
         return record.tiles
-    if not (backend.mutable and backend.name == "numpy"):
+    if not backend.runs_numpy_source:
         return None
     if plan.chain is not None and not plan.added and not plan.broadcast:
         return plan.chain  # the dense parts' ufunc calls
@@ -117,7 +117,7 @@ def _term(record: TermRecord, backend: Backend) -> Description:
     """The term's core as the closure runner computes it (:attr:`.records.TermRecord.core`),
     where the term's value is that core (not broadcast, not written on a diagonal)."""
     plan = record.plan
-    if backend.name != "numpy" or plan.fill is not None or plan.broadcast or plan.diagonal_out:
+    if not backend.runs_numpy_source or plan.fill is not None or plan.broadcast or plan.diagonal_out:
         return None
     form, slots = record.core, [op.slot for op in plan.operands]
     if form == "scaled":
@@ -134,7 +134,7 @@ def _term(record: TermRecord, backend: Backend) -> Description:
 
 
 def _terms(record: TermsRecord, backend: Backend) -> Description:
-    if backend.name != "numpy" or record.shape == ():
+    if not backend.runs_numpy_source or record.shape == ():
         return None
     # every term's closure returns an array of the product's shape (the core, its broadcast,
     # or its diagonal written out), so the running total may be added into in place; into

@@ -537,13 +537,13 @@ def bind(
     plan = scale_broadcasts(plan, folded)
     dense = [step_shape(step, resolver) for step in plan.steps]
     plan, dense, folded = factor_shared(plan, dense, folded, choose_path, resolver.contractions)
-    if backend.name == "numpy" and backend.mutable:  # sums written into one buffer
+    if backend.runs_numpy_helpers:  # sums written into one buffer (ACCUMULATE_SOURCE)
         plan, folded = gather_sums(plan, dense, folded)
     structured = _structured_slots(plan)
     banded, twins, early = _banded_slots(plan, dense, structured, resolver, backend)
     hoisted, rewritten = _shared_pairs(plan, dense, {**structured, **dict.fromkeys(banded, ())})
     transposed: set[int] = set()
-    if backend.name == "numpy":
+    if backend.runs_numpy_kernels:  # its kernels lay a pair's result out as the readers read it
         transposed = _transposed_slots(plan, rewritten, hoisted, dense, set(structured) | set(banded))
     n_slots = plan.n_slots + len(hoisted)
     for slot in twins:  # a dense copy of a banded slot for the readers that need one
@@ -677,7 +677,7 @@ def bind(
     program.steps, program.held, program.terms = bound_steps, shapes, resolver.terms
     if backend.fences:
         program.fenced = costly_shared(ops, bound_steps)
-    if backend.name == "numpy" and not resolver.estimate:
+    if backend.runs_numpy_source and not resolver.estimate:
         program.fresh = fresh_results(ops, shapes, plan.outputs, densify)
         program.fuse_later = partial(
             fuse, ops, shapes, input_slots, plan.outputs, n_slots, densify, program, resolver, op_source
@@ -898,7 +898,7 @@ def _banded_slots(
     A banded constant read densely stays a dense (cached) constant: its banded readers
     take its numbers.
     """
-    if backend.name != "numpy":
+    if not backend.runs_numpy_helpers:  # band values and their dense value: NumPy's text
         return {}, {}, {}
     banded, constants = band_steps(plan, dense, set(structured), resolver, backend, _bind_term)
     return _band_reads(plan, banded, constants)
@@ -1424,7 +1424,7 @@ def _bind_add(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
         size,
         multiplications=scaled * size,  # an upper bound: an embedded part is smaller
     )
-    mutable = backend.mutable and backend.name == "numpy"
+    mutable = backend.runs_numpy_helpers  # each part written into its view of an empty array
     embeds = [(p.slot, p.coef, p.key) for p in record.parts if p.how == "embedded"]
     tiles = None
     if mutable and not arrays and not n_diagonals and record.scalar == 0 and _partitions(embeds, shape):
@@ -1455,7 +1455,7 @@ def _bind_product(step: Step, shape, shapes, resolver, backend: Backend, is_outp
         merged = _bind_full_sums(terms, shapes, resolver)
         if merged is not None:
             return merged
-    if backend.name == "numpy" and backend.mutable and accumulates(terms, shape):
+    if backend.runs_numpy_helpers and accumulates(terms, shape):
         # one buffer, outer products gathered into one GEMM, diagonals through a view (a
         # sum of general terms only is added below, as the fused function writes it)
         describe = partial(fused_description, backend=backend)
@@ -1511,7 +1511,7 @@ def _bind_term(
     ``records``, where given, gets the term's :class:`.terms.TermPlan` (a banded step's core
     term: kept with its op, :class:`.fused.BandTerm`)."""
     # every decision is the record's (.terms: made once, read by the source writer too)
-    record = plan_term(term, shape, shapes, resolver, backend.name == "numpy", choose_path)
+    record = plan_term(term, shape, shapes, resolver, backend.runs_numpy_kernels, choose_path)
     if records is not None:
         records.append(record)
     out_size = math.prod(shape)

@@ -428,7 +428,7 @@ def scalar_program(plan: Plan, resolver: ShapeResolver, program: Program) -> Pro
     op of it is a number and the backend is NumPy; ``program`` itself otherwise.  The
     float function is written from ``program``'s own records (its bound plan, ops and
     term records), so it runs the operations the NumPy program runs, in its order."""
-    if program.backend.name != "numpy" or resolver.estimate or program.densify:
+    if not program.backend.runs_numpy_source or resolver.estimate or program.densify:
         return program
     written = scalar_source(program, resolver)
     if written is None:

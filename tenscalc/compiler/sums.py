@@ -242,7 +242,7 @@ def sum_closure(record: SumPlan, backend: Any) -> Any:
     first = next((p for p in record.parts if p.how == "embedded"), None) if record.start == "embedded" else None
     dense = next((p.slot for p in record.parts if p.how in ("dense", "broadcast")), -1)
     added = record.added
-    numpy = backend.name == "numpy" and backend.mutable
+    numpy = backend.runs_numpy_helpers  # PARTS_HELPER's in-place writes
 
     def start(env: list) -> Any:
         if chain is not None:

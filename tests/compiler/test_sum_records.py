@@ -261,7 +261,7 @@ def test_a_broadcast_part_is_read_alike_by_the_numpy_and_the_generic_closure():
     assert record.broadcast and not record.take and record.start == "chain"
     numpy = get_backend("numpy")
     generic = copy.copy(numpy)
-    generic.mutable = False  # the path every other library takes
+    generic.runs_numpy_helpers = False  # the path every other library takes (no NumPy helper text)
     s, row = np.array(1.5), np.array([1.0, 2.0, 4.0])
     expected = 2 * 1.5 + np.eye(3) + row
     for backend in (numpy, generic):
