@@ -30,9 +30,9 @@ binds them to closures over those band values:
   (total variation's difference matrix ``I[1:] - I[:-1]``).
 
 Any other reader gets the dense value, written once (:func:`write_bands`: a
-zeroed array, each band written through a strided view of its diagonal), as
-are the outputs.  Off the bands such a value is exactly 0 (as a diagonal core's
-dense form is).
+zeroed array, each band written through a strided view of its diagonal, by the text
+:data:`WRITE_BANDS_SOURCE` the generated source runs), as are the outputs.  Off the
+bands such a value is exactly 0 (as a diagonal core's dense form is).
 """
 
 from __future__ import annotations
@@ -202,9 +202,9 @@ def _bands_dense(banded, shape):
 """
 
 #: the dense matrix of bands as the generated code writes it: one text, which the shape-free
-#: ``tc.to_python()`` module's ``_bands_dense`` (:data:`BAND_SOURCE`, written with it) and the
+#: ``tc.to_python()`` module's ``_bands_dense`` (:data:`BAND_SOURCE`, written with it), the
 #: ``tc.to_python(shapes=)`` module and fused function (:mod:`.source`, with the layout's keys
-#: as constants) call
+#: as constants) and the closure loop (:func:`write_bands`, the text run here once) call
 WRITE_BANDS_SOURCE = """
 def _write_bands(values, shape, keys, disjoint):
     \"\"\"The dense matrix of bands: zeros, each band's values written (added, where bands
@@ -223,6 +223,7 @@ exec(compile(BAND_SOURCE + WRITE_BANDS_SOURCE, "<tenscalc bands>", "exec"), _nam
 _placed, _transposed, _clipped = _namespace["_band_placed"], _namespace["_band_transposed"], _namespace["_band_clipped"]
 _lines, _keys, _disjoint = _namespace["_band_lines"], _namespace["_band_keys"], _namespace["_band_disjoint"]
 _ranges = _namespace["_band_ranges"]
+_write_bands = _namespace["_write_bands"]
 
 
 @dataclass(frozen=True)
@@ -319,24 +320,14 @@ Recipe = tuple[tuple[Any, ...], ...]
 
 def write_bands(layout: Layout, values: BandValues) -> np.ndarray:
     """The dense matrix: zeros, each band written (or added, where bands overlap)
-    through a strided view of the flat array."""
-    dtype = _F64
-    for value in values:
-        if getattr(value, "dtype", _F64) is not _F64:  # complex or float32 bands: NumPy's promotion
-            dtype = np.result_type(*[v for v in values if not isinstance(v, (int, float))], np.float64)
-            break
-    out = np.zeros(layout.shape, dtype=dtype)
-    flat = out.reshape(-1)
-    if layout.disjoint:
-        for key, value in zip(layout.keys, values):
-            flat[key] = value
-    else:
-        for key, value in zip(layout.keys, values):
-            flat[key] += value
-    return out
+    through a strided view of the flat array.  It is :data:`WRITE_BANDS_SOURCE`'s
+    ``_write_bands``, the text the generated source and the fused function run, at the
+    layout's keys: one text, so the loop and the written source cannot drift apart.
 
-
-_F64 = np.dtype(np.float64)
+    >>> write_bands(Layout((2, 3), (Band(0, 0, 2), Band(0, 1, 2))), (1.0, np.array([5.0, 6.0]))).tolist()
+    [[1.0, 5.0, 0.0], [0.0, 1.0, 6.0]]
+    """
+    return _write_bands(values, layout.shape, layout.keys, layout.disjoint)
 
 
 def _merge(parts: list[tuple[Band, BandPart]]) -> tuple[tuple[Band, ...], BandSum]:

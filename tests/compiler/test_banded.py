@@ -126,6 +126,36 @@ def test_write_bands_adds_overlapping_bands():
     np.testing.assert_array_equal(write_bands(layout, values), expected)
 
 
+#: (layout, band values): disjoint and overlapping bands, numbers among arrays, float32 bands
+#: (a float64 matrix) and a complex band (a complex matrix)
+WRITE_CASES = [
+    (Layout((3, 4), (Band(0, 1, 3), Band(1, 2, 2), Band(2, 0, 1), Band(0, 0, 3))), (np.arange(3.0), 10.0, 5.0, 7.0)),
+    (Layout((2, 3), (Band(0, 0, 2), Band(0, 1, 2))), (np.float32([1, 2]), np.float32([3, 4]))),
+    (Layout((2, 3), (Band(0, 0, 2), Band(0, 1, 2))), (2.0, np.array([1j, 2.0]))),
+    (Layout((5, 7), (Band(0, 0, 3, rstep=2, cstep=1), Band(1, 0, 2, rstep=2, cstep=3))), (1.5, np.arange(2.0))),
+]
+
+
+@pytest.mark.parametrize(("layout", "values"), WRITE_CASES)
+def test_write_bands_is_the_text_the_generated_source_runs(layout, values, monkeypatch):
+    """The closure loop's dense matrix of bands is the generated source's text run once
+    (``WRITE_BANDS_SOURCE``), not a Python twin of it: the same values and dtype as the text
+    run afresh, and ``write_bands`` hands its work to the function compiled from that text."""
+    from tenscalc.compiler import banded
+
+    namespace: dict = {"_np": np}
+    exec(compile(banded.WRITE_BANDS_SOURCE, "<text>", "exec"), namespace)  # noqa: S102 - the library's own text
+    expected = namespace["_write_bands"](values, layout.shape, layout.keys, layout.disjoint)
+    got = write_bands(layout, values)
+    assert got.dtype == expected.dtype and got.shape == layout.shape
+    np.testing.assert_array_equal(got, expected)
+    assert banded._write_bands.__code__.co_filename == "<tenscalc bands>"  # compiled from the module's text
+    calls: list = []
+    monkeypatch.setattr(banded, "_write_bands", lambda *args: calls.append(args) or "the text's")
+    assert write_bands(layout, values) == "the text's"
+    assert calls == [(values, layout.shape, layout.keys, layout.disjoint)]
+
+
 def test_write_strided_bands():
     # A[2t, t] and A[1 + 2t, 3t] of a 5×7 matrix
     layout = Layout((5, 7), (Band(0, 0, 3, rstep=2, cstep=1), Band(1, 0, 2, rstep=2, cstep=3)))
