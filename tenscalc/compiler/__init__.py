@@ -36,7 +36,7 @@ from ..errors import EvaluationError
 from ..progress import optionally_verbose, stage
 from ..simplifier import simplify_many
 from .backends import Backend, ForeignArray, get_backend, mixed_dtypes_error, numeric
-from .cholesky import FACTORISING, SYMMETRY_CHECKED, check_symmetric, declared, factored
+from .cholesky import check_symmetric, declared, factored
 from .cost import Cost
 from .given_shapes import lengths
 from .plan import Plan, build_plan, paused_gc
@@ -183,12 +183,12 @@ class CompiledFunction:
         self.pd = structure.pd & set(names)
         # the symmetric inputs checked on each call (NumPy), but those the factorisation checks
         checked: frozenset[str] = frozenset()
-        if self.symmetric and backend.name in SYMMETRY_CHECKED:
-            checked = self.symmetric - (factored(self.plan, self.pd) if backend.name in FACTORISING else frozenset())
+        if self.symmetric and backend.checks_symmetry:
+            checked = self.symmetric - (factored(self.plan, self.pd) if backend.factorises else frozenset())
         self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
         #: the inputs that are an inv, det or adj's matrix, checked for a non-finite entry before a
         #: jitted JAX program runs: its steps, traced, read no values (the loop's steps check their own)
-        self._finite = linalg_inputs(self.plan, names) if backend.name == "jax" and self.jit else ()
+        self._finite = linalg_inputs(self.plan, names) if backend.jit_reads_no_values and self.jit else ()
         self._slot_count = len(self.plan.inputs)
         #: shape key -> (key, bound program, its whole-program call or None): see _bind
         self._programs: OrderedDict[tuple, Bound] = OrderedDict()

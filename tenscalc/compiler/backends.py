@@ -112,6 +112,17 @@ class Backend:
     #: program's Python floats, :mod:`.scalar`): the binder describes its ops for them
     #: (:mod:`.descriptions`)
     runs_numpy_source = False
+    #: whether a declared positive-definite matrix's ``inv``, ``det`` and ``log(det)`` are read
+    #: from one Cholesky factor per call (:mod:`.cholesky`: NumPy's helper text, PyTorch's own
+    #: factor); the others compute them by LU, the declaration trusted
+    factorises = False
+    #: whether a declared symmetric matrix is checked on its values at each call (a Dask array
+    #: is lazy: reading it would compute it)
+    checks_symmetry = False
+    #: whether its whole-program compiler traces the steps with no values to read (``jax.jit``):
+    #: the matrices of ``inv``, ``det`` and ``adj`` are then checked for a non-finite entry
+    #: before a jitted program runs (the loop's steps check their own)
+    jit_reads_no_values = False
 
     def __init__(self) -> None:
         self._functions: dict[str, Callable] = {}
@@ -514,6 +525,8 @@ class NumpyBackend(Backend):
     runs_numpy_helpers = True
     runs_numpy_kernels = True
     runs_numpy_source = True
+    factorises = True
+    checks_symmetry = True
 
     def load(self) -> None:
         pass
@@ -629,6 +642,8 @@ class NumpyBackend(Backend):
 class TorchBackend(Backend):
     name = "torch"
     mutable = True
+    factorises = True
+    checks_symmetry = True
 
     def convert(self, name, value):
         value = super().convert(name, value)
@@ -814,6 +829,8 @@ class TorchBackend(Backend):
 class JaxBackend(Backend):
     name = "jax"
     jit_default = True
+    checks_symmetry = True
+    jit_reads_no_values = True
     fences = True
     raises_singular = False  # its LU inverse of a singular matrix is inf and NaN
     fuses_sums = True  # XLA: sum(a*b + c*d) is one loop, sum(a*b) + c*sum(d) two and a reduction each
@@ -1012,6 +1029,7 @@ class CupyBackend(Backend):
     spent 115 ms of its 116 ms building and sending an n x n identity)."""
 
     name = "cupy"
+    checks_symmetry = True
     raises_singular = False  # cuSOLVER's inverse of a singular matrix is inf and NaN, unless asked to check
 
     @staticmethod

@@ -76,11 +76,6 @@ __all__ = [
 
 #: the declaration words that ask for a Cholesky factorisation
 PD_WORDS = ("pd",)
-#: the backends that factorise (the others compute inv and det by LU, the declaration trusted)
-FACTORISING = ("numpy", "torch")
-#: the backends whose values a declared symmetric matrix is checked on at each call (a Dask
-#: array is lazy: reading it would compute it)
-SYMMETRY_CHECKED = ("numpy", "torch", "jax", "cupy")
 #: the words about matrices only (as :mod:`tenscalc.convexity.assumptions` reads them)
 MATRIX_WORDS = ("symmetric", "psd", "pd", "diagonal")
 #: blocks of this many rows are mirrored at a time when the inverse's triangles are made

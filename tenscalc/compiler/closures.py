@@ -357,7 +357,7 @@ def _factor(record: FactorRecord, backend: Backend) -> StepFn:
     name, matrix = record.name, record.matrix
     if backend.runs_numpy_helpers:
         return lambda env: cholesky_factor(env[matrix], name)  # the helper text every NumPy runner runs
-    import torch  # PyTorch: the other library that factorises (.cholesky.FACTORISING)
+    import torch  # PyTorch: the other library that factorises (Backend.factorises)
 
     # its checks read the values (bool, int): torch.compile (jit=True) breaks its graph here
     # either way, and said so in 20 lines of Dynamo warnings ("Graph break from Tensor.item()")

@@ -33,7 +33,7 @@ from ..linalg import matrix_label
 from .accumulate import AccumulateRecord, Part, accumulates, bind_accumulate, gather_sums
 from .backends import Backend, get_backend
 from .banded import BandStep, Layout, band_steps, write_bands
-from .cholesky import FACTORISING, bind_factor, bind_reader, plan_factors
+from .cholesky import bind_factor, bind_reader, plan_factors
 from .closures import closure
 from .cost import Cost, OpCost
 from .descriptions import fused_description
@@ -811,7 +811,7 @@ def _operands(ops: Sequence[Op]) -> tuple[int, ...]:
 def _pd_slots(plan: Plan, pd: frozenset[str], backend: Backend) -> frozenset[int]:
     """The input slots of the matrices declared positive definite, where the backend
     factorises them by Cholesky (NumPy, PyTorch; the others take the generic path)."""
-    if backend.name not in FACTORISING:
+    if not backend.factorises:
         return frozenset()
     return frozenset(plan.inputs[name] for name in pd if name in plan.inputs)
 

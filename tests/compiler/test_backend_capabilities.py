@@ -1,12 +1,13 @@
 """The compiler asks a backend what it can do, never what it is called (issue 26).
 
 What the binder and the runners may choose for an array library (NumPy's helper texts run in
-place, its pair-by-pair kernels, the fused NumPy source) is a named capability of
+place, its pair-by-pair kernels, the fused NumPy source, a Cholesky factor per call, a symmetry
+check on the values, a jitted program's inputs checked first) is a named capability of
 :class:`tenscalc.compiler.backends.Backend`, documented there, so a new backend states what it
 can do instead of being compared by name.  Here: no compiler module but ``backends.py``
 compares a backend's name (``backend.name == "numpy"``, ``program.backend.name != ...``,
-``backend.name in NAMES``), read from the source with ``ast``, and each capability is one a
-backend states.
+``backend.name in NAMES``), read from the source with ``ast``, and each capability is off
+unless a backend states it.
 """
 
 from __future__ import annotations
@@ -16,22 +17,20 @@ import pathlib
 
 import pytest
 
-from tenscalc.compiler.backends import Backend, NumpyBackend
+from tenscalc.compiler.backends import _REGISTRY, BACKENDS, Backend
 
 COMPILER = pathlib.Path(__file__).resolve().parents[2] / "tenscalc" / "compiler"
-CAPABILITIES = ("runs_numpy_helpers", "runs_numpy_kernels", "runs_numpy_source")
-
-#: the comparisons of a name still there, each with the list of names it reads: which backends
-#: factorise a declared positive-definite matrix and check a declared symmetric one
-#: (``cholesky.FACTORISING``, ``cholesky.SYMMETRY_CHECKED``) and JAX's check of a jitted
-#: program's inputs; module -> the source of each comparison
-NOT_YET: dict[str, list[str]] = {
-    "__init__.py": [
-        "backend.name in SYMMETRY_CHECKED",
-        "backend.name in FACTORISING",
-        "backend.name == 'jax'",
-    ],
-    "program.py": ["backend.name not in FACTORISING"],
+#: capability -> the shipped backends stating it: NumPy's helper texts, kernels and fused source;
+#: the backends that factorise a declared positive-definite matrix and check a declared
+#: symmetric one (the name lists ``cholesky.FACTORISING`` and ``SYMMETRY_CHECKED`` were); JAX's
+#: check of a jitted program's linalg inputs
+CAPABILITIES = {
+    "runs_numpy_helpers": {"numpy"},
+    "runs_numpy_kernels": {"numpy"},
+    "runs_numpy_source": {"numpy"},
+    "factorises": {"numpy", "torch"},
+    "checks_symmetry": {"numpy", "torch", "jax", "cupy"},
+    "jit_reads_no_values": {"jax"},
 }
 
 
@@ -69,15 +68,15 @@ def test_the_finder_sees_each_spelling_of_a_name_comparison(tmp_path):
 def test_no_compiler_module_compares_a_backends_name(path):
     if path.name == "backends.py":  # where each backend states its capabilities
         return
-    assert sorted(_name_comparisons(path)) == sorted(NOT_YET.get(path.name, [])), path.name
+    assert _name_comparisons(path) == [], path.name
 
 
 def test_each_capability_is_documented_and_off_unless_stated():
-    """Every capability defaults to False (a new backend claims none it lacks) and is
-    documented where it is declared; NumPy's backend states each."""
+    """Every capability defaults to False (a new backend claims none it lacks), is documented
+    where it is declared, and is stated by the backends that did what it names by name before."""
     source = (COMPILER / "backends.py").read_text()
-    for capability in CAPABILITIES:
+    for capability, stating in CAPABILITIES.items():
         assert getattr(Backend, capability) is False, capability
-        assert getattr(NumpyBackend, capability) is True, capability
         declared = source.index(f"    {capability} = False")
         assert source[:declared].rstrip().splitlines()[-1].strip().startswith("#:"), capability
+        assert {name for name in BACKENDS if getattr(_REGISTRY[name], capability)} == stating, capability
