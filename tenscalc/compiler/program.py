@@ -553,6 +553,9 @@ def bind(
     n_slots += len(factors.slots)
     # per slot: the array it holds (a diagonal core for structured slots)
     shapes: list[tuple[int, ...]] = [()] * n_slots
+    for step in plan.steps:  # an input is there from the start: a factored step may read one
+        if step.kind == "input":  # that the plan meets later (y'inv(K)y + l'y: (inv(K)y + l)'y)
+            shapes[step.index] = dense[step.index]
     ops: list[Op] = []
     outputs = set(plan.outputs)
     densify: dict[int, Callable[[Any], Any]] = {}

@@ -363,3 +363,23 @@ def test_a_long_sum_is_searched_in_linear_work(shared, monkeypatch):
         tc.compile(tc.parse(src, orders)).cost(shapes)
         counts.append(calls[0])
     assert counts[1] <= 4 * 400 and counts[1] <= 2.2 * max(counts[0], 1), counts  # a few per summand
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_a_factored_sum_may_read_an_input_the_plan_meets_later(n):
+    """``y'inv(K)y + l'y`` is factored into ``(inv(K)y + l)'y``: the rewritten first
+    product reads ``l``, an input whose step comes after it.  Its shape is known from
+    the start (the fused second call raised "the binder bound no record of the term"
+    when the binder had read the input's shape as ``()``; found by the fuzz campaign)."""
+    expr = tc.parse("y *(i,ij->j) inv(K) *(j,j->) y + l *(j,j->) y + log(det(K))", {"K": 2, "y": 1, "l": 1})
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n))
+    values = {"K": a @ a.T + n * np.eye(n), "y": rng.standard_normal(n), "l": rng.standard_normal(n)}  # det K > 0
+    expected = tc.evaluate(expr, values)
+    run = tc.compile(expr)
+    assert np.isclose(run(values), expected) and np.isclose(run(values), expected)  # the loop, then fused
+    namespace: dict = {}
+    exec(tc.to_python(expr, shapes={k: np.shape(v) for k, v in values.items()}), namespace)  # noqa: S102
+    assert np.isclose(namespace["f"](**values), expected)
+    grad = tc.compile(tc.gradient(expr, "l"))
+    assert np.allclose(grad(values), values["y"]) and np.allclose(grad(values), values["y"])

@@ -4,6 +4,11 @@ Cases cycle through three kinds (generated valid problems, mutated examples,
 random strings), each from its own seed, so a finding is reproduced by its kind
 and seed (``--replay KIND:SEED``).  Each case runs under a time limit (SIGALRM
 where the platform has it); a case over it is a ``hang``.
+
+Every case is evaluated by the interpreter, ``tc.compile`` (the closure loop, then the
+fused function), the shape-free ``tc.to_python()`` and ``tc.to_python(shapes=)``;
+``--backends jax torch dask`` compiles it for those libraries too, and
+``--first-length 1`` (or 0) gives the random values an axis of length 1 (or 0).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import NoReturn
 
 import numpy as np
 
@@ -36,6 +42,19 @@ KINDS = ("generated", "mutated", "random")
 CASE_SECONDS = 20.0
 #: arrays above this are refused (an EvaluationError): keeps a campaign fast and safe
 FUZZ_MEMORY_LIMIT = 256 * 2**20
+#: array libraries a campaign can also compile for (``--backends``), each checked against evaluate
+BACKENDS = ("jax", "torch", "dask")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a campaign checks besides the NumPy evaluators: ``backends`` also compiled
+    for (their arrays in, compared as NumPy arrays out), and ``first_length`` the
+    first of the distinct axis lengths of the random values (1 gives every case an
+    axis of length 1, which broadcasts; 0 an empty one)."""
+
+    backends: tuple[str, ...] = ()
+    first_length: int = 2
 
 
 @dataclass
@@ -105,8 +124,11 @@ def time_limit(seconds: float) -> Iterator[None]:
 class _Case:
     """Runs the stages of one input, recording findings instead of raising."""
 
-    def __init__(self, case: str, text: str, orders: dict | None, summary: Summary, strict: bool):
+    def __init__(
+        self, case: str, text: str, orders: dict | None, summary: Summary, strict: bool, options: Options = Options()
+    ):
         self.case, self.text, self.orders, self.summary, self.strict = case, text, orders, summary, strict
+        self.options = options
         self.declared: dict[str, int] = dict(orders or {})
 
     def orders_of(self, name: str) -> int:
@@ -126,9 +148,12 @@ class _Case:
         except (Hang, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - exactly what the fuzzer looks for
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            self.find("crash", name, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"[:400])
-            raise _Stop() from None
+            self.crashed(name, exc)
+
+    def crashed(self, name: str, exc: Exception) -> NoReturn:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        self.find("crash", name, f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"[:400])
+        raise _Stop() from None
 
     def must(self, name: str, fn: Callable[[], object]) -> object | None:
         """A stage that must succeed once the earlier ones did (another evaluator of what
@@ -146,8 +171,10 @@ class _Case:
             raise
         except (Hang, KeyboardInterrupt):
             raise
-        except Exception:  # noqa: BLE001 - reported by stage
-            return self.stage(name, fn)
+        except Exception as exc:  # noqa: BLE001 - a crash, reported as it happened: running
+            # ``fn`` again would hide one that changed state first (a compiled function
+            # that fails while writing its fused form runs the plain loop next time)
+            self.crashed(name, exc)
 
     def agree(self, stage: str, got, expected, rtol: float = 1e-8) -> None:
         got, expected = np.asarray(got), np.asarray(expected)
@@ -169,7 +196,8 @@ class _Stop(Exception):
 
 
 def _evaluators(case: _Case, exprs: list, values: Mapping, label: str) -> list:
-    """Evaluate ``exprs`` with evaluate, compile and to_python; check they agree."""
+    """Evaluate ``exprs`` with evaluate, compile, to_python (shape-free and for these
+    shapes) and the campaign's backends; check they agree."""
     results = case.stage(f"evaluate {label}", lambda: [tc.evaluate(e, values) for e in exprs])
     run = case.must(f"compile {label}", lambda: tc.compile(exprs))
     compiled = case.must(f"compile {label}", lambda: run(values))  # binds, runs the loop of steps
@@ -185,7 +213,44 @@ def _evaluators(case: _Case, exprs: list, values: Mapping, label: str) -> list:
     generated = case.must(f"run to_python {label}", lambda: namespace["f"](**{n: values[n] for n in names}))
     for k, (a, b) in enumerate(zip(generated, results)):
         case.agree(f"to_python {label}[{k}]", a, b)
+    # the module for these shapes is compile's own program (issue 26): same values
+    shapes = {n: np.shape(values[n]) for n in names}
+    namespace = {}
+    case.must(f"to_python(shapes=) {label}", lambda: exec(tc.to_python(exprs, shapes=shapes), namespace))  # noqa: S102
+    shaped = case.must(f"run to_python(shapes=) {label}", lambda: namespace["f"](**{n: values[n] for n in names}))
+    for k, (a, b) in enumerate(zip(shaped, results)):
+        case.agree(f"to_python(shapes=) {label}[{k}]", a, b)
+    for backend in case.options.backends:
+        run_on = case.must(f"compile {label}, {backend}", lambda backend=backend: tc.compile(exprs, backend=backend))
+        native = {n: _to_backend(backend, v) for n, v in values.items()}
+        got = case.must(f"run {label}, {backend}", lambda run_on=run_on, native=native: run_on(native))
+        for k, (a, b) in enumerate(zip(got, results)):
+            case.agree(f"{backend} {label}[{k}]", _to_numpy(a), b)
     return results
+
+
+def _to_backend(backend: str, value):
+    """``value`` (a NumPy array or a float) as ``backend``'s array."""
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(value)
+    if backend == "torch":
+        import torch
+
+        return torch.as_tensor(np.asarray(value))
+    import dask.array as da
+
+    return da.from_array(np.asarray(value))
+
+
+def _to_numpy(value):
+    """A backend's result as a NumPy array (a dask array computed, a tensor copied to the host)."""
+    if hasattr(value, "compute"):
+        value = value.compute()
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
 
 
 def _texts(case: _Case, e, label: str) -> None:
@@ -199,9 +264,10 @@ def check_problem(case: _Case, expr, wrt_names: list[str], seed: int, derivative
     """Every stage for one parsed expression (shared by valid and lenient inputs)."""
     orders = dict(expr.variables)
     _texts(case, expr, "expression")
-    values = case.stage("random values", lambda: random_values(expr, seed=seed))
+    first = case.options.first_length
+    values = case.stage("random values", lambda: random_values(expr, seed=seed, first_length=first))
     for name in wrt_names:  # variables that the derivative needs but the expression lost
-        values.setdefault(name, random_values(tc.var(name, case.orders_of(name)), seed=seed)[name])
+        values.setdefault(name, random_values(tc.var(name, case.orders_of(name)), seed=seed, first_length=first)[name])
     (value,) = _evaluators(case, [expr], values, "expression")
     simplified = case.must("simplify", lambda: tc.simplify(expr))
     case.agree("simplify", case.must("evaluate simplified", lambda: tc.evaluate(simplified, values)), value)
@@ -255,9 +321,9 @@ def _complex_step_agrees(expr, x, order: int, values: Mapping) -> bool:
     return bool(np.max(np.abs(symbolic - numeric), initial=0.0) / scale < 1e-8)
 
 
-def run_generated(seed: int, summary: Summary) -> None:
+def run_generated(seed: int, summary: Summary, options: Options = Options()) -> None:
     problem = generate(seed)
-    case = _Case(f"generated:{seed}", problem.text, problem.orders, summary, strict=True)
+    case = _Case(f"generated:{seed}", problem.text, problem.orders, summary, strict=True, options=options)
     expr = case.stage("parse", lambda: tc.parse(problem.text, problem.orders))
     summary.parsed["generated"] += 1
     wrt = [n for n in sorted(expr.variables)]
@@ -267,7 +333,7 @@ def run_generated(seed: int, summary: Summary) -> None:
     check_problem(case, expr, wrt, seed, second)
 
 
-def run_lenient(kind: str, seed: int, summary: Summary) -> None:
+def run_lenient(kind: str, seed: int, summary: Summary, options: Options = Options()) -> None:
     rng = random.Random(seed)
     if kind == "mutated":
         text, orders = rng.choice(corpus())
@@ -277,7 +343,7 @@ def run_lenient(kind: str, seed: int, summary: Summary) -> None:
     if orders is None and "declare" not in text.lower():
         names = set(re.findall(r"\b[A-Za-z]\w*\b", text))
         orders = {n: rng.choice([0, 1, 1, 2]) for n in sorted(names) if n.isidentifier()}
-    case = _Case(f"{kind}:{seed}", text, orders, summary, strict=False)
+    case = _Case(f"{kind}:{seed}", text, orders, summary, strict=False, options=options)
     problem = case.stage("parse", lambda: tc.parse_problem(text, orders))
     summary.parsed[kind] += 1
     case.declared = dict(problem.orders)
@@ -285,16 +351,18 @@ def run_lenient(kind: str, seed: int, summary: Summary) -> None:
     check_problem(case, problem.expr, wrt, seed, ())
 
 
-def run_case(kind: str, seed: int, summary: Summary, seconds: float = CASE_SECONDS) -> None:
+def run_case(
+    kind: str, seed: int, summary: Summary, seconds: float = CASE_SECONDS, options: Options = Options()
+) -> None:
     summary.cases[kind] += 1
     before = len(summary.findings)
     try:
         with time_limit(seconds), warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             if kind == "generated":
-                run_generated(seed, summary)
+                run_generated(seed, summary, options)
             else:
-                run_lenient(kind, seed, summary)
+                run_lenient(kind, seed, summary, options)
     except _Stop:
         if len(summary.findings) == before and kind != "generated":
             summary.refused[kind] += 1
@@ -304,9 +372,18 @@ def run_case(kind: str, seed: int, summary: Summary, seconds: float = CASE_SECON
 
 
 def campaign(
-    seconds: float | None = None, cases: int | None = None, seed: int = 0, case_seconds: float = CASE_SECONDS
+    seconds: float | None = None,
+    cases: int | None = None,
+    seed: int = 0,
+    case_seconds: float = CASE_SECONDS,
+    options: Options = Options(),
 ) -> Summary:
-    """Run cases round-robin over the kinds until ``seconds`` or ``cases`` is reached."""
+    """Run cases round-robin over the kinds until ``seconds`` or ``cases`` is reached
+    (with JAX among the backends, its 64-bit mode is switched on: the values are float64)."""
+    if "jax" in options.backends:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
     summary = Summary()
     old_limit = tc.set_memory_limit(FUZZ_MEMORY_LIMIT)
     start = time.monotonic()
@@ -318,7 +395,7 @@ def campaign(
             if seconds is not None and time.monotonic() - start > seconds:
                 break
             kind = KINDS[k % len(KINDS)]
-            run_case(kind, seed * 1_000_003 + k // len(KINDS), summary, case_seconds)
+            run_case(kind, seed * 1_000_003 + k // len(KINDS), summary, case_seconds, options)
             k += 1
     finally:
         tc.set_memory_limit(old_limit)
@@ -334,14 +411,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case-seconds", type=float, default=CASE_SECONDS, help="a case over this is a hang")
     parser.add_argument("--replay", help="run one case, e.g. mutated:1234, and print its input")
     parser.add_argument("--json", help="write the findings to this file")
+    parser.add_argument("--backends", nargs="*", default=[], choices=BACKENDS, help="also compile for these")
+    parser.add_argument("--first-length", type=int, default=2, help="the first axis length (1: broadcasting, 0: empty)")
     args = parser.parse_args(argv)
+    options = Options(tuple(args.backends), args.first_length)
     if args.replay:
         kind, _, seed = args.replay.partition(":")
         summary = Summary()
         tc.set_memory_limit(FUZZ_MEMORY_LIMIT)
-        run_case(kind, int(seed), summary, args.case_seconds)
+        run_case(kind, int(seed), summary, args.case_seconds, options)
     else:
-        summary = campaign(args.seconds, args.cases, args.seed, args.case_seconds)
+        summary = campaign(args.seconds, args.cases, args.seed, args.case_seconds, options)
     print(summary.report())
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
