@@ -11,7 +11,7 @@ compile) and the median time of a call, of
 
 * ``tc.compile(exprs, backend="jax", jit=False)``: the bound program op by op, eager ``jax.numpy``;
 * ``tc.compile(exprs, backend="jax")``: the same program as one ``jax.jit`` function;
-* ``tc.compile(exprs, backend="jax").jitted(values)``: that ``jax.jit`` function called
+* ``tc.compile(exprs, backend="jax").unchecked_jitted(values)``: that ``jax.jit`` function called
   directly (the inputs positionally), without the ``CompiledFunction`` call around it;
 * ``jax.jit`` of JAX's own transform of the same function (first call: trace and compile);
 
@@ -228,8 +228,8 @@ def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dic
         jax.block_until_ready(compiled(values))
         first[name] = time.perf_counter() - start
         fns[name] = lambda compiled=compiled: jax.block_until_ready(compiled(values))
-    if hasattr(jitted, "jitted"):  # the jax.jit function itself, no CompiledFunction around it
-        raw, ordered = jitted.jitted(values), [values[name] for name in jitted.inputs]
+    if hasattr(jitted, "unchecked_jitted"):  # the jax.jit function itself, no CompiledFunction around it
+        raw, ordered = jitted.unchecked_jitted(values), [values[name] for name in jitted.inputs]
         fns["tc_jit_raw"] = lambda: jax.block_until_ready(raw(*ordered))
     fn, args = problem.jax(jax, jnp, problem.data)
     args = jax.device_put(args)

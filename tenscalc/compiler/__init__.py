@@ -234,7 +234,6 @@ class CompiledFunction:
             values = self._positional((values, *args), kwargs)
         elif kwargs:
             values = {**values, **kwargs}
-        inputs = self.inputs
         try:  # one C call (operator.itemgetter), no Python loop or frame
             given = self._gather(values) if self._many else (self._gather(values),)
         except KeyError as exc:
@@ -242,6 +241,13 @@ class CompiledFunction:
             raise EvaluationError(
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
+        return self._evaluate(given, values)
+
+    def _evaluate(self, given: Sequence[Any], values: Mapping[str, Any]) -> Any:
+        """The results for ``given`` (the values of ``inputs`` in order; ``values`` the call's
+        mapping, read for a foreign array's twin and for the dtypes of a function of no inputs):
+        the one path of a call and of :meth:`jitted`'s function, converted, checked, run."""
+        inputs = self.inputs
         native = self._native
         if native is not None and native(given):  # JAX (NumPy float) arrays for a jitted program: as they are
             arrays = given
@@ -286,15 +292,31 @@ class CompiledFunction:
         return results[0] if self._single else results
 
     def jitted(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Callable[..., Any]:
-        """The backend's own compiled function for the shapes of ``values``: for
-        ``backend="jax"`` the ``jax.jit`` function this object calls for them.
+        """The compiled function for the shapes of ``values``, checked as a call is: for
+        ``backend="jax"``, the ``jax.jit`` function this object calls for them, behind the
+        checks of a call (one code path, ``__call__``'s).
 
         It takes the inputs positionally, in the order of ``inputs``, and returns what
         a call returns (one array for one expression, else a tuple; a dict-of-keys
-        compile's results as a tuple in the keys' order), with nothing in Python around
-        JAX's own dispatch: no input conversion, no checks (declared structure is not
-        checked on the data), no cache lookup.  Arrays of other shapes are refused when
-        JAX traces for them.  ``values`` are given as to a call (and are computed once).
+        compile's results as a tuple in the keys' order).  ``values`` are given as to a
+        call (and are computed once).  On every call of it, as on a call of this object:
+
+        * the number of arrays (one per name of ``inputs``) and their shapes, which
+          must be those of ``values`` (jit would trace the program again for others);
+        * their dtypes: converted as a call converts them, a value that is not a
+          number or mixed float widths refused, the results cast to the inputs' dtype;
+        * a declared matrix's structure (``assumptions``: symmetric, positive definite);
+        * a NaN or inf entry in an input that is the matrix of an ``inv``, ``det`` or
+          ``adj`` (the error of every backend, ``tenscalc.linalg.matrix_error``).
+
+        Not checked, as on a call of the jitted program (see docs/integrations.md): a
+        computed matrix with a NaN or inf entry, and a singular matrix given to ``inv``,
+        give JAX's NaN and inf.  Under the caller's own ``jax.jit`` (or ``grad``,
+        ``vmap``), the arrays are tracers with no values: only their number, shapes
+        and dtypes are checked, at trace time; nothing on the data.
+
+        ``unchecked_jitted`` hands out the ``jax.jit`` function itself, with none of
+        these checks (for measuring JAX's own dispatch).
 
         Examples
         --------
@@ -305,16 +327,56 @@ class CompiledFunction:
         ...
         tenscalc.errors.EvaluationError: backend 'numpy' compiles no whole program...
         """
-        self(values, **kwargs)  # binds (and checks) for these shapes
+        key = self._whole(values, kwargs)[0]
+        inputs, evaluate, keys = self.inputs, self._evaluate, self._keys
+
+        def checked(*arrays: Any) -> Any:
+            if len(arrays) != len(inputs):
+                raise EvaluationError(
+                    f"this jitted function takes {len(inputs)} array{'s' * (len(inputs) != 1)}, the values of "
+                    f"{', '.join(inputs) or 'no input'} in that order; got {len(arrays)}"
+                )
+            shapes = tuple(tuple(np.shape(array)) for array in arrays)
+            if shapes != key:
+                raise EvaluationError(
+                    f"this jitted program is bound to the input shapes {key}, not {shapes}: take the function "
+                    "for these shapes from CompiledFunction.jitted (or call the CompiledFunction)"
+                )
+            results = evaluate(arrays, dict(zip(inputs, arrays)))
+            return results if keys is None else tuple(results[k] for k in keys)
+
+        return checked
+
+    def unchecked_jitted(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Callable[..., Any]:
+        """The backend's own compiled function for the shapes of ``values`` (the ``jax.jit``
+        function a call runs), with no checks around JAX's dispatch: no input conversion, no
+        shape or dtype check of ours (jit traces again for other shapes: a shape error is
+        raised then), no declared structure and no NaN or inf matrix checked; a bad value
+        gives a NaN or a wrong number without a word.  For measuring JAX's own dispatch;
+        ``jitted`` is the checked one.
+
+        Examples
+        --------
+        >>> import numpy as np, tenscalc as tc
+        >>> tc.compile(tc.parse("x *(i,i->) x", {"x": 1})).unchecked_jitted(x=np.ones(3))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tenscalc.errors.EvaluationError: backend 'numpy' compiles no whole program...
+        """
+        return self._whole(values, kwargs)[2]
+
+    def _whole(self, values: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> tuple[tuple, Program, WholeCall]:
+        """(shape key, program, whole call) bound for ``values`` (a call binds and checks them),
+        or a clear error where the backend compiles no whole program."""
+        self(values, **kwargs)
         last = self._last
-        call = None if last is None else last[2]
-        if call is None:
+        if last is None or last[2] is None:
             raise EvaluationError(
                 f"backend {self.backend!r} compiles no whole program for these shapes (only backend='jax' "
                 "with jit on: its default, for programs of up to JIT_MAX_OPS ops, or jit=True); call the "
                 "CompiledFunction itself"
             )
-        return call
+        return last[0], last[1], last[2]
 
     def _twin(self, library: str) -> CompiledFunction:
         """The same expressions compiled for ``library`` (made once, on its first arrays)."""

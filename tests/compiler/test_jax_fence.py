@@ -43,7 +43,7 @@ def _robot_arm(batch: int):
 
 def _compiled_text(run, values) -> str:
     arrays = {name: jnp.asarray(v) for name, v in values.items()}
-    jitted = run.jitted(arrays)
+    jitted = run.unchecked_jitted(arrays)  # the jax.jit function itself: its compiled text
     return jitted.lower(*[arrays[name] for name in run.inputs]).compile().as_text()
 
 

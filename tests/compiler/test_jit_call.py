@@ -296,13 +296,13 @@ def test_a_backend_not_loaded_converts_every_value(counted, jnp):
     assert counted.counts["convert"] == 1 and counted.counts["jitted"] == 1
 
 
-def test_jitted_is_the_function_a_call_runs_and_refuses_other_shapes():
+def test_unchecked_jitted_is_the_function_a_call_runs_and_refuses_other_shapes():
     jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
     jax.config.update("jax_enable_x64", True)
     f = tc.parse("sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)")
     run = tc.compile([f, tc.gradient(f, "x")], backend="jax")
     x = jax.numpy.asarray(np.linspace(-1.0, 2.0, 7))
-    function = run.jitted(x=x)
+    function = run.unchecked_jitted(x=x)
     assert function is run._last[2]  # the very function __call__ hands the arrays to
     value, grad = function(x)
     expected = run(x=x)
@@ -313,7 +313,93 @@ def test_jitted_is_the_function_a_call_runs_and_refuses_other_shapes():
     np.testing.assert_allclose(np.asarray(run(x=np.ones(8))[1]), np.zeros(8), atol=1e-12)  # the call binds anew
 
 
+LINALG = "sum(inv(A) *(ij,jk->ik) B)"
+
+
+def _linalg_run(jax):
+    jax.config.update("jax_enable_x64", True)
+    run = tc.compile(tc.parse(LINALG, {"A": 2, "B": 2}), backend="jax")
+    values = {"A": 2 * np.eye(3), "B": np.ones((3, 4))}
+    return run, values, run.jitted(values)
+
+
+def test_jitted_computes_what_a_call_computes_through_the_same_jit_function(counted):
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    run, values, function = _linalg_run(jax)
+    a, b = (jax.numpy.asarray(values[name]) for name in run.inputs)
+    before = counted.counts["jitted"]
+    assert float(function(a, b)) == float(run(A=a, B=b)) == 6.0  # sum of inv(2 I) ones(3, 4)
+    assert counted.counts["jitted"] == before + 2  # one whole-program call each: jit kept
+    f = tc.parse(F, ORDERS)  # keys: a tuple in the keys' order, as unchecked_jitted returns
+    keyed = tc.compile({"g": tc.gradient(f, "y"), "f": f}, backend="jax")
+    given = _values()
+    got = keyed.jitted(given)(*[given[name] for name in keyed.inputs])
+    expected = keyed(given)
+    assert isinstance(got, tuple) and len(got) == 2
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(expected["g"]))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(expected["f"]))
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf])
+def test_jitted_refuses_a_non_finite_input_matrix_as_a_call_does(special):
+    """The raw jax.jit function returns NaN here without a word: the checked one names A."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    run, values, function = _linalg_run(jax)
+    bad = values["A"].copy()
+    bad[2, 1] = special
+    message = "inv(A): the matrix A has an entry that is not finite (NaN or inf)"
+    for a in (bad, jax.numpy.asarray(bad)):
+        with pytest.raises(tc.EvaluationError) as by_call:
+            run(A=a, B=values["B"])
+        with pytest.raises(tc.EvaluationError) as by_jitted:
+            function(a, values["B"])
+        assert str(by_jitted.value) == str(by_call.value) == message
+    assert np.isnan(float(run.unchecked_jitted(values)(bad, values["B"])))  # the escape hatch: JAX's NaN
+
+
+def test_jitted_checks_the_number_shapes_and_dtypes_of_its_arrays():
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    run, values, function = _linalg_run(jax)
+    with pytest.raises(tc.EvaluationError, match=r"takes 2 arrays, the values of A, B in that order; got 1"):
+        function(values["A"])
+    with pytest.raises(tc.EvaluationError, match=r"bound to the input shapes \(\(3, 3\), \(3, 4\)\), not"):
+        function(np.eye(4), np.ones((4, 4)))  # the raw function would trace a program for these
+    with pytest.raises(tc.EvaluationError, match="the value of 'B' has dtype <U1; numbers are needed"):
+        function(values["A"], np.full((3, 4), "a"))
+    narrow = function(values["A"].astype(np.float32), values["B"].astype(np.float32))
+    assert narrow.dtype == np.float32 and float(narrow) == 6.0  # float32 in, float32 out, as a call
+
+
+def test_jitted_refuses_a_value_breaking_its_declaration():
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    jax.config.update("jax_enable_x64", True)
+    expr = tc.parse("y *(i,ij->j) K *(j,j->) y", {"K": 2, "y": 1})
+    run = tc.compile(expr, backend="jax", assumptions={"K": "symmetric"})
+    values = {"K": np.eye(2), "y": np.ones(2)}
+    function = run.jitted(values)
+    bad = np.array([[1.0, 2.0], [3.0, 1.0]])
+    order = [bad if name == "K" else values[name] for name in run.inputs]
+    with pytest.raises(tc.EvaluationError, match="'K' is declared symmetric but its value is not"):
+        function(*order)
+
+
+def test_jitted_under_the_callers_jit_checks_shapes_at_trace_time_and_nothing_on_the_data():
+    """What the docstring says: a tracer has no values (JAX's NaN comes back), but shapes
+    and the number of arrays are refused when the caller's jit traces."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    run, values, function = _linalg_run(jax)
+    outer = jax.jit(function)
+    assert float(outer(values["A"], values["B"])) == 6.0
+    np.testing.assert_allclose(np.asarray(jax.grad(lambda a: function(a, values["B"]))(values["A"])), -np.ones((3, 3)))
+    bad = values["A"].copy()
+    bad[0, 0] = np.nan
+    assert np.isnan(float(outer(bad, values["B"])))
+    with pytest.raises(tc.EvaluationError, match="bound to the input shapes"):
+        outer(np.eye(4), np.ones((4, 4)))
+
+
 def test_jitted_needs_a_whole_program_compiler():
     run = tc.compile(tc.parse("x *(i,i->) x", {"x": 1}))
-    with pytest.raises(tc.EvaluationError, match="backend 'numpy' compiles no whole program"):
-        run.jitted(x=np.ones(3))
+    for method in (run.jitted, run.unchecked_jitted):
+        with pytest.raises(tc.EvaluationError, match="backend 'numpy' compiles no whole program"):
+            method(x=np.ones(3))
