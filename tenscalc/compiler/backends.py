@@ -33,7 +33,7 @@ from ..core.text import einsum_letters as letters
 from ..dtypes import cast_numpy, needs_cast, numpy_dtype, promoted_dtype
 from ..errors import EvaluationError, TensCalcWarning
 from ..linalg import lapack_dtype, matrix_error, numpy_det, numpy_inv
-from .generated import linalg_adj, linalg_det, linalg_finite, linalg_inv
+from .generated import linalg_adj, linalg_det, linalg_inv
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
 
@@ -1157,16 +1157,13 @@ class DaskBackend(Backend):
 
         n = x.shape[0]
         if what == "inv":
-            # dask's inv needs square chunks; an einsum result may have any (an outer
-            # product's came as (2, 1)): one block holds the matrix, as for det
-            block = _square_block(x)
-            _check_block((block, block), x, "inv")
-            if block == n:
-                return da.map_blocks(_block_inv, x.rechunk(x.shape), label, dtype=x.dtype)
-            # equal square blocks, as dask's LU needs; each block checked for a non-finite entry
-            # (a singular matrix: dask's own LinAlgError from its triangular solves)
-            blocks = x.rechunk((block, block)).map_blocks(_block_finite, label, dtype=x.dtype)
-            return da.linalg.inv(blocks)
+            # one block holds the matrix, whatever its size (the memory limit checked), as for
+            # det: dask's blocked inv pivots only inside its diagonal blocks (a permutation
+            # matrix [[0, I], [I, 0]] raised LinAlgError "singular matrix", a small leading block
+            # gave an inverse wrong in the first digit without a word, a singular matrix raised
+            # LinAlgError, not the error that names it); an einsum's chunks may be any (2, 1)
+            _check_block(x.shape, x, "inv")
+            return da.map_blocks(_block_inv, x.rechunk(x.shape), label, dtype=x.dtype)
         if what == "det":  # dask.array.linalg has no det
             _check_block(x.shape, x, "det")
             whole = x.rechunk(x.shape)
@@ -1190,10 +1187,6 @@ class DaskBackend(Backend):
 # (it pickled a closure over the exec'd NumPy text by value, searching every module: 240 ms a call at n = 3)
 def _block_inv(block: np.ndarray, label: str | None) -> np.ndarray:
     return linalg_inv(block, label)
-
-
-def _block_finite(block: np.ndarray, label: str | None) -> np.ndarray:
-    return linalg_finite(block, "inv", label)
 
 
 def _block_det(block: np.ndarray, label: str | None) -> np.ndarray:
@@ -1221,19 +1214,6 @@ def _square_side(itemsize: int) -> int:
     from dask.utils import parse_bytes
 
     return max(1, math.isqrt(parse_bytes(dask.config.get("array.chunk-size")) // itemsize))
-
-
-def _square_block(x: Any) -> int:
-    """The side of the square blocks a dask matrix is cut into for ``inv``: the whole
-    matrix when it fits dask's chunk size (``array.chunk-size``), else the largest
-    divisor of its size that does (dask's LU needs equal square blocks; one block
-    where that divisor would be tiny)."""
-    n = x.shape[0]
-    side = _square_side(x.dtype.itemsize)
-    if n <= side:
-        return n
-    best = max(d for d in range(1, side + 1) if n % d == 0)
-    return best if 8 * best >= side else n  # tiny blocks (n prime) would make a huge graph: one block
 
 
 _REGISTRY: dict[str, type[Backend]] = {

@@ -66,15 +66,49 @@ def test_inv_of_an_outer_product_update():
     assert len(result.__dask_graph__()) <= 10
 
 
-def test_inv_of_a_large_matrix_uses_equal_square_blocks():
+#: 8 x 8 float64 matrices in 4 x 4 blocks: the chunk size holds one 4 x 4 block (128 bytes)
+SMALL_CHUNKS = {"array.chunk-size": "128B"}
+
+
+def _inv_in_blocks(M: np.ndarray) -> np.ndarray:
     import dask
 
+    with dask.config.set(SMALL_CHUNKS):  # M does not fit one block
+        result = tc.compile(tc.parse("inv(A)"), backend="dask")(A=da.from_array(M, chunks=4))
+        return result.compute()
+
+
+def test_inv_of_a_matrix_larger_than_a_block_is_accurate():
+    """Larger than a block, inv is one LAPACK inverse (partial pivoting over all rows): dask's
+    blocked inv pivots inside its diagonal blocks only, and was wrong in the first digit here."""
     rng = np.random.default_rng(0)
-    M = rng.standard_normal((60, 60)) + 60 * np.eye(60)
-    with dask.config.set({"array.chunk-size": "8KiB"}):  # 60x60 floats (28 KiB) do not fit one block
-        result = tc.compile(tc.parse("inv(A)"), backend="dask")(A=da.from_array(M, chunks=(7, 60)))
-        assert len(set(result.chunks[0])) == 1 and result.chunks[0] == result.chunks[1]
-        np.testing.assert_allclose(result.compute(), np.linalg.inv(M), rtol=1e-10)
+    M = rng.standard_normal((8, 8))
+    M[:4, :4] = 1e-14 * rng.standard_normal((4, 4))  # a tiny leading block: pivots must come from below
+    np.testing.assert_allclose(_inv_in_blocks(M) @ M, np.eye(8), atol=1e-10)
+    dominant = rng.standard_normal((60, 60)) + 60 * np.eye(60)
+    import dask
+
+    with dask.config.set({"array.chunk-size": "8KiB"}):  # 28 KiB: no one block, as before
+        result = tc.compile(tc.parse("inv(A)"), backend="dask")(A=da.from_array(dominant, chunks=(7, 60)))
+        np.testing.assert_allclose(result.compute(), np.linalg.inv(dominant), rtol=1e-10)
+
+
+def test_inv_of_a_permutation_larger_than_a_block_is_its_transpose():
+    """[[0, I], [I, 0]] is invertible: dask's blocked LU raised LinAlgError "singular matrix"."""
+    swap = np.block([[np.zeros((4, 4)), np.eye(4)], [np.eye(4), np.zeros((4, 4))]])
+    np.testing.assert_array_equal(_inv_in_blocks(swap), swap.T)
+
+
+def test_inv_larger_than_the_memory_limit_is_refused_by_name():
+    import dask
+
+    old = tc.set_memory_limit(1024)  # 20 x 20 floats: 3,200 bytes
+    try:
+        with dask.config.set(SMALL_CHUNKS), pytest.raises(tc.EvaluationError) as caught:
+            tc.compile(tc.parse("inv(A)"), backend="dask")(A=da.from_array(np.eye(20), chunks=4))
+    finally:
+        tc.set_memory_limit(old)
+    assert "the block dask's inv computes on of shape (20, 20)" in str(caught.value)
 
 
 @pytest.mark.parametrize("order, most", [(1, 5), (2, 5), (3, 5), (4, 5)])

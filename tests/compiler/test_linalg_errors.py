@@ -194,3 +194,38 @@ def test_torch_compiled_whole_says_the_same_errors():
         with pytest.raises(tc.EvaluationError) as caught:
             run(dict(good, A=bad))
         assert str(caught.value) == _message("inv", problem)
+
+
+@pytest.mark.parametrize("kind", ["zeros", "rank 1", "nan"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_matrix_larger_than_a_dask_block_says_what_numpy_says(case, kind):
+    """A = 8 x 8 in 4 x 4 blocks (dask's chunk size holds one): singular, inv raises NumPy's
+    named error (dask's blocked inv raised its own LinAlgError) and det and adj are NumPy's
+    numbers; with a NaN entry, every case raises NumPy's error."""
+    pytest.importorskip("dask", reason="dask is not installed")
+    import dask
+    import dask.array as da
+
+    n = 8
+    exprs = [tc.parse(CASES[case][0], ORDERS)]
+    good = _values(exprs, n, _good(n))
+    a = _singular(n, kind) if kind != "nan" else good["A"].copy()
+    if kind == "nan":
+        a[n - 1, 0] = np.nan
+    bad = dict(good, A=a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # log(det) of a singular matrix: log(0)
+        try:
+            expected: object = tc.compile(exprs)(bad)
+        except tc.EvaluationError as exc:
+            expected = exc
+        with dask.config.set({"array.chunk-size": "128B"}):
+            blocked = dict(bad, A=da.from_array(a, chunks=4))
+            assert blocked["A"].numblocks == (2, 2)
+            run = _runner("dask", exprs, good)
+            if isinstance(expected, tc.EvaluationError):
+                with pytest.raises(tc.EvaluationError) as caught:
+                    run(blocked)
+                assert str(caught.value) == str(expected)
+                return
+            np.testing.assert_allclose(run(blocked), expected, rtol=1e-12, atol=1e-12)
