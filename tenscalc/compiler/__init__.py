@@ -558,7 +558,7 @@ def compile(  # noqa: A001
         factorisation of ``K`` per call (about half the work of an LU inverse; the
         log of the determinant summed from the factor, finite where ``det(K)``
         overflows), on the NumPy and PyTorch backends (JAX, CuPy and Dask, and
-        complex values, take the generic path: LU, the declaration trusted).  A
+        complex values, take the generic path: LU, positive definiteness trusted).  A
         matrix declared ``symmetric``, ``psd``, ``pd`` or ``diagonal`` is its own
         transpose: the expressions are simplified as ``tc.derivative(...,
         symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).  The declarations are

@@ -27,10 +27,12 @@ dynamo's warning); the code ``tc.to_python(..., assumptions=...)`` writes (the
 readers found by :func:`plan_factors` with ``shapes``).  Every NumPy runner (the loop
 of closures, the fused function, both generated modules) runs one text,
 :data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  JAX, CuPy
-and Dask, and complex values (a complex positive-definite matrix is Hermitian, not
-symmetric), take the generic path: the same numbers through
-LU, the declaration trusted (a jitted JAX function cannot raise on its data;
-``jnp.linalg.cholesky`` would return NaN).
+and Dask, and complex values, take the generic path: the same numbers through LU,
+positive definiteness trusted (a jitted JAX function cannot raise on its data;
+``jnp.linalg.cholesky`` would return NaN).  On NumPy and PyTorch a complex value is
+checked symmetric and finite, as the compiler writes the matrix's transpose as itself
+(a Hermitian positive-definite matrix that is not real is refused: not symmetric), and
+a singular one raises the error of every ``inv``, naming it.
 
 >>> import numpy as np, tenscalc as tc
 >>> f = tc.parse("y *(i,ij->j) inv(K) *(j,j->) y + log(det(K))", {"y": 1, "K": 2})
@@ -238,6 +240,8 @@ class _Factor:
     dtype: Any
     lower: Any = None
     diagonal: Any = None
+    #: the variable factorised: the generic path's errors name it
+    name: str | None = None
 
 
 def _not_pd(name: str, detail: str) -> EvaluationError:
@@ -291,8 +295,11 @@ def torch_factor(name: str, x: Any) -> _Factor:
     """The Cholesky factor of the tensor ``x`` (``torch.linalg.cholesky_ex``), or a clear error."""
     import torch
 
-    if not x.is_floating_point():  # complex: Hermitian, not symmetric; the generic path
-        return _Factor("generic", x, x.dtype)
+    if not x.is_floating_point():  # complex: the generic path (LU), checked as the NumPy runners' helper text checks
+        check_symmetric(name, x, pd=True)  # the compiler wrote its transpose as itself (a Hermitian x is not)
+        if not bool(x.isfinite().all()):
+            raise not_finite(name, "positive definite (pd)")
+        return _Factor("generic", x, x.dtype, name=name)
     wider = lapack_dtype(str(x.dtype).replace("torch.", ""))
     work = x.to(getattr(torch, wider)) if wider is not None else x
     check_symmetric(name, work, pd=True)
@@ -307,8 +314,8 @@ def torch_factor(name: str, x: Any) -> _Factor:
 
 def factor_inv(factor: _Factor, backend: Backend) -> Any:
     """``inv`` of the matrix PyTorch factorised, symmetric, in its own dtype."""
-    if factor.kind == "generic":
-        return backend.inv(factor.matrix)
+    if factor.kind == "generic":  # checked as every runner checks an inv (a singular matrix named)
+        return backend.checked_linalg("inv", factor.matrix, factor.name)
     import torch
 
     result = torch.cholesky_inverse(factor.lower)
@@ -318,7 +325,7 @@ def factor_inv(factor: _Factor, backend: Backend) -> Any:
 def factor_det(factor: _Factor, log: bool, backend: Backend) -> Any:
     """``det`` (or ``log(det)``) of the matrix PyTorch factorised, a 0-d tensor in its own dtype."""
     if factor.kind == "generic":
-        det = backend.det(factor.matrix)
+        det = backend.checked_linalg("det", factor.matrix, factor.name)
         return backend.func("log")(det) if log else det
     diagonal = factor.diagonal
     return (2 * diagonal.log().sum() if log else diagonal.prod() ** 2).to(factor.dtype)

@@ -241,7 +241,7 @@ def _symmetric(m, name, declared):
 #: SciPy, which is optional), the inverse potri in the factor's own array (NumPy's LU inverse
 #: without SciPy), its triangles made equal block by block (a cache-sized copy each, no n x n
 #: temporary); float16 and longdouble are factorised in the dtype LAPACK has and the results
-#: cast back, complex matrices (Hermitian, not symmetric) take ``_inv`` and ``_det``.  It
+#: cast back, complex matrices take ``_inv`` and ``_det`` (checked symmetric and finite).  It
 #: reads ``_lapack_wider``, ``_inv``, ``_det``, ``_symmetric`` and ``_EvaluationError``.
 CHOLESKY_HELPER = '''
 _cho_routines = {}  # (LAPACK routine, dtype char) -> SciPy's routine: a lookup takes microseconds
@@ -273,13 +273,17 @@ def _not_pd(name, detail):
 
 def _cholesky(m, name):
     """The factor of m, the value of name: [m as factorised, its lower Cholesky factor (None:
-    complex, or spent by _cho_inv), its diagonal, m's dtype, whether potrf made it]; an error
-    unless m is symmetric positive definite with finite entries."""
+    complex, or spent by _cho_inv), its diagonal, m's dtype, whether potrf made it, name]; an
+    error unless m is symmetric positive definite with finite entries (complex: symmetric and finite)."""
     m = _np.asarray(m)
     work = m
     if m.dtype.char not in "fd":  # float32 and float64 as they are (the common case, without a lookup)
-        if m.dtype.kind != "f":  # complex: Hermitian, not symmetric; LU
-            return [m, None, None, m.dtype, False]
+        if m.dtype.kind != "f":  # complex: LU, its errors naming the matrix
+            # symmetric all the same: the compiler wrote its transpose as itself (a Hermitian m is not)
+            _symmetric(m, name, "positive definite (pd)")
+            if not _np.isfinite(m).all():
+                raise _not_finite(name, "positive definite (pd)")
+            return [m, None, None, m.dtype, False, name]
         work = m.astype(_lapack_wider.get(m.dtype.name, m.dtype))
     _symmetric(work, name, "positive definite (pd)")  # potrf reads one triangle only
     if not _np.isfinite(work).all():  # n^2 reads against the factorisation's n^3 / 3
@@ -300,7 +304,7 @@ def _cholesky(m, name):
     diagonal = lower.diagonal().copy()  # kept apart: potri overwrites the factor
     if not _np.isfinite(diagonal).all():
         raise _not_pd(name, "its Cholesky factor overflows")
-    return [work, lower, diagonal, m.dtype, potrf_made]
+    return [work, lower, diagonal, m.dtype, potrf_made, name]
 
 
 def _cho_mirror(a):
@@ -318,10 +322,10 @@ def _cho_mirror(a):
 def _cho_inv(factor):
     """inv(m) in m's dtype from its factor: potri in the factor's own array, which is then spent
     (a second inverse of it is NumPy's LU one); LU without SciPy or a potrf factor."""
-    work, lower, _, dtype, potrf_made = factor
+    work, lower, _, dtype, potrf_made, name = factor
     potri = _cho_routine("potri", lower) if potrf_made and lower is not None else None
     if potri is None:
-        inverse = _inv(work)
+        inverse = _inv(work, name)
     else:
         factor[1] = None  # spent: potri overwrites it
         inverse, info = potri(lower, lower=1, overwrite_c=1)
@@ -333,9 +337,9 @@ def _cho_inv(factor):
 
 def _cho_det(factor, log):
     """det(m) (log: log(det(m)), finite where det overflows), a 0-d array of m's dtype."""
-    work, _, diagonal, dtype, _ = factor
+    work, _, diagonal, dtype, _, name = factor
     if diagonal is None:  # complex: LU
-        det = _det(work)
+        det = _det(work, name)
         return _np.log(det) if log else det
     return _np.asarray(2 * _np.sum(_np.log(diagonal)) if log else _np.prod(diagonal) ** 2, dtype=dtype)
 '''

@@ -264,3 +264,55 @@ def test_a_non_finite_matrix_in_inv_det_or_adj_is_one_error_from_every_runner(wh
     kind, label = what.split()[-1], LINALG_LABELS[what]
     message = f"{kind}({label}): the matrix {label} has an entry that is not finite (NaN or inf)"
     assert caught["loop"] == (tc.EvaluationError, message)
+
+
+#: a complex K (Hermitian positive definite where good) takes LU: its errors name K as the real ones do
+COMPLEX_BAD = {
+    "singular": (  # complex symmetric, det [[1, i], [i, -1]] = -1 - i² = 0
+        np.block([[np.array([[1, 1j], [1j, -1]]), np.zeros((2, 2))], [np.zeros((2, 2)), np.diag([2.0, 3.0])]]),
+        "inv(K): the matrix K is singular",
+    ),
+    "nan": (np.diag([1.0, np.nan, 1.0, 1.0]) + 1j * (np.eye(N, k=1) + np.eye(N, k=-1)), SAYS["nan"]),
+    "inf": (np.diag([1.0, np.inf, 1.0, 1.0]) + 0j, SAYS["inf"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPLEX_BAD))
+def test_a_complex_declared_matrix_is_named_in_its_errors_by_every_runner(case):
+    """A complex K declared pd takes the generic path (LU): its errors were unnamed
+    ('inv: the matrix is singular') in the NumPy runners, and PyTorch returned NaN for a
+    NaN entry and raised its own LinAlgError for a singular K; now every runner says one
+    message that names K, a non-finite entry in the words of a real K's."""
+    text, derivatives = PROGRAMS["solve"]
+    good = dict(_inputs(text, _good()), K=_pd(N) + 0j)
+    bad, says = COMPLEX_BAD[case]
+    caught = _errors(_roots(text, derivatives), good, dict(good, K=bad))
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    tensors = {k: torch.tensor(v) for k, v in dict(good, K=bad).items()}
+    with pytest.raises(tc.EvaluationError) as by_torch:
+        tc.compile(_roots(text, derivatives), backend="torch", assumptions=PD)(tensors)
+    caught["torch"] = (type(by_torch.value), str(by_torch.value))
+    assert set(caught.values()) == {(tc.EvaluationError, says)}, caught
+
+
+def test_a_complex_declared_matrix_still_computes_the_generic_paths_numbers():
+    text, derivatives = PROGRAMS["gp"]
+    roots = _roots(text, derivatives)
+    k = _pd(N) + 0.1j * _pd(N, 1)  # complex symmetric: K = Kᵀ, as the compiler writes it
+    good = dict(_inputs(text, _good()), K=k)
+    expected = tc.compile(roots)(good)
+    for name, run in _runners(roots, good, PD).items():
+        for got, want in zip(run(good), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_a_hermitian_declared_matrix_that_is_not_symmetric_is_refused_by_name():
+    """pd makes the compiler write Kᵀ as K: a Hermitian complex K (Kᵀ = conj(K)) gave the
+    gradient of another function without a word (its imaginary parts of the wrong sign)."""
+    text, derivatives = PROGRAMS["gp"]
+    k = np.diag([2.0, 3.0, 4.0, 5.0]) + 0.1j * (np.eye(N, k=1) - np.eye(N, k=-1))  # Hermitian pd, not symmetric
+    good = dict(_inputs(text, _good()), K=_pd(N) + 0j)
+    caught = _errors(_roots(text, derivatives), good, dict(good, K=k))
+    assert set(caught.values()) == {caught["loop"]}, caught
+    says = "'K' is declared positive definite (pd) but its value is not: K[0, 1] = 0.1j, K[1, 0] = "
+    assert caught["loop"][0] is tc.EvaluationError and caught["loop"][1].startswith(says), caught
