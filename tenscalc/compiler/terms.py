@@ -92,19 +92,23 @@ def held_letters(term: Term, nodes: Mapping[int, Expr], computed: Collection[int
     as written: ``sum(a * x)`` holds ``a``, ``a * sum(x)`` does not.  A letter is summed at
     its ``term.refs`` node (the outermost that has it); that node holds the operand where it
     reaches the slot's node through nodes no slot computes (``computed``: their ids), the
-    products fused into the term.  A slot read ``m`` times is held ``k`` times where ``k``
-    paths reach it (``a * sum(a * x)``: once of two).  ``nodes``: each slot's node; a slot
-    without one (a pair the binder hoisted) is held by no sum.
+    products fused into the term.  A slot read ``m`` times is read along ``m`` paths: each
+    path is held by the sums on it, nested sums together, sibling sums apart
+    (``a * sum(a * x)``: one of two held; ``sum(a * x) * sum(a * y)``: both held, one by
+    each sum).  ``nodes``: each slot's node; a slot without one (a pair the binder hoisted)
+    is held by no sum.
 
     >>> import tenscalc as tc
     >>> from tenscalc.compiler.plan import build_plan
     >>> def held(text):
-    ...     plan = build_plan([tc.parse(text, {"a": 0, "x": 1})])
+    ...     plan = build_plan([tc.parse(text, {"a": 0, "x": 1, "y": 1})])
     ...     nodes = {step.index: step.node for step in plan.steps}
     ...     (term,) = plan.steps[-1].data
     ...     return held_letters(term, nodes, {id(n) for n in nodes.values()})
     >>> held("sum(a * x)"), held("a * sum(x)"), held("a * sum(a * x)")
     ({1: (0,)}, {1: ()}, {1: (0,), 2: ()})
+    >>> held("sum(a * x) * sum(a * y)")
+    {1: (0,), 3: (1,)}
     """
     by_slot: dict[int, list[int]] = {}
     for position, (slot, spec) in enumerate(term.operands):
@@ -114,25 +118,43 @@ def held_letters(term: Term, nodes: Mapping[int, Expr], computed: Collection[int
     held: dict[int, tuple[int, ...]] = {}
     for slot, positions in by_slot.items():
         node = nodes.get(slot)
-        counts = [(letter, _paths(ref, node, computed)) for letter, ref in summed] if node is not None else []
+        reads = _holding(summed, node, computed) if node is not None else []
         for rank, position in enumerate(positions):
-            held[position] = tuple([letter for letter, count in counts if count > rank])
+            held[position] = reads[rank] if rank < len(reads) else ()
     return held
 
 
-def _paths(root: Expr, node: Expr, computed: Collection[int]) -> int:
-    """How many paths lead from ``root`` down to ``node`` through nodes no slot computes."""
-    memo: dict[int, int] = {}
-    stack = [root]
-    while stack:  # children before parents, without recursion (expressions may be deep)
-        top = stack[-1]
-        pending = [c for c in top.children if c is not node and id(c) not in computed and id(c) not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        memo[id(top)] = sum([1 if c is node else memo.get(id(c), 0) for c in top.children])
-    return memo[id(root)]
+Path = tuple[tuple[int, int], ...]  # the edges (id of a node, index of its child) from a sum's node down
+
+
+def _holding(summed: Sequence[tuple[int, Expr]], node: Expr, computed: Collection[int]) -> list[tuple[int, ...]]:
+    """The letters of ``summed`` holding each path down to ``node`` that some of their sums hold:
+    one tuple per such path (a read of the operand), the letters of the sums along it.  A sum's
+    path and an outer sum's are one read where the outer one ends with the inner one."""
+    found = [(letter, path) for letter, ref in summed for path in _path_list(ref, node, computed)]
+
+    def within(inner: Path, outer: Path) -> bool:
+        return len(inner) <= len(outer) and outer[len(outer) - len(inner) :] == inner
+
+    outermost = [path for _, path in found if not any(len(o) > len(path) and within(path, o) for _, o in found)]
+    reads = dict.fromkeys(outermost)
+    return [tuple(dict.fromkeys(letter for letter, path in found if within(path, read))) for read in reads]
+
+
+def _path_list(root: Expr, node: Expr, computed: Collection[int]) -> list[Path]:
+    """Every path from ``root`` down to ``node`` through nodes no slot computes, without
+    recursion (expressions may be deep); a node read twice by one parent is two paths."""
+    paths: list[Path] = []
+    stack: list[tuple[Expr, Path]] = [(root, ())]
+    while stack:
+        top, path = stack.pop()
+        for k, child in enumerate(top.children):
+            edge = path + ((id(top), k),)
+            if child is node:
+                paths.append(edge)
+            elif id(child) not in computed:
+                stack.append((child, edge))
+    return paths
 
 
 #: a path search: (equation, operand shapes, result size) -> (path, opt_einsum's info)

@@ -132,7 +132,7 @@ def test_rayleigh_quotient_of_an_empty_vector_is_nan_in_every_numpy_runner():
 
 #: (expression, its value at empty x, y and A): the Rayleigh quotient (1 / x'x outside the
 #: empty sum) and 1 / y'y inside one
-BACKEND_CASES = [(RAYLEIGH, np.nan), ("sum(x / (y *(i,i->) y))", 0.0)]
+BACKEND_CASES = [(RAYLEIGH, np.nan), ("sum(x / (y *(i,i->) y))", 0.0), ("sum(a * x) * sum(a * y)", 0.0)]
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -143,7 +143,7 @@ def test_empty_sums_in_every_backend(backend):
         import jax
 
         jax.config.update("jax_enable_x64", True)
-    given = {"x": np.zeros(0), "y": np.zeros(0), "A": np.zeros((0, 0))}
+    given = {"a": np.inf, "x": np.zeros(0), "y": np.zeros(0), "A": np.zeros((0, 0))}
     for text, expected in BACKEND_CASES:
         e = tc.parse(text, ORDERS)
         values = {name: given[name] for name in e.variables}
@@ -182,6 +182,12 @@ GROUPINGS = {
     "x *(i,ij->j) (a * A) *(j,j->) x": 0.0,
     "a * ((a * x) *(i,i->) x)": np.nan,  # one read of a inside the sum, one outside
     "(b * sum(a * x)) * sum(y)": 0.0,
+    # two sums side by side, each holding a read of a: both reads are held (before: the first
+    # by both sums, the second by neither, multiplying the 0 result: nan in every compiled runner)
+    "sum(a * x) * sum(a * y)": 0.0,
+    "sum(a * x) * sum(a * y) * a": np.nan,  # the third read is outside both sums
+    "sum(y * a * sum(a * x))": 0.0,  # nested: the inner read held by both sums, the outer by one
+    "sum(a * x) * sum(b * y)": 0.0,
 }
 
 
