@@ -1,9 +1,10 @@
 """NaN, inf and overflow on every evaluator: the rule docs/integrations.md states.
 
 Where two evaluators both give a finite entry they agree; an entry may be
-non-finite in one and finite in another only in the two documented cases (a
-``delta`` multiplied as an identity array by ``tc.evaluate``, and a product that
-overflows in one contraction order and not in another).
+non-finite in one and finite in another only in the three documented cases (a
+``delta`` multiplied as an identity array by ``tc.evaluate``, a product that
+overflows in one contraction order and not in another, and a number taken out of
+a sum by the compiled evaluators where the written products overflow).
 """
 
 from __future__ import annotations
@@ -113,3 +114,25 @@ def test_a_factor_above_one_scales_the_result_not_an_operand():
             assert np.isfinite(got).all(), who
         both = np.isfinite(got) & np.isfinite(reference)
         np.testing.assert_allclose(got[both], reference[both], rtol=1e-9, atol=1e-12, err_msg=who)
+
+
+#: docs/integrations.md, case 3: (values, what tc.evaluate gives as written, what every compiled evaluator gives);
+#: a is a float64 array (torch.as_tensor of a Python float is float32, where 1e300 is inf)
+FACTORED = {
+    "overflowing": ({"a": np.array(1e300), "x": np.array([1e5]), "y": np.array([-1e10])}, np.nan, 0.0),
+    "inf": ({"a": np.array(np.inf), "x": np.array([1.0, -1.0]), "y": np.array([-1.0, 2.0])}, np.nan, np.inf),
+    "inf, the sum alone": ({"a": np.array(np.inf), "x": np.zeros(1), "y": np.array([-1.0, 2.0])}, np.nan, np.inf),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FACTORED))
+def test_a_number_taken_out_of_a_sum_is_the_documented_third_case(case):
+    """a*(x'x) + sum(a*y): tc.evaluate computes a*y and a*(x'x) and adds (inf - inf, nan);
+    the compiled evaluators compute a*(x'x + sum(y)), one product, exact where the
+    written products overflow.  Agreement would cost every finite call n multiplications."""
+    f = tc.parse("a*(x'*x) + sum(a*y)", {"a": 0, "x": 1, "y": 1})
+    values, written, factored = FACTORED[case]
+    results = _evaluators([f], values)
+    np.testing.assert_array_equal(results.pop("evaluate")[0], written)
+    for who, (got,) in results.items():
+        np.testing.assert_array_equal(got, factored, err_msg=who)
