@@ -700,8 +700,18 @@ def _step_key(kind: str, node: Expr, args: tuple[int, ...], data: StepData) -> t
     if kind == "constant":
         return None
     if kind == "product":
-        return (kind, tuple(_term_key(term) for term in cast("tuple[Term, ...]", data)))
+        terms = cast("tuple[Term, ...]", data)
+        key = (kind, tuple(_term_key(term) for term in terms))
+        # a letter that no operand carries and no product names takes its length from
+        # the node's axes: 2 delta(1) is the Hessian of x.x and of y.y, of two lengths
+        return (*key, node.dims) if any(_unnamed_letters(term) for term in terms) else key
     return (kind, args, data)
+
+
+def _unnamed_letters(term: Term) -> set[int]:
+    """The letters of ``term`` whose length neither an operand nor a product letter gives."""
+    present = set().union(*[s for _, s in term.operands], *[s for _, s in term.constants], dict(term.refs))
+    return set(term.out) - present
 
 
 def _term_key(term: Term) -> tuple:

@@ -275,6 +275,16 @@ def check_problem(case: _Case, expr, wrt_names: list[str], seed: int, derivative
     case.agree("re-parse", case.must("evaluate re-parsed", lambda: tc.evaluate(reparsed, values)), value)
     for name in wrt_names:
         _check_derivatives(case, expr, tc.var(name, case.orders_of(name)), values, orders, derivative_orders)
+    if len(wrt_names) > 1 or 2 in derivative_orders:
+        # compiled together: derivatives by different variables share one plan (its
+        # value numbering once handed out the Hessian of x.x for that of y.y)
+        together = [expr]
+        for name in wrt_names:
+            x = tc.var(name, case.orders_of(name))
+            together.append(case.must(f"derivative by {name}", lambda x=x: tc.derivative(expr, x)))
+            if 2 in derivative_orders:
+                together.append(case.must(f"second derivative by {name}", lambda x=x: tc.derivative(together[-1], x)))
+        _evaluators(case, together, values, "all derivatives together")
 
 
 def _check_derivatives(case: _Case, expr, x, values: Mapping, orders: dict, derivative_orders: tuple[int, ...]) -> None:
