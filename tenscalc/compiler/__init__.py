@@ -306,17 +306,19 @@ class CompiledFunction:
         * their dtypes: converted as a call converts them, a value that is not a
           number or mixed float widths refused, the results cast to the inputs' dtype;
         * a declared matrix's structure (``assumptions``: symmetric, positive definite);
-        * a NaN or inf entry in an input that is the matrix of an ``inv``, ``det`` or
-          ``adj`` (the error of every backend, ``tenscalc.linalg.matrix_error``).
+        * the matrix of every ``inv``, ``det`` and ``adj``, an input or computed: a NaN
+          or inf entry, and for ``inv`` a singular matrix, raise the error of every
+          backend (``tenscalc.linalg.matrix_error``).  An input matrix is read before the
+          program runs; the program computes two flags for each of these steps (its
+          matrix finite, its result finite: n² reads, fused by XLA), read after it runs.
 
-        Not checked, as on a call of the jitted program (see docs/integrations.md): a
-        computed matrix with a NaN or inf entry, and a singular matrix given to ``inv``,
-        give JAX's NaN and inf.  Under the caller's own ``jax.jit`` (or ``grad``,
-        ``vmap``), the arrays are tracers with no values: only their number, shapes
-        and dtypes are checked, at trace time; nothing on the data.
+        Under the caller's own ``jax.jit`` (or ``grad``, ``vmap``), the arrays are
+        tracers with no values: only their number, shapes and dtypes are checked, at
+        trace time; nothing on the data (an ``inv``, ``det`` or ``adj`` of a matrix with
+        a NaN or inf entry is NaN there, and ``inv`` of a singular matrix JAX's inf and NaN).
 
-        ``unchecked_jitted`` hands out the ``jax.jit`` function itself, with none of
-        these checks (for measuring JAX's own dispatch).
+        ``unchecked_jitted`` hands out a ``jax.jit`` function of the program without the
+        flags, with none of these checks (for measuring JAX's own dispatch).
 
         Examples
         --------
@@ -348,12 +350,13 @@ class CompiledFunction:
         return checked
 
     def unchecked_jitted(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Callable[..., Any]:
-        """The backend's own compiled function for the shapes of ``values`` (the ``jax.jit``
-        function a call runs), with no checks around JAX's dispatch: no input conversion, no
-        shape or dtype check of ours (jit traces again for other shapes: a shape error is
-        raised then), no declared structure and no NaN or inf matrix checked; a bad value
-        gives a NaN or a wrong number without a word.  For measuring JAX's own dispatch;
-        ``jitted`` is the checked one.
+        """The backend's own compiled function for the shapes of ``values`` (a ``jax.jit``
+        function of the program a call runs, without its ``inv``/``det``/``adj`` flags; traced
+        and compiled on its first call), with no checks around JAX's dispatch: no input
+        conversion, no shape or dtype check of ours (jit traces again for other shapes: a shape
+        error is raised then), no declared structure and no NaN, inf or singular matrix checked;
+        a bad value gives a NaN or a wrong number without a word.  For measuring JAX's own
+        dispatch; ``jitted`` is the checked one.
 
         Examples
         --------
@@ -363,7 +366,8 @@ class CompiledFunction:
         ...
         tenscalc.errors.EvaluationError: backend 'numpy' compiles no whole program...
         """
-        return self._whole(values, kwargs)[2]
+        call = self._whole(values, kwargs)[2]
+        return getattr(call, "unchecked", call)  # JAX's: the program without its linalg flags
 
     def _whole(self, values: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> tuple[tuple, Program, WholeCall]:
         """(shape key, program, whole call) bound for ``values`` (a call binds and checks them),

@@ -18,6 +18,7 @@ naming the ``pip install`` line.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib
 import math
@@ -850,7 +851,11 @@ class JaxBackend(Backend):
 
         if jax.default_backend() != "cpu":  # a loop's trip count would be read back from the device
             return [fn(env) for fn in fns]
-        return _fenced_on_cpu(jax, fns, env, tuple(reads))
+        token = _JAX_LINALG_FLAGS.set(None)  # traced inside the loop: a flag would leak out of its trace
+        try:
+            return _fenced_on_cpu(jax, fns, env, tuple(reads))
+        finally:
+            _JAX_LINALG_FLAGS.reset(token)
 
     def whole_program(self, run):
         # one XLA computation per shape signature (the program) and dtypes (jit's own
@@ -868,8 +873,10 @@ class JaxBackend(Backend):
 
         cast = self.cast
         expected = None if shapes is None else tuple(map(tuple, shapes))
+        #: (inv/det/adj, the matrix's label) of each flag pair the program returns (set when traced)
+        checks: list[tuple[str, str | None]] = []
 
-        def program(*arrays: Any) -> Any:
+        def program(*arrays: Any, flagged: bool = True) -> Any:
             # at trace time only: jit traces again for new shapes, and this program is bound to one
             if expected is not None and tuple(tuple(a.shape) for a in arrays) != expected:
                 given = tuple(tuple(a.shape) for a in arrays)
@@ -877,10 +884,37 @@ class JaxBackend(Backend):
                     f"this jitted program is bound to the input shapes {expected}, not {given}: "
                     "take the function for these shapes from CompiledFunction.jitted (or call the CompiledFunction)"
                 )
-            results = cast(run(arrays[:slots], arrays[0] if arrays else None), promoted_dtype(arrays))
-            return results[0] if single else results
+            token = _JAX_LINALG_FLAGS.set([] if flagged else None)
+            try:
+                results = cast(run(arrays[:slots], arrays[0] if arrays else None), promoted_dtype(arrays))
+                found = _JAX_LINALG_FLAGS.get()
+            finally:
+                _JAX_LINALG_FLAGS.reset(token)
+            results = results[0] if single else results
+            if not flagged:
+                return results
+            checks[:] = [(what, label) for what, label, _ in found]
+            if not found:
+                return results, None
+            import jax.numpy as jnp
 
-        return jax.jit(program)
+            return results, jnp.stack([flag for _, _, pair in found for flag in pair])  # one read back
+
+        jitted = jax.jit(program)
+        tracer = jax.core.Tracer
+
+        def call(*arrays: Any) -> Any:
+            results, flags = jitted(*arrays)
+            if flags is not None and not isinstance(flags, tracer):  # the caller's jit: no values
+                flags = np.asarray(flags)
+                if not flags.all():
+                    _raise_flagged(checks, flags)
+            return results
+
+        call.flagged = jitted  # type: ignore[attr-defined]  # the program itself: (results, flags or None)
+        # the program without the flags, for CompiledFunction.unchecked_jitted (traced on its first call)
+        call.unchecked = jax.jit(functools.partial(program, flagged=False))  # type: ignore[attr-defined]
+        return call
 
     def native(self, arrays):
         array_type = self._array_type
@@ -989,6 +1023,17 @@ class JaxBackend(Backend):
             return bool(np.isfinite(np.asarray(x)).all())
         return bool(_jax_all_finite()(x))  # on the device: one scalar comes back
 
+    def checked_linalg(self, what, x, label, k=1):
+        result = super().checked_linalg(what, x, label, k)
+        found = _JAX_LINALG_FLAGS.get()
+        if found is not None and _traced(x):  # jitted by whole_call: flags read after it runs
+            import jax.numpy as jnp
+
+            # inv: a finite matrix whose LU inverse is not finite had a zero pivot (as checked_linalg reads it)
+            after = jnp.isfinite(result).all() if what == "inv" else jnp.bool_(True)
+            found.append((what, label, (jnp.isfinite(x).all(), after)))
+        return result
+
     def _compute_linalg(self, what, x, k):
         import jax
         import jax.numpy as jnp
@@ -1008,6 +1053,29 @@ def _jax_all_finite() -> Callable[[Any], Any]:
     import jax.numpy as jnp
 
     return jax.jit(lambda x: jnp.isfinite(x).all())
+
+
+#: the (inv/det/adj, label, (matrix finite, result finite)) of the linalg steps of the JAX
+#: program :meth:`JaxBackend.whole_call` is tracing (None: none is, or its unchecked twin): its
+#: steps cannot raise on their data, so the program returns the flags and its call reads them
+_JAX_LINALG_FLAGS: contextvars.ContextVar[list | None] = contextvars.ContextVar("tenscalc_jax_flags", default=None)
+
+
+def _traced(x: Any) -> bool:
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _raise_flagged(checks: Sequence[tuple[str, str | None]], flags: np.ndarray) -> None:
+    """The error every runner says (:func:`tenscalc.linalg.matrix_error`) for the first linalg
+    step of a jitted JAX program whose flags (two a step: its matrix finite, its result finite)
+    say its matrix was not finite or, for ``inv``, singular."""
+    for k, (what, label) in enumerate(checks):
+        if not flags[2 * k]:
+            raise matrix_error(what, label, "finite")
+        if not flags[2 * k + 1]:
+            raise matrix_error(what, label, "singular")
 
 
 def _downcast(dtype: np.dtype) -> bool:

@@ -28,8 +28,8 @@ readers found by :func:`plan_factors` with ``shapes``).  Every NumPy runner (the
 of closures, the fused function, both generated modules) runs one text,
 :data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  JAX, CuPy
 and Dask, and complex values, take the generic path: the same numbers through LU,
-positive definiteness trusted (a jitted JAX function cannot raise on its data;
-``jnp.linalg.cholesky`` would return NaN).  On NumPy and PyTorch a complex value is
+positive definiteness trusted (under jit, ``jnp.linalg.cholesky`` returns NaN
+without a word).  On NumPy and PyTorch a complex value is
 checked symmetric and finite, as the compiler writes the matrix's transpose as itself
 (a Hermitian positive-definite matrix that is not real is refused: not symmetric), and
 a singular one raises the error of every ``inv``, naming it.

@@ -296,14 +296,14 @@ def test_a_backend_not_loaded_converts_every_value(counted, jnp):
     assert counted.counts["convert"] == 1 and counted.counts["jitted"] == 1
 
 
-def test_unchecked_jitted_is_the_function_a_call_runs_and_refuses_other_shapes():
+def test_unchecked_jitted_is_the_program_a_call_runs_and_refuses_other_shapes():
     jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
     jax.config.update("jax_enable_x64", True)
     f = tc.parse("sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)")
     run = tc.compile([f, tc.gradient(f, "x")], backend="jax")
     x = jax.numpy.asarray(np.linspace(-1.0, 2.0, 7))
     function = run.unchecked_jitted(x=x)
-    assert function is run._last[2]  # the very function __call__ hands the arrays to
+    assert function is run._last[2].unchecked  # the program __call__ runs, without its linalg flags
     value, grad = function(x)
     expected = run(x=x)
     np.testing.assert_array_equal(np.asarray(value), np.asarray(expected[0]))
@@ -355,6 +355,58 @@ def test_jitted_refuses_a_non_finite_input_matrix_as_a_call_does(special):
             function(a, values["B"])
         assert str(by_jitted.value) == str(by_call.value) == message
     assert np.isnan(float(run.unchecked_jitted(values)(bad, values["B"])))  # the escape hatch: JAX's NaN
+
+
+SINGULAR = np.outer([1.0, 2.0, 3.0], [2.0, 4.0, 6.0])  # rank 1, exact in binary
+
+
+@pytest.mark.parametrize(
+    ("text", "bad", "message"),
+    [
+        ("sum(inv(A) *(ij,jk->ik) B)", SINGULAR, "inv(A): the matrix A is singular"),
+        ("sum(inv(A + A) *(ij,jk->ik) B)", SINGULAR, "inv(A + A): the matrix A + A is singular"),
+        ("log(det(exp(A))) *(,ij->ij) B", np.diag([1.0, 1e3, 1.0]), "det(exp(A)): the matrix exp(A) has an entry"),
+        ("sum(adj(A *(ij,->ij) c))", np.eye(3), "adj(A *(ij,->ij) c): the matrix A *(ij,->ij) c has an entry"),
+    ],
+)
+def test_a_jitted_program_reads_its_linalg_flags_as_every_runner_checks(text, bad, message):
+    """A singular inv and a computed matrix with an inf entry (exp(1000), inf * 1): JAX's
+    program returned inf and NaN without a word; its flags make the call and the checked
+    jitted function raise the words of every other runner."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    jax.config.update("jax_enable_x64", True)
+    run = tc.compile(tc.parse(text, {"A": 2, "B": 2, "c": 0}), backend="jax")
+    good = {"A": 2 * np.eye(3), "B": np.ones((3, 4)), "c": np.float64(2.0)}
+    good = {name: good[name] for name in run.inputs}
+    values = dict(good, A=bad, c=np.float64(np.inf))
+    values = {name: values[name] for name in run.inputs}
+    function = run.jitted(good)
+    eager = tc.compile(tc.parse(text, {"A": 2, "B": 2, "c": 0}), backend="jax", jit=False)
+    with pytest.raises(tc.EvaluationError) as by_eager:
+        eager(values)
+    with pytest.raises(tc.EvaluationError) as by_call:
+        run(values)
+    with pytest.raises(tc.EvaluationError) as by_jitted:
+        function(*values.values())
+    assert str(by_call.value) == str(by_jitted.value) == str(by_eager.value)
+    assert str(by_call.value).startswith(message)
+    assert np.isfinite(np.asarray(run(good))).all()  # the flags pass a good matrix
+
+
+def test_the_flags_are_no_output_of_a_program_without_linalg_nor_read_under_the_callers_transforms():
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install jax jaxlib)")
+    jax.config.update("jax_enable_x64", True)
+    plain = tc.compile(tc.parse("sum(x.^3)", ORDERS), backend="jax")
+    x = np.linspace(0.5, 1.5, 4)
+    plain(x=x)
+    assert plain._last[2].flagged(x)[1] is None  # no flags array: nothing more to return or read
+    assert _linalg_run(jax)[0]._last[2].flagged(2 * np.eye(3), np.ones((3, 4)))[1].shape == (2,)  # one inv: 2
+    run, values, function = _linalg_run(jax)
+    b = values["B"]
+    grad = jax.grad(lambda a: function(a, b))(values["A"])  # traced: the flags are tracers, not read
+    np.testing.assert_allclose(np.asarray(grad), -np.ones((3, 3)))  # d sum(inv(A) B) = -inv(A)ᵀ 1 1ᵀ inv(A)ᵀ at 2 I
+    stacked = jax.vmap(lambda a: run(A=a, B=b))(np.stack([values["A"], 4 * np.eye(3)]))
+    np.testing.assert_allclose(np.asarray(stacked), [6.0, 3.0])
 
 
 def test_jitted_checks_the_number_shapes_and_dtypes_of_its_arrays():
