@@ -196,6 +196,9 @@ class CompiledFunction:
         #: (shape key, program, whole call) of the latest call: repeated calls with the same
         #: shapes (an optimiser's loop) skip the locked LRU lookup
         self._last: Bound | None = None
+        #: the program of this thread's latest call (read by _whole: self._last may be
+        #: another thread's by then, for other shapes)
+        self._mine = threading.local()
         #: the backend's test that a call's values may go to a jitted program unconverted
         #: (JAX or NumPy float arrays to JAX's), None where it has none or runs op by op; a
         #: function of no inputs promotes the dtypes of whatever it was given (see __call__),
@@ -267,6 +270,7 @@ class CompiledFunction:
         if last is None or last[0] != key:
             last = self._cached(key) or self._bound(dict(zip(self.inputs, key)))
             self._last = last
+        self._mine.last = last
         _, program, call = last
         try:
             if call is not None:  # one compiled function: cast and packed inside
@@ -372,8 +376,9 @@ class CompiledFunction:
     def _whole(self, values: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> tuple[tuple, Program, WholeCall]:
         """(shape key, program, whole call) bound for ``values`` (a call binds and checks them),
         or a clear error where the backend compiles no whole program."""
+        self._mine.last = None
         self(values, **kwargs)
-        last = self._last
+        last = self._mine.last  # this call's, whatever another thread called since
         if last is None or last[2] is None:
             raise EvaluationError(
                 f"backend {self.backend!r} compiles no whole program for these shapes (only backend='jax' "

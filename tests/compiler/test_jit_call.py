@@ -227,6 +227,27 @@ def test_threads_with_alternating_shapes(jnp):
     assert failures == []
 
 
+def test_jitted_hands_out_the_program_of_its_own_call_when_another_thread_calls_between(jnp, monkeypatch):
+    """jitted(values) calls, then reads the program that call ran: another thread's call
+    of other shapes in between must not hand out that thread's program (it read the
+    latest call of any thread, and refused the caller's own arrays)."""
+    run = tc.compile(tc.parse("x *(i,i->) x", {"x": 1}), backend="jax")
+    mine, other = {"x": jnp.ones(3)}, {"x": jnp.ones(5)}
+    evaluate = run._evaluate
+
+    def then_another_thread_calls(given, values):
+        result = evaluate(given, values)
+        if values is mine:
+            thread = threading.Thread(target=run, args=(other,))
+            thread.start()
+            thread.join()
+        return result
+
+    monkeypatch.setattr(run, "_evaluate", then_another_thread_calls)
+    assert run._whole(mine, {})[0] == ((3,),)
+    assert float(run.unchecked_jitted(mine)(mine["x"])) == 3.0
+
+
 def test_program_run_runs_the_same_jitted_function(counted, jnp):
     """``Program.run`` (the loop's callers, ``Program.whole``) reaches the one jitted function."""
     compiled = tc.compile(_exprs(), backend="jax")
