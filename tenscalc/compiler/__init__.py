@@ -187,7 +187,9 @@ class CompiledFunction:
             checked = self.symmetric - (factored(self.plan, self.pd) if backend.factorises else frozenset())
         self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
         #: the inputs that are an inv, det or adj's matrix, checked for a non-finite entry before a
-        #: jitted JAX program runs: its steps, traced, read no values (the loop's steps check their own)
+        #: jitted JAX program runs: its steps, traced, read no values (the loop's steps check their own).
+        #: Not redundant with the program's flags, read after it ran: LAPACK's SVD (adj) of a matrix
+        #: with an inf entry did not return (test_linalg_errors' jax jit adj cases hung without it)
         self._finite = linalg_inputs(self.plan, names) if backend.jit_reads_no_values and self.jit else ()
         self._slot_count = len(self.plan.inputs)
         #: shape key -> (key, bound program, its whole-program call or None): see _bind

@@ -1038,12 +1038,15 @@ class JaxBackend(Backend):
         import jax
         import jax.numpy as jnp
 
-        result = super()._compute_linalg(what, x, k)
         if not isinstance(x, jax.core.Tracer):
-            return result
+            return super()._compute_linalg(what, x, k)
         # traced (jit): nothing can be raised on the data, and JAX's inv of a matrix with an inf
-        # entry may be finite (a silent wrong number): NaN instead (n² reads, fused by XLA)
-        return jnp.where(jnp.isfinite(x).all(), result, jnp.nan)
+        # entry may be finite (a silent wrong number): NaN instead (n² reads, fused by XLA).
+        # LAPACK gets a finite matrix (zeros): its SVD (adj) of one with an inf entry never
+        # returned (adj(exp(A)) with an overflowing entry hung a jitted call)
+        finite = jnp.isfinite(x).all()
+        result = super()._compute_linalg(what, jnp.where(finite, x, jnp.zeros_like(x)), k)
+        return jnp.where(finite, result, jnp.nan)
 
 
 @functools.cache
