@@ -891,7 +891,7 @@ class JaxBackend(Backend):
             finally:
                 _JAX_LINALG_FLAGS.reset(token)
             results = results[0] if single else results
-            if not flagged:
+            if not flagged or found is None:  # None only unflagged: the list set above
                 return results
             checks[:] = [(what, label) for what, label, _ in found]
             if not found:
