@@ -33,6 +33,7 @@ from typing import NoReturn
 import numpy as np
 
 import tenscalc as tc
+from tenscalc.compiler.backends import get_backend
 from tenscalc.testing import check_derivative, random_values
 
 from .generate import generate
@@ -221,36 +222,13 @@ def _evaluators(case: _Case, exprs: list, values: Mapping, label: str) -> list:
     for k, (a, b) in enumerate(zip(shaped, results)):
         case.agree(f"to_python(shapes=) {label}[{k}]", a, b)
     for backend in case.options.backends:
+        library = get_backend(backend)  # its own conversions both ways (a dask result computed)
         run_on = case.must(f"compile {label}, {backend}", lambda backend=backend: tc.compile(exprs, backend=backend))
-        native = {n: _to_backend(backend, v) for n, v in values.items()}
+        native = {n: library.from_numpy(np.asarray(v)) for n, v in values.items()}
         got = case.must(f"run {label}, {backend}", lambda run_on=run_on, native=native: run_on(native))
         for k, (a, b) in enumerate(zip(got, results)):
-            case.agree(f"{backend} {label}[{k}]", _to_numpy(a), b)
+            case.agree(f"{backend} {label}[{k}]", library.to_numpy(a), b)
     return results
-
-
-def _to_backend(backend: str, value):
-    """``value`` (a NumPy array or a float) as ``backend``'s array."""
-    if backend == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(value)
-    if backend == "torch":
-        import torch
-
-        return torch.as_tensor(np.asarray(value))
-    import dask.array as da
-
-    return da.from_array(np.asarray(value))
-
-
-def _to_numpy(value):
-    """A backend's result as a NumPy array (a dask array computed, a tensor copied to the host)."""
-    if hasattr(value, "compute"):
-        value = value.compute()
-    if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    return np.asarray(value)
 
 
 def _texts(case: _Case, e, label: str) -> None:
