@@ -181,11 +181,16 @@ class CompiledFunction:
         self.orders = {name: orders[name] for name in names}
         #: the inputs declared positive definite: their inv and det read one Cholesky factorisation
         self.pd = structure.pd & set(names)
-        # the symmetric inputs checked on each call (NumPy), but those the factorisation checks
+        # the symmetric inputs checked on each call, but those the factorisation checks; each with
+        # whether it is declared pd and whether its inv or det is computed (Dask checks it pd then)
         checked: frozenset[str] = frozenset()
+        read: frozenset[str] = frozenset()
         if self.symmetric and backend.checks_symmetry:
-            checked = self.symmetric - (factored(self.plan, self.pd) if backend.factorises else frozenset())
-        self._checks = tuple((i, name, name in self.pd) for i, name in enumerate(names) if name in checked)
+            read = factored(self.plan, self.pd)
+            checked = self.symmetric - (read if backend.factorises else frozenset())
+        self._checks = tuple(
+            (i, name, name in self.pd, name in read) for i, name in enumerate(names) if name in checked
+        )
         #: the inputs that are an inv, det or adj's matrix, checked for a non-finite entry before a
         #: jitted JAX program runs: its steps, traced, read no values (the loop's steps check their own).
         #: Not redundant with the program's flags, read after it ran: LAPACK's SVD (adj) of a matrix
@@ -263,8 +268,12 @@ class CompiledFunction:
                 if self._auto:
                     return self._twin(exc.library)(values)
                 arrays = [numeric(name, value) for name, value in zip(inputs, given)]  # backend="numpy" was asked
-            for i, name, pd in self._checks:  # the declared structure, on the data (never a silent wrong number)
-                check_symmetric(name, arrays[i], pd)
+            for i, name, pd, read in self._checks:  # the declared structure, on the data (never a silent wrong number)
+                checked = self._backend.checked_declaration(name, arrays[i], pd, read)  # a lazy graph's task
+                if checked is None:
+                    check_symmetric(name, arrays[i], pd)
+                else:
+                    arrays[i] = checked
         for i, what, label in self._finite:  # as every other runner says it (tenscalc.linalg.matrix_error)
             self._backend.check_finite(what, arrays[i], label)
         key = tuple(map(_shape_of, arrays)) if self._many else (arrays[0].shape,)
@@ -569,15 +578,17 @@ def compile(  # noqa: A001
         factorisation of ``K`` per call (about half the work of an LU inverse; the
         log of the determinant summed from the factor, finite where ``det(K)``
         overflows), on the NumPy and PyTorch backends (JAX, CuPy and Dask, and
-        complex values, take the generic path: LU, positive definiteness trusted).  A
-        matrix declared ``symmetric``, ``psd``, ``pd`` or ``diagonal`` is its own
-        transpose: the expressions are simplified as ``tc.derivative(...,
-        symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).  The declarations are
-        checked on every call (NumPy, PyTorch, JAX, CuPy; not Dask's lazy arrays,
-        nor a JAX tracer inside the caller's ``jax.jit``): a value that is not
-        symmetric (beyond rounding) or, where factorised, not positive definite
-        raises an ``EvaluationError`` naming the variable.  See
-        ``tenscalc.compiler.cholesky``.
+        complex values, take the generic path: LU, positive definiteness trusted
+        but on Dask).  A matrix declared ``symmetric``, ``psd``, ``pd`` or
+        ``diagonal`` is its own transpose: the expressions are simplified as
+        ``tc.derivative(..., symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).
+        The declarations are checked on every call (not a JAX tracer inside the
+        caller's ``jax.jit``): a value that is not symmetric (beyond rounding) or,
+        where factorised, not positive definite raises an ``EvaluationError``
+        naming the variable.  Dask's arrays are lazy: its check runs in the graph,
+        and each result that reads the matrix raises NumPy's error when dask
+        computes it (positive definiteness checked too, where the program computes
+        the matrix's ``inv`` or ``det``).  See ``tenscalc.compiler.cholesky``.
 
     Returns
     -------

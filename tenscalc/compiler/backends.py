@@ -34,7 +34,7 @@ from ..core.text import einsum_letters as letters
 from ..dtypes import cast_numpy, needs_cast, numpy_dtype, promoted_dtype
 from ..errors import EvaluationError, TensCalcWarning
 from ..linalg import lapack_dtype, matrix_error, numpy_det, numpy_inv
-from .generated import linalg_adj, linalg_det, linalg_inv
+from .generated import cholesky_factor, linalg_adj, linalg_det, linalg_inv, symmetric_check
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
 
@@ -115,10 +115,11 @@ class Backend:
     runs_numpy_source = False
     #: whether a declared positive-definite matrix's ``inv``, ``det`` and ``log(det)`` are read
     #: from one Cholesky factor per call (:mod:`.cholesky`: NumPy's helper text, PyTorch's own
-    #: factor); the others compute them by LU, the declaration trusted
+    #: factor); the others compute them by LU, positive definiteness trusted (but Dask's
+    #: :meth:`DaskBackend.checked_declaration` checks it by NumPy's factor, thrown away)
     factorises = False
-    #: whether a declared symmetric matrix is checked on its values at each call (a Dask array
-    #: is lazy: reading it would compute it)
+    #: whether a declared symmetric matrix is checked on its values at each call
+    #: (:meth:`checked_declaration`; Dask's check runs in the graph, raised when it computes)
     checks_symmetry = False
     #: whether its whole-program compiler traces the steps with no values to read (``jax.jit``):
     #: the matrices of ``inv``, ``det`` and ``adj`` are then checked for a non-finite entry
@@ -239,6 +240,13 @@ class Backend:
         if finite is False:
             raise matrix_error(what, label, "finite")
         return finite
+
+    def checked_declaration(self, name: str, x: Any, pd: bool, factored: bool) -> Any | None:
+        """``x``, the value of ``name`` declared symmetric (positive definite where ``pd``;
+        ``factored``: the program computes its ``inv`` or ``det``), with its check built into
+        a lazy backend's graph (:class:`DaskBackend`); None where the values are there to read:
+        the call checks them itself (:func:`.cholesky.check_symmetric`, the NumPy runners' text)."""
+        return None
 
     def checked_linalg(self, what: str, x: Any, label: str | None, k: int = 1) -> Any:
         """``inv``, ``det`` or ``adj`` (of order ``k``) of ``x``, the matrix ``label``, refused in
@@ -1152,6 +1160,7 @@ class DaskBackend(Backend):
 
     name = "dask"
     lazy = True
+    checks_symmetry = True  # in the graph: see checked_declaration
 
     def from_numpy(self, array, like=None):
         import dask.array as da
@@ -1221,6 +1230,25 @@ class DaskBackend(Backend):
     def adj(self, x, k):
         return self.checked_linalg("adj", x, None, k)
 
+    def checked_declaration(self, name, x, pd, factored):
+        # a lazy array has no values to read at the call: the NumPy runners' own text runs in
+        # a task on one block holding the matrix (as for inv and det), and every block of the
+        # matrix handed on depends on that task, so each result that reads the matrix raises
+        # its error when dask computes it.  Where the program computes its inv or det and it
+        # is declared pd, the task is the NumPy runners' Cholesky factor (symmetric, finite,
+        # positive definite: their errors); inv and det are then LU's, as without it
+        word = "positive definite (pd)" if pd else "symmetric"
+        if x.ndim == 2 and x.shape[0] != x.shape[1]:  # known now: refused now, before the shapes are bound
+            symmetric_check(np.broadcast_to(np.zeros((), x.dtype), x.shape), name, word)  # reads no values
+        if x.ndim != 2 or not x.size:
+            return x  # as the text: nothing to check
+        import dask.array as da
+
+        _check_block(x.shape, x, "check of a declared matrix")
+        whole = x.rechunk(x.shape)
+        verdict = da.map_blocks(_block_declared, whole, name, word, factored, chunks=((1,), (1,)), dtype=bool)
+        return da.blockwise(_block_checked, "ij", x, "ij", verdict[0, 0], "", dtype=x.dtype)
+
     def checked_linalg(self, what, x, label, k=1):
         # one block holds the matrix: the NumPy runners' own text (.generated.LINALG_HELPER)
         # runs on it, checks and errors included, raised when dask computes
@@ -1266,6 +1294,21 @@ def _block_det(block: np.ndarray, label: str | None) -> np.ndarray:
 
 def _block_adj(block: np.ndarray, k: int, label: str | None) -> np.ndarray:
     return linalg_adj(block, k, label)
+
+
+def _block_declared(block: np.ndarray, name: str, word: str, factor: bool) -> np.ndarray:
+    """True, or the NumPy runners' error: ``block`` (the whole value of ``name``) is not
+    symmetric or, where ``factor``, has no Cholesky factor (the factor is not kept)."""
+    if factor:
+        cholesky_factor(block, name)
+    else:
+        symmetric_check(block, name, word)
+    return np.ones((1, 1), dtype=bool)
+
+
+def _block_checked(block: np.ndarray, verdict: np.ndarray) -> np.ndarray:
+    """``block`` of a declared matrix, once the check (``verdict``) has passed."""
+    return block
 
 
 #: constants of more entries than this are checked for being one number (then made lazily)

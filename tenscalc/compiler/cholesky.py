@@ -26,10 +26,20 @@ checks, ``det`` reads its factor and ``inv`` is NumPy's LU inverse); PyTorch
 dynamo's warning); the code ``tc.to_python(..., assumptions=...)`` writes (the
 readers found by :func:`plan_factors` with ``shapes``).  Every NumPy runner (the loop
 of closures, the fused function, both generated modules) runs one text,
-:data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  JAX, CuPy
-and Dask, and complex values, take the generic path: the same numbers through LU,
+:data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  JAX and
+CuPy, and complex values, take the generic path: the same numbers through LU,
 positive definiteness trusted (under jit, ``jnp.linalg.cholesky`` returns NaN
-without a word).  On NumPy and PyTorch a complex value is
+without a word).  Dask computes through LU too, but its arrays are lazy: the check
+is a task of its graph, on one block holding the matrix (as its ``inv`` and ``det``
+take it), that every block of the matrix handed on waits for, so each result that
+reads the matrix raises the NumPy runner's error, same message, when dask computes
+it (NumPy arrays given to it are checked the same way, not at the call; a matrix
+that is not square is refused at the call, its shape known).  That task runs the
+NumPy runners' text: the factor of :data:`.generated.CHOLESKY_HELPER` (then thrown
+away: n³/3 flops more than LU alone) where the program computes the matrix's ``inv``
+or ``det`` and it is declared ``pd``, so an indefinite or singular matrix is refused
+as NumPy refuses it; the symmetry check otherwise
+(:meth:`.backends.DaskBackend.checked_declaration`).  On NumPy and PyTorch a complex value is
 checked symmetric and finite, as the compiler writes the matrix's transpose as itself
 (a Hermitian positive-definite matrix that is not real is refused: not symmetric), and
 a singular one raises the error of every ``inv``, naming it.

@@ -29,7 +29,7 @@ CAPABILITIES = {
     "runs_numpy_kernels": {"numpy"},
     "runs_numpy_source": {"numpy"},
     "factorises": {"numpy", "torch"},
-    "checks_symmetry": {"numpy", "torch", "jax", "cupy"},
+    "checks_symmetry": {"numpy", "torch", "jax", "cupy", "dask"},
     "jit_reads_no_values": {"jax"},
 }
 
