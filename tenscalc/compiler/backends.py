@@ -34,7 +34,15 @@ from ..core.text import einsum_letters as letters
 from ..dtypes import cast_numpy, needs_cast, numpy_dtype, promoted_dtype
 from ..errors import EvaluationError, TensCalcWarning
 from ..linalg import lapack_dtype, matrix_error, numpy_det, numpy_inv
-from .generated import cholesky_factor, linalg_adj, linalg_det, linalg_inv, symmetric_check
+from .generated import (
+    cholesky_factor,
+    linalg_adj,
+    linalg_det,
+    linalg_inv,
+    not_finite,
+    not_symmetric,
+    symmetric_check,
+)
 
 BACKENDS = ("numpy", "torch", "jax", "cupy", "dask")
 
@@ -1231,12 +1239,13 @@ class DaskBackend(Backend):
         return self.checked_linalg("adj", x, None, k)
 
     def checked_declaration(self, name, x, pd, factored):
-        # a lazy array has no values to read at the call: the NumPy runners' own text runs in
-        # a task on one block holding the matrix (as for inv and det), and every block of the
-        # matrix handed on depends on that task, so each result that reads the matrix raises
-        # its error when dask computes it.  Where the program computes its inv or det and it
-        # is declared pd, the task is the NumPy runners' Cholesky factor (symmetric, finite,
-        # positive definite: their errors); inv and det are then LU's, as without it
+        # a lazy array has no values to read at the call: the check is a task of the graph that
+        # every block of the matrix handed on waits for, so each result that reads the matrix
+        # raises the NumPy runners' error when dask computes it.  Declared pd with its inv or
+        # det computed (which take it as one block): the NumPy runners' Cholesky factor on
+        # that block (symmetric, finite, positive definite: their errors; inv and det are then
+        # LU's, as without it).  Otherwise block by block (a chunked matrix is never gathered):
+        # each block against its mirror, the verdict the NumPy text's (_symmetric_verdict)
         word = "positive definite (pd)" if pd else "symmetric"
         if x.ndim == 2 and x.shape[0] != x.shape[1]:  # known now: refused now, before the shapes are bound
             symmetric_check(np.broadcast_to(np.zeros((), x.dtype), x.shape), name, word)  # reads no values
@@ -1244,10 +1253,19 @@ class DaskBackend(Backend):
             return x  # as the text: nothing to check
         import dask.array as da
 
-        _check_block(x.shape, x, "check of a declared matrix")
-        whole = x.rechunk(x.shape)
-        verdict = da.map_blocks(_block_declared, whole, name, word, factored, chunks=((1,), (1,)), dtype=bool)
-        return da.blockwise(_block_checked, "ij", x, "ij", verdict[0, 0], "", dtype=x.dtype)
+        if factored:
+            _check_block(x.shape, x, "Cholesky check")
+            verdict = da.map_blocks(_block_factor, x.rechunk(x.shape), name, chunks=((1,), (1,)), dtype=bool)
+            verdict = verdict[0, 0]
+        else:
+            mirror = x.T.rechunk(x.chunks)  # block (I, J) of x meets block (J, I) transposed
+            records = tuple((1,) * len(c) for c in x.chunks)
+            gaps = da.map_blocks(_block_gap, x, mirror, chunks=records, dtype=object, meta=np.empty((0, 0), object))
+            whole = gaps.rechunk(gaps.shape)
+            n = x.shape[0]
+            verdict = da.map_blocks(_symmetric_verdict, whole, name, word, x.dtype, n, chunks=((1,), (1,)), dtype=bool)
+            verdict = verdict[0, 0]
+        return da.blockwise(_block_checked, "ij", x, "ij", verdict, "", dtype=x.dtype)
 
     def checked_linalg(self, what, x, label, k=1):
         # one block holds the matrix: the NumPy runners' own text (.generated.LINALG_HELPER)
@@ -1296,14 +1314,48 @@ def _block_adj(block: np.ndarray, k: int, label: str | None) -> np.ndarray:
     return linalg_adj(block, k, label)
 
 
-def _block_declared(block: np.ndarray, name: str, word: str, factor: bool) -> np.ndarray:
-    """True, or the NumPy runners' error: ``block`` (the whole value of ``name``) is not
-    symmetric or, where ``factor``, has no Cholesky factor (the factor is not kept)."""
-    if factor:
-        cholesky_factor(block, name)
-    else:
-        symmetric_check(block, name, word)
+def _block_factor(block: np.ndarray, name: str) -> np.ndarray:
+    """True, or the NumPy runners' error: ``block`` (the whole value of ``name``, declared pd)
+    has no Cholesky factor (not symmetric, not finite, not positive definite; the factor is
+    not kept)."""
+    cholesky_factor(block, name)
     return np.ones((1, 1), dtype=bool)
+
+
+def _block_gap(block: np.ndarray, mirror: np.ndarray, block_info: dict) -> np.ndarray:
+    """What the symmetry check needs of one block of a matrix ``m`` and the block of ``mᵀ``
+    at its place: (whether they are equal, max|block|, their largest gap |m - mᵀ| (NaN
+    where an entry is not finite), where it is first (row, column of ``m``), ``m`` there,
+    ``mᵀ`` there)."""
+    (top, _), (left, _) = block_info[0]["array-location"]  # dask passes the block's place
+    record = np.empty((1, 1), dtype=object)
+    scale = np.abs(block).max()
+    if np.array_equal(block, mirror):  # their gap is 0, or NaN where an inf meets itself
+        record[0, 0] = (True, scale, 0.0 if np.isfinite(block).all() else np.nan, (top, left), None, None)
+        return record
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, said by the verdict (not finite)
+        gap = np.abs(block - mirror)
+    i, j = (k.item() for k in np.unravel_index(np.argmax(gap), gap.shape))
+    record[0, 0] = (False, scale, gap.max(), (top + i, left + j), block[i, j].item(), mirror[i, j].item())
+    return record
+
+
+def _symmetric_verdict(gaps: np.ndarray, name: str, word: str, dtype: np.dtype, n: int) -> np.ndarray:
+    """True, or the error the NumPy runners' text (:data:`.generated.SYMMETRIC_HELPER`) raises
+    for the whole n x n matrix, decided from its blocks' ``gaps`` (:func:`_block_gap`): equal to its
+    transpose; else its largest gap not finite; else within 16 n eps max|m| (a float); else
+    the first largest gap in row-major order, named."""
+    records = list(gaps.flat)
+    if all(record[0] for record in records):
+        return np.ones((1, 1), dtype=bool)
+    worst = np.max([record[2] for record in records])  # NaN where one is: as the whole gap's max
+    if not np.isfinite(worst):
+        raise not_finite(name, word)
+    scale = max(record[1] for record in records)
+    if dtype.kind in "fc" and worst <= 16 * n * np.finfo(dtype).eps * scale:
+        return np.ones((1, 1), dtype=bool)
+    _, _, _, (i, j), a, b = min((r for r in records if r[2] == worst), key=lambda r: r[3])
+    raise not_symmetric(name, word, i, j, a, b)
 
 
 def _block_checked(block: np.ndarray, verdict: np.ndarray) -> np.ndarray:

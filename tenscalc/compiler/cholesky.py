@@ -30,19 +30,21 @@ of closures, the fused function, both generated modules) runs one text,
 CuPy, and complex values, take the generic path: the same numbers through LU,
 positive definiteness trusted (under jit, ``jnp.linalg.cholesky`` returns NaN
 without a word).  Dask computes through LU too, but its arrays are lazy: the check
-is a task of its graph, on one block holding the matrix (as its ``inv`` and ``det``
-take it), that every block of the matrix handed on waits for, so each result that
-reads the matrix raises the NumPy runner's error, same message, when dask computes
-it (NumPy arrays given to it are checked the same way, not at the call; a matrix
-that is not square is refused at the call, its shape known).  That task runs the
-NumPy runners' text: the factor of :data:`.generated.CHOLESKY_HELPER` (then thrown
-away: n³/3 flops more than LU alone) where the program computes the matrix's ``inv``
-or ``det`` and it is declared ``pd``, so an indefinite or singular matrix is refused
-as NumPy refuses it; the symmetry check otherwise
-(:meth:`.backends.DaskBackend.checked_declaration`).  On NumPy and PyTorch a complex value is
-checked symmetric and finite, as the compiler writes the matrix's transpose as itself
-(a Hermitian positive-definite matrix that is not real is refused: not symmetric), and
-a singular one raises the error of every ``inv``, naming it.
+is a task of its graph that every block of the matrix handed on waits for, so each
+result that reads the matrix raises the NumPy runner's error, same message, when dask
+computes it (NumPy arrays given to it are checked the same way, not at the call; a
+matrix that is not square is refused at the call, its shape known).  Where the
+program computes the matrix's ``inv`` or ``det`` and it is declared ``pd``, that task
+runs the factor of :data:`.generated.CHOLESKY_HELPER` on one block holding the matrix
+(as dask's ``inv`` and ``det`` take it; the factor thrown away: n³/3 flops more than
+LU alone), so an indefinite, singular or non-finite matrix is refused as NumPy refuses
+it; otherwise the symmetry check of :data:`.generated.SYMMETRIC_HELPER` is decided
+block by block (each block against its mirror, a chunked matrix never gathered: the
+same verdict and message; :meth:`.backends.DaskBackend.checked_declaration`).  On
+NumPy and PyTorch a complex value is checked symmetric and finite, as the compiler
+writes the matrix's transpose as itself (a Hermitian positive-definite matrix that
+is not real is refused: not symmetric), and a singular one raises the error of every
+``inv``, naming it.
 
 >>> import numpy as np, tenscalc as tc
 >>> f = tc.parse("y *(i,ij->j) inv(K) *(j,j->) y + log(det(K))", {"y": 1, "K": 2})

@@ -228,9 +228,13 @@ def _symmetric(m, name, declared):
     if m.dtype.kind in "fc" and worst <= 16 * m.shape[0] * _np.finfo(m.dtype).eps * _np.abs(m).max():
         return m
     i, j = (k.item() for k in _np.unravel_index(_np.argmax(gap), gap.shape))
-    raise _EvaluationError(
-        f"'{name}' is declared {declared} but its value is not: {name}[{i}, {j}] = {m[i, j].item()!r}, "
-        f"{name}[{j}, {i}] = {m[j, i].item()!r}"
+    raise _asymmetric(name, declared, i, j, m[i, j].item(), m[j, i].item())
+
+
+def _asymmetric(name, declared, i, j, a, b):
+    """The error of a declared matrix whose entry [i, j] is a and [j, i] is b (its largest gap)."""
+    return _EvaluationError(
+        f"'{name}' is declared {declared} but its value is not: {name}[{i}, {j}] = {a!r}, {name}[{j}, {i}] = {b!r}"
     )
 '''
 
@@ -353,6 +357,8 @@ linalg_finite = _namespace["_finite"]
 #: the closures' check of a declared symmetric NumPy array, Cholesky factor and its readers:
 #: :data:`SYMMETRIC_HELPER` and :data:`CHOLESKY_HELPER` themselves
 symmetric_check, not_pd, not_finite = _namespace["_symmetric"], _namespace["_not_pd"], _namespace["_not_finite"]
+#: its error for an entry [i, j] that is not [j, i] (Dask's chunked check finds them block by block)
+not_symmetric = _namespace["_asymmetric"]
 cholesky_factor, cholesky_inv, cholesky_det = _namespace["_cholesky"], _namespace["_cho_inv"], _namespace["_cho_det"]
 mirror_block: int = _namespace["_cho_block"]
 
@@ -377,6 +383,7 @@ MODULE_NAMES = frozenset(
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_write_diagonal"}
     | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
     | {"_cho_routines", "_cho_block", "_cho_below", "_cho_routine", "_not_pd", "_not_finite", "_cho_mirror"}
+    | {"_asymmetric"}
     | {"_inv", "_det", "_adj", "_finite", "_EvaluationError", "_matrix_error", "_matrix_problems"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_max", "_zip", "_block_rows"}
     | {"_outer_columns", "_stretch", "_contract_late", "_empty_sum_scalars"}

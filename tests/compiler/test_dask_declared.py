@@ -183,10 +183,96 @@ def test_a_matrix_that_is_not_square_is_refused_at_the_call_as_numpy_refuses_it(
     assert messages[0] == messages[1] == "'K' is declared symmetric but its value is not square (shape (4, 5))"
 
 
-def test_the_check_is_one_task_shared_by_the_results():
-    """One check per call, whatever reads the matrix: the graph's tasks that run the check."""
-    run = tc.compile(_roots("gp"), backend="dask", assumptions={"K": "pd"})
-    lazy = run({name: da.from_array(value, chunks=2) for name, value in _good(GP).items()})
+@pytest.mark.parametrize(("program", "verdict"), [("gp", "_block_factor"), ("symmetric", "_symmetric_verdict")])
+def test_the_check_is_one_verdict_shared_by_the_results(program, verdict):
+    """One check per call, whatever reads the matrix: one task decides (the factor of the whole
+    matrix, whose inv and det take it as one block; or the verdict on its blocks' gaps, one
+    task per block of the chunked matrix, never gathered)."""
+    run = tc.compile(_roots(program), backend="dask", assumptions={"K": PROGRAMS[program][2]})
+    lazy = run({name: da.from_array(value, chunks=2) for name, value in _good(PROGRAMS[program][0]).items()})
     keys = {key for result in lazy for key in dict(result.__dask_graph__())}
-    checks = [key for key in keys if isinstance(key, tuple) and str(key[0]).startswith("_block_declared")]
-    assert len(checks) == 1, checks
+    tasks = {name: [key for key in keys if str(key[0]).startswith(name)] for name in (verdict, "_block_gap")}
+    assert len(tasks[verdict]) == 1, keys
+    assert len(tasks["_block_gap"]) == (4 if verdict == "_symmetric_verdict" else 0), keys  # K in 2 x 2 blocks
+
+
+# ------------------------------------------------------------------ the chunked symmetry check itself
+
+
+def _verdicts(m: np.ndarray, chunks) -> tuple:
+    """(NumPy's text on the whole matrix, Dask's check of it in ``chunks``): each "passes" or
+    the (class, message) it raises."""
+    from tenscalc.compiler.backends import get_backend
+    from tenscalc.compiler.generated import symmetric_check
+
+    outcomes = []
+    for check in (
+        lambda: symmetric_check(m, "S", "symmetric"),
+        lambda: get_backend("dask").checked_declaration("S", da.from_array(m, chunks=chunks), False, False).compute(),
+    ):
+        try:
+            check()
+            outcomes.append("passes")
+        except Exception as error:  # noqa: BLE001 - the class is what is compared
+            outcomes.append((type(error), str(error)))
+    return tuple(outcomes)
+
+
+def _with(n: int, entries: dict, base: np.ndarray | None = None) -> np.ndarray:
+    m = np.zeros((n, n)) if base is None else base.copy()
+    for (i, j), value in entries.items():
+        m[i, j] = value
+    return m
+
+
+CHUNKED = {
+    "ties across blocks: the first in row-major order": _with(5, {(3, 4): 1.0, (0, 2): 1.0}),
+    "a tie whose first entry is below the diagonal": _with(5, {(4, 0): 1.0, (1, 3): 1.0}),
+    "the scale from another block: within rounding": _with(5, {(3, 4): 1e-9}, np.diag([1e6, 1, 1, 1, 1])),
+    "the scale from another block: beyond it": _with(5, {(3, 4): 1e-7}, np.diag([1e6, 1, 1, 1, 1])),
+    "an inf met by itself, alone": _with(5, {(0, 0): np.inf, (1, 4): 2.0, (4, 1): 2.0}),
+    "an inf met by itself, beside a gap": _with(5, {(0, 0): np.inf, (3, 4): 1.0}),
+    "a nan": _with(5, {(2, 2): np.nan}),
+    "an inf off the diagonal": _with(5, {(1, 3): np.inf}),
+    "symmetric": _with(5, {(1, 3): 2.0, (3, 1): 2.0}),
+}
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning")  # NumPy's text: inf - inf
+@pytest.mark.parametrize("case", sorted(CHUNKED))
+@pytest.mark.parametrize("chunks", [1, 2, 5, ((2, 3), (3, 2)), ((1, 4), (4, 1))])
+def test_the_chunked_check_is_numpys_verdict(case, chunks):
+    numpy, dask_ = _verdicts(CHUNKED[case], chunks)
+    assert dask_ == numpy
+    assert (numpy == "passes") == (
+        case in {"symmetric", "the scale from another block: within rounding", "an inf met by itself, alone"}
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.complex128])
+@pytest.mark.parametrize("chunks", [2, 5])
+def test_the_chunked_check_in_other_dtypes(dtype, chunks):
+    for m in (_with(5, {(3, 4): 1.0}), _with(5, {(3, 4): 1.0, (4, 3): 1.0}), _with(5, {(0, 1): 1e-7}, np.eye(5))):
+        numpy, dask_ = _verdicts(m.astype(dtype), chunks)
+        assert dask_ == numpy
+
+
+def _random_chunks(rng: np.random.Generator, n: int) -> tuple[int, ...]:
+    """``n`` cut in blocks at random places."""
+    cuts = np.sort(rng.choice(np.arange(1, n), int(rng.integers(0, n)), replace=False))
+    return tuple(int(c) for c in np.diff(np.r_[0, cuts, n]))
+
+
+def test_the_chunked_check_on_random_matrices():
+    """Small integer entries (many ties), random chunks: NumPy's verdict each time."""
+    rng = np.random.default_rng(3)
+    refused = 0
+    for _ in range(60):
+        n = int(rng.integers(1, 7))
+        m = rng.integers(-2, 3, (n, n)).astype(float)
+        m = np.where(rng.random((n, n)) < 0.7, (m + m.T) / 2, m)  # mostly symmetric
+        chunks = (_random_chunks(rng, n), _random_chunks(rng, n))  # rows and columns cut apart
+        numpy, dask_ = _verdicts(m, chunks)
+        assert dask_ == numpy, (m, chunks)
+        refused += numpy != "passes"
+    assert 10 < refused < 60  # both verdicts were reached
