@@ -330,9 +330,12 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
     else:
         spec_text = ",".join(_letters(s) for s in specs) + "->" + _letters(unique_out)
         shapes = tuple(op.shape for op in operands)
-        _check_intermediates(spec_text, specs, shapes)
-        expression = _contraction(spec_text, shapes)
-        result = expression(*operands)
+        if _sums_an_empty_axis(specs, shapes, unique_out):  # a sum of nothing is 0, whatever it holds:
+            result = np.zeros(unique_shape, dtype=np.result_type(*operands))  # not as a path pairs it (0 * inf)
+        else:
+            _check_intermediates(spec_text, specs, shapes)
+            expression = _contraction(spec_text, shapes)
+            result = expression(*operands)
     if factor != 1.0:
         result = factor * result
     if len(unique_out) != len(out):
@@ -340,6 +343,13 @@ def contract_spec(ins, out, children, kids, shape) -> np.ndarray:
         np.einsum(_letters(out) + "->" + _letters(unique_out), full)[...] = result
         return full
     return result
+
+
+def _sums_an_empty_axis(specs, shapes, out) -> bool:
+    """Whether the product sums a letter of length 0 (read from the shapes: no cost otherwise)."""
+    if all(0 not in shape for shape in shapes):
+        return False
+    return any(n == 0 and letter not in out for spec, shape in zip(specs, shapes) for letter, n in zip(spec, shape))
 
 
 def is_constant_scalar(node: Expr) -> bool:

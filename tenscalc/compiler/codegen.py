@@ -73,7 +73,7 @@ from .program import (
     fold_squares,
     step_shape,
 )
-from .terms import LATE_SOURCE, held_letters
+from .terms import EMPTY_SUM_SOURCE, inside_sums
 
 #: the generic code's contraction: the compiler's path choice (:func:`.program.choose_path`:
 #: opt_einsum's ``auto``, or a ``dp``/``greedy`` path of fewer flops where ``auto`` would build
@@ -838,12 +838,14 @@ class _PlanWriter(_Writer):
             return (f"_np.zeros({_shape_text(node, shape)}, dtype=_dtype)" if shape else "0.0"), False
         operands: list[tuple[str, tuple[int, ...]]] = [(self._read(slot), spec) for slot, spec in term.operands]
         after: list[str] = []  # order-0 constants: multiplied into the result after the contraction
-        for constant, spec in term.constants:
+        origins = list(range(len(operands)))  # each operand's position among the term's (Term.holders)
+        for number, (constant, spec) in enumerate(term.constants):
             text = self._constant(constant, self._node_shape(constant))
             if not spec:
                 after.append(_operand(text))
             elif len(spec) == constant.order:
                 operands.append((text, spec))
+                origins.append(len(term.operands) + number)
             else:  # pragma: no cover - a constant read at a shape not its own
                 raise AssertionError("a constant read at another shape")
         present = {letter for _, spec in operands for letter in spec}
@@ -858,7 +860,7 @@ class _PlanWriter(_Writer):
             if unique:
                 text = f"_np.full({self._letters_shape(unique, out, node, shape)}, {text}, dtype=_dtype)"
         else:
-            text, view = self._contraction(operands, unique, self._inside(term, operands, unique))
+            text, view = self._contraction(operands, unique, self._inside(term, operands, unique, origins))
             if factor or after:
                 text, view = " * ".join([text, *factor, *after]), False
             target = tuple(letter for letter in unique if letter in present)
@@ -910,19 +912,23 @@ class _PlanWriter(_Writer):
         held = {k: _letters(tuple(names[letter] for letter in spec if letter in names)) for k, spec in inside.items()}
         return f'_contract_late("{eq}", {held!r}, {", ".join(texts)})', view
 
-    def _inside(self, term, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...]):
-        """For an einsum with an order-0 operand (a slot's: constants are applied after) and a
-        summed letter: each order-0 operand's position -> the letters whose sums hold it as
-        written (:func:`.terms.held_letters`), which ``_contract_late`` reads at run time with
-        the rule every runner follows (:data:`.terms.LATE_SOURCE`); None for any other einsum."""
+    def _inside(self, term, operands: list[tuple[str, tuple[int, ...]]], unique: tuple[int, ...], origins: list[int]):
+        """For an einsum whose operands its summed letters do not all hold as written (two sums
+        side by side, a factor outside a sum): each operand's position -> the letters whose sums
+        hold it (:func:`.terms.inside_sums`), which ``_contract_late`` reads at run time with the
+        rule every runner follows (:data:`.terms.EMPTY_SUM_SOURCE`); None for any other einsum
+        (one written sum: an empty one is 0, as the einsum computes it)."""
         summed = {letter for _, spec in operands for letter in spec} - set(unique)
-        zero = [k for k, (_, spec) in enumerate(operands) if not spec]
-        if not summed or not zero:
+        if not summed:
             return None
         if self.slot_nodes is None:
             self.slot_nodes = {step.index: step.node for step in self.plan.steps}
             self.computed = {id(node) for node in self.slot_nodes.values()}
-        return held_letters(term, self.slot_nodes, self.computed)
+        inside = inside_sums(term, self.slot_nodes, self.computed)
+        held = [inside.get(origin, ()) for origin in origins]
+        if all(summed.issubset(letters) for letters in held):
+            return None
+        return dict(enumerate(held))
 
     def _letters_shape(self, unique, out, node: Expr, shape) -> str:
         """The shape text of the output's distinct letters (each one's first axis)."""
@@ -945,26 +951,28 @@ class _PlanWriter(_Writer):
 
 #: the run-time side of :meth:`_PlanWriter._inside`: the rule's text and the contraction it places
 CONTRACT_LATE = (
-    LATE_SOURCE
+    EMPTY_SUM_SOURCE
     + '''
 
 def _contract_late(spec, inside, *operands):
-    """:func:`_contract` of ``spec``; at a sum over an empty axis its order-0 operands are taken
-    out as :func:`_empty_sum_scalars` says: into an empty operand first where a sum holds them
-    as written (``inside``), into the result afterwards where none does (0 times an inf: nan)."""
-    late, held = _empty_sum_scalars(spec, [operand.shape for operand in operands], inside)
-    if not late and not held:
+    """:func:`_contract` of ``spec``; at a sum over an empty axis the operands it holds as written
+    (``inside``) are taken out, as :func:`_empty_sums` says: that sum is 0 whatever they hold,
+    and the 0 multiplies the contraction of the others (an inf there: nan)."""
+    held = _empty_sums(spec, [operand.shape for operand in operands], inside)
+    if held is None:
         return _contract(spec, *operands)
-    operands = list(operands)
-    for k, m in held:
-        operands[m] = operands[m] * operands[k]
-    moved = set(late) | {k for k, _ in held}
     inputs, output = spec.split("->")
     terms = inputs.split(",")
-    kept = [k for k, _ in enumerate(terms) if k not in moved]
-    result = _contract(",".join([terms[k] for k in kept]) + "->" + output, *[operands[k] for k in kept])
-    for k in late:
-        result = result * operands[k]
+    sizes = {}
+    for term, operand in zip(terms, operands):
+        sizes.update(zip(term, operand.shape))
+    kept = [k for k in range(len(terms)) if k not in held]
+    present = "".join([terms[k] for k in kept])
+    result = _np.zeros([sizes[letter] for letter in output], dtype=_np.result_type(*operands))
+    if kept:  # 0 times the others' contraction, along the output letters they carry
+        core = _contract(",".join([terms[k] for k in kept]) + "->" + "".join([c for c in output if c in present]),
+                         *[operands[k] for k in kept])
+        result[...] = (core * 0.0)[tuple([slice(None) if c in present else None for c in output])]
     return result
 '''
 )

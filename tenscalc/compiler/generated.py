@@ -386,7 +386,7 @@ MODULE_NAMES = frozenset(
     | {"_asymmetric"}
     | {"_inv", "_det", "_adj", "_finite", "_EvaluationError", "_matrix_error", "_matrix_problems"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_max", "_zip", "_block_rows"}
-    | {"_outer_columns", "_stretch", "_contract_late", "_empty_sum_scalars"}
+    | {"_outer_columns", "_stretch", "_contract_late", "_empty_sums"}
     # the shape-free module's bands (.banded.BAND_SOURCE)
     | {"_band_gcd", "_band_placed", "_band_transposed", "_band_clipped", "_band_lines", "_band_keys"}
     | {"_band_disjoint", "_band_ranges", "_bands", "_bands_identity", "_bands_diagonal", "_bands_scaled"}

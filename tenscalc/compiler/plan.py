@@ -56,6 +56,11 @@ class Term:
     out: Spec
     refs: tuple[tuple[int, LetterRef], ...] = ()
     constants: tuple[tuple[Expr, Spec], ...] = ()
+    #: per operand, then per constant: the summed letters whose written sums hold it
+    #: (``sum(x) * y`` holds ``y`` in none, ``x *(i,j->j) y`` in ``i``); a sum over an empty
+    #: axis is 0 whatever it holds (:mod:`.terms`).  Empty where unknown (a term rebuilt by
+    #: the binder): :func:`.terms.inside_sums` then falls back on the paths of the DAG.
+    holders: tuple[Spec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,13 +241,14 @@ class _Expansion:
 
     factor: float
     letters: LetterClasses
-    finished: list[tuple[int, Spec]] = field(default_factory=list)  # (slot, letters) operands
-    constants: list[tuple[Expr, Spec]] = field(default_factory=list)  # constant-only operands
-    pending: list[tuple[Expr, Spec]] = field(default_factory=list)  # operands still to open
+    # each with the fresh letters of the sums holding it as written (Term.holders)
+    finished: list[tuple[int, Spec, Spec]] = field(default_factory=list)  # (slot, letters, holders) operands
+    constants: list[tuple[Expr, Spec, Spec]] = field(default_factory=list)  # constant-only operands
+    pending: list[tuple[Expr, Spec, Spec]] = field(default_factory=list)  # operands still to open
     # letters of absorbed constants and deltas: summed alone, they count lengths
     absorbed: list[int] = field(default_factory=list)
 
-    def branch(self, coef: float, operand: tuple[Expr, Spec]) -> _Expansion:
+    def branch(self, coef: float, operand: tuple[Expr, Spec, Spec]) -> _Expansion:
         """A copy for one summand ``coef * operand`` of a distributed sum."""
         return _Expansion(
             self.factor * coef,
@@ -564,10 +570,10 @@ class PlanBuilder:
             state = states.pop()
             pending = state.pending
             while pending:
-                child, spec = pending.pop()
+                child, spec, holders = pending.pop()
                 op = child.op
                 if op == "delta" and keep_deltas:
-                    state.constants.append((child, spec))
+                    state.constants.append((child, spec, holders))
                     continue
                 if op == "const":
                     state.absorbed.extend(spec)
@@ -577,18 +583,18 @@ class PlanBuilder:
                     unite_delta(child, spec, state.letters)
                 elif child in distributed:
                     for term, coef in zip(child.children, child.arg):
-                        states.append(state.branch(coef, (term, spec)))
+                        states.append(state.branch(coef, (term, spec, holders)))
                     break
                 elif child in constant_only and (
                     child not in self.products or not math.isfinite(self._constant_scale(child))
                 ):
-                    state.constants.append((child, spec))  # delta(1) 2^2222 is nan off the diagonal
+                    state.constants.append((child, spec, holders))  # delta(1) 2^2222 is nan off the diagonal
                 elif child in constant_only or (child in inline and (child not in self.materialize or _is_free(child))):
-                    f, inner_pairs, _ = self._open(child, state.letters, spec)
+                    f, inner_pairs, _ = self._open(child, state.letters, spec, holders)
                     state.factor *= f
                     pending.extend(inner_pairs)
                 else:
-                    state.finished.append((self.slot_of[child], spec))
+                    state.finished.append((self.slot_of[child], spec, holders))
             else:
                 done_terms.append(
                     self._resolve(state.factor, state.letters, state.finished, state.constants, out, state.absorbed)
@@ -630,11 +636,13 @@ class PlanBuilder:
             for x in spec:
                 setdefault(x, len(canon))
         refs = sorted([(canon[letter], (node, letter)) for letter in sorted(set().union(*ins))])
-        return Term(factor, operands, new_out, tuple(refs), ())
+        summed = tuple([letter for letter in canon.values() if letter not in new_out])  # one sum holds all
+        return Term(factor, operands, new_out, tuple(refs), (), (summed,) * len(operands))
 
-    def _open(self, node: Expr, letters: LetterClasses, spec: Spec | None):
+    def _open(self, node: Expr, letters: LetterClasses, spec: Spec | None, holders: Spec = ()):
         """The operands of product ``node`` with fresh letters, joined to ``spec``
-        (the letters the user reads the node with; None for the node itself)."""
+        (the letters the user reads the node with; None for the node itself), each with
+        ``holders`` (the fresh letters of the sums around ``node``) and the node's own summed ones."""
         parts = _scale_parts(node)
         if parts is not None:
             child, coef = parts
@@ -642,7 +650,7 @@ class PlanBuilder:
             if spec is not None:
                 for a, b in zip(own, spec):
                     letters.union(a, b)
-            return coef, [(child, own)], own
+            return coef, [(child, own, holders)], own
         ins, out = node.arg
         rename = {}
         opened, fresh = self._opened, self._fresh
@@ -654,7 +662,8 @@ class PlanBuilder:
             union = letters.union
             for a, b in zip(own_out, spec):
                 union(a, b)
-        pairs = [(child, tuple([rename[x] for x in s])) for child, s in zip(node.children, ins)]
+        inner = holders + tuple([rename[letter] for letter in rename if letter not in out])
+        pairs = [(child, tuple([rename[x] for x in s]), inner) for child, s in zip(node.children, ins)]
         return 1, pairs, own_out
 
     def _resolve(self, factor, letters: LetterClasses, finished, constants, out, absorbed) -> Term:
@@ -664,17 +673,24 @@ class PlanBuilder:
         def name(letter: int) -> int:
             return setdefault(find(letter), len(canon))
 
-        operands = tuple([(slot, tuple([name(x) for x in spec])) for slot, spec in finished])
-        consts = tuple([(node, tuple([name(x) for x in spec])) for node, spec in constants])
+        operands = tuple([(slot, tuple([name(x) for x in spec])) for slot, spec, _ in finished])
+        consts = tuple([(node, tuple([name(x) for x in spec])) for node, spec, _ in constants])
         new_out = tuple([name(x) for x in out])
         for letter in absorbed:
             name(letter)
+        # a held letter joined to the output (by a delta) is summed by no sum of the term
+        holders = tuple(
+            [
+                tuple(dict.fromkeys([c for c in _names(canon, find, held) if c not in new_out]))
+                for *_, held in finished + constants
+            ]
+        )
         refs: dict[int, LetterRef] = {}
         for fresh, ref in self._opened.items():
             c = canon.get(find(fresh))
             if c is not None and c not in refs:
                 refs[c] = ref
-        return Term(factor, operands, new_out, tuple(sorted(refs.items())), consts)
+        return Term(factor, operands, new_out, tuple(sorted(refs.items())), consts, holders)
 
 
 #: node kind -> the builder method writing the step of a node computed into its own slot
@@ -708,6 +724,11 @@ def _step_key(kind: str, node: Expr, args: tuple[int, ...], data: StepData) -> t
     return (kind, args, data)
 
 
+def _names(canon: dict[int, int], find: Callable[[int], int], fresh: Spec) -> list[int]:
+    """The term's names of the fresh letters ``fresh`` (a letter that names nothing is left out)."""
+    return [c for c in [canon.get(find(letter)) for letter in fresh] if c is not None]
+
+
 def _unnamed_letters(term: Term) -> set[int]:
     """The letters of ``term`` whose length neither an operand nor a product letter gives."""
     present = set().union(*[s for _, s in term.operands], *[s for _, s in term.constants], dict(term.refs))
@@ -733,6 +754,8 @@ def _term_key(term: Term) -> tuple:
             key=lambda entry: entry[0],
         )
     )
+    # not the holders: y ⊙ (X w) and the one einsum X_ij w_j y_i differ only where an axis of
+    # w is empty and y has an inf (nan against 0), and the plan computes them once (logreg's exp)
     return (term.factor, operands, constants, out, extra)
 
 

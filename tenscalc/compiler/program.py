@@ -60,7 +60,7 @@ from .records import (
     TwinRecord,
 )
 from .sums import SumPlan, plan_sum
-from .terms import plan_term
+from .terms import plan_term, sums_an_empty_axis
 
 StepFn = Callable[[list], Any]
 
@@ -1037,8 +1037,8 @@ def _shared_pairs_round(
             continue
         for t, term in enumerate(cast("tuple[Term, ...]", step.data)):
             ops = term.operands
-            if len(ops) < 2 or any(slot in structured for slot, _ in ops):
-                continue  # no pair
+            if len(ops) < 2 or any(slot in structured for slot, _ in ops) or sums_an_empty_axis(term, dense):
+                continue  # no pair (a sum over an empty axis holds what it holds as written: .terms)
             counts: dict[int, int] = {}
             for spec in [*(spec for _, spec in ops), *(spec for _, spec in term.constants), term.out]:
                 for letter in spec:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 from ..core.nodes import Expr
 from ..errors import EvaluationError
@@ -39,52 +39,76 @@ from .backends import letters
 from .kernels import ContractionLayout, GramPattern, contraction_layout, gram_pattern
 from .plan import Term
 
-__all__ = ["LATE_SOURCE", "TermOperand", "TermPlan", "empty_sum_scalars", "held_letters", "plan_term"]
+__all__ = [
+    "EMPTY_SUM_SOURCE",
+    "TermOperand",
+    "TermPlan",
+    "empty_sums",
+    "held_letters",
+    "inside_sums",
+    "plan_term",
+    "sums_an_empty_axis",
+]
 
-#: the one rule for the order-0 operands of a contraction that sums an axis of length 0, as
-#: evaluate computes them: one written outside that sum (``s * sum(x)``) multiplies the result
-#: afterwards (the empty sum is 0, and ``0 * inf`` is nan: the Rayleigh quotient of an empty
-#: ``x`` is ``0 / 0``), one written inside it (``sum(s * x)``) multiplies the empty operand it
-#: is written with first (a sum of nothing: 0, whatever ``s`` is).  Left to the einsum, its
-#: path decides: an inf became 0 or nan by the order of the pairs.  Run here for the records
-#: (every runner reads ``TermPlan.late`` and ``TermPlan.held``) and written into the modules
-#: of shape-free ``tc.to_python``, which decide at run time (:mod:`.codegen`).  Any other
-#: contraction keeps its order-0 operands in the einsum, on the path searched with them: its
-#: cost is unchanged.
-LATE_SOURCE = '''
-def _empty_sum_scalars(spec, shapes, inside=None):
-    """Where the einsum ``spec`` at ``shapes`` sums an axis of length 0, its order-0 operands
-    taken out of it: ``(late, held)``, the positions of those no sum over an empty axis holds
-    (they multiply the result), and ``(position, operand)`` pairs for the others (each
-    multiplies an empty operand of a sum holding it first).  ``inside``: position -> the
-    letters of the sums holding it as written (``sum(a * x)`` holds ``a``, ``a * sum(x)``
-    does not); None: no sum holds one.  No empty sum: ``((), ())``."""
+#: the one rule for a contraction that sums an axis of length 0, as evaluate computes it: a sum
+#: written over an empty axis is 0 whatever it holds (``x *(i,j->) y`` with ``x`` empty is 0
+#: even where ``y`` has an inf), and that 0 multiplies what the sum does not hold, as written
+#: (``sum(x) * sum(y)`` is ``0 * inf``: nan; ``sum(x) * y`` is ``[nan, 0]`` at ``y = [inf, 1]``).
+#: The operands such a sum holds are taken out of the einsum, one 0 stands for them.  Left to
+#: the einsum, its path decided: an inf became 0 or nan by the order of the pairs.  Run here
+#: for the records (every runner reads ``TermPlan``: its operands, fill and factor) and written
+#: into the modules of shape-free ``tc.to_python``, which decide at run time (:mod:`.codegen`).
+#: Any other contraction keeps its operands on the path searched with them: its cost is unchanged.
+EMPTY_SUM_SOURCE = '''
+def _empty_sums(spec, shapes, inside):
+    """Where the einsum ``spec`` at ``shapes`` sums an axis of length 0: the positions of its
+    operands that such a sum holds (their sums are 0, whatever they hold); None where none
+    is.  ``inside``: position -> the letters of the sums holding it as written (``sum(x) * y``
+    holds ``y`` in none, ``x *(i,j->j) y`` in ``i``); an operand carrying the letter is held."""
     if all(0 not in shape for shape in shapes):
-        return (), ()
+        return None
     inputs, output = spec.split("->")
     terms = inputs.split(",")
     sizes = {}
     for term, shape in zip(terms, shapes):
         sizes.update(zip(term, shape))
-    empty = [letter for letter in sizes if sizes[letter] == 0 and letter not in output]
+    empty = {letter for letter in sizes if sizes[letter] == 0 and letter not in output}
     if not empty:
-        return (), ()
-    inside = inside or {}
-    late, held = [], []
-    for k, term in enumerate(terms):
-        if not term:
-            holding = [letter for letter in empty if letter in inside.get(k, "")]
-            if holding:
-                held.append((k, next(m for m, other in enumerate(terms) if holding[0] in other)))
-            else:
-                late.append(k)
-    return tuple(late), tuple(held)
+        return None
+    return tuple([k for k, term in enumerate(terms) if empty.intersection(term + inside.get(k, ""))])
 '''
 _namespace: dict = {}
-exec(compile(LATE_SOURCE, "<tenscalc empty sums>", "exec"), _namespace)  # noqa: S102 - the text above
-#: :data:`LATE_SOURCE`'s function: ``empty_sum_scalars("a,,ba,b->", [(0,), (), (0, 0), (0,)])``
-#: is ``((1,), ())``; with ``inside={1: "a"}`` (``sum(s * x)``-like) ``((), ((1, 0),))``
-empty_sum_scalars: Callable[..., tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = _namespace["_empty_sum_scalars"]
+exec(compile(EMPTY_SUM_SOURCE, "<tenscalc empty sums>", "exec"), _namespace)  # noqa: S102 - the text above
+#: :data:`EMPTY_SUM_SOURCE`'s function: ``empty_sums("a,b->", [(0,), (2,)], {})`` is ``(0,)``
+#: (``sum(x) * sum(y)``: ``y`` multiplies the 0); with ``{1: "a"}`` (``x *(i,j->) y``) ``(0, 1)``
+empty_sums: Callable[[str, Sequence[tuple[int, ...]], Mapping[int, str]], tuple[int, ...] | None] = _namespace[
+    "_empty_sums"
+]
+
+
+def inside_sums(term: Term, nodes: Mapping[int, Expr] | None, computed: Collection[int]) -> dict[int, tuple[int, ...]]:
+    """Each operand of ``term`` (its position: the slots, then the constants) -> the summed
+    letters whose written sums hold it (:attr:`.plan.Term.holders`).  A term the binder rebuilt
+    (no holders): its order-0 slots by the paths of the DAG (:func:`held_letters`, ``nodes``:
+    each slot's node, None: none known), the others held by the sums of their own letters.
+
+    >>> import tenscalc as tc
+    >>> from tenscalc.compiler.plan import build_plan
+    >>> def inside(text):
+    ...     (term,) = build_plan([tc.parse(text, {"x": 1, "y": 1})]).steps[-1].data
+    ...     return inside_sums(term, None, ())
+    >>> inside("sum(x) * y"), inside("x *(i,j->j) y")
+    ({0: (), 1: (1,)}, {0: (1,), 1: (1,)})
+    """
+    count = len(term.operands) + len(term.constants)
+    if len(term.holders) == count:
+        return dict(enumerate(term.holders))
+    operands = [*term.operands, *term.constants]
+    summed = set().union(*[spec for _, spec in operands]) - set(term.out)
+    found = {k: tuple([x for x in dict.fromkeys(spec) if x in summed]) for k, (_, spec) in enumerate(operands)}
+    if nodes:
+        found.update(held_letters(term, nodes, computed))
+    return found
 
 
 def held_letters(term: Term, nodes: Mapping[int, Expr], computed: Collection[int]) -> dict[int, tuple[int, ...]]:
@@ -277,21 +301,18 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
     target = tuple([letter for letter in unique if letter in present])
     eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
     op_shapes = tuple([tuple([sizes[letter] for letter in op.letters]) for op in operands])
-    late, held = empty_sum_scalars(eq, op_shapes)  # order-0 slots only: constants are in scalars
-    nodes = getattr(resolver, "slot_nodes", None)  # the binder's: each slot's node (bind)
-    if late and nodes:  # a sum over an empty axis: which of its sums hold each order-0 operand
-        computed = {id(node) for node in nodes.values()}
-        inside = {k: letters(spec) for k, spec in held_letters(term, nodes, computed).items()}
-        late, held = empty_sum_scalars(eq, op_shapes, inside)
-    if late or held:
-        moved = set(late) | {k for k, _ in held}
-        kept = [k for k in range(len(operands)) if k not in moved]
-        slots = tuple([cast(int, operands[k].slot) for k in late])
-        firsts = tuple([(cast(int, operands[k].slot), kept.index(m)) for k, m in held])
-        operands = [operands[k] for k in kept]
-        plan = replace(plan, operands=tuple(operands), late=slots, held=firsts)
+    if empty_sums(eq, op_shapes, {}) is not None:  # a sum over an empty axis (read from shapes: no cost otherwise)
+        operands = [operands[k] for k in _outside_empty_sums(term, operands, eq, op_shapes, resolver)]
+        plan = replace(plan, operands=tuple(operands))
+        if not operands:  # the empty sums hold every operand: zeros (an order-0 constant multiplies after)
+            after = math.prod([float(resolver.constant(term.constants[n][0], ())) for n in scalars])
+            return replace(plan, fill=0.0 * after)
+        factor = 0.0 * factor  # the 0 of the sums, on what they do not hold (an inf there: nan)
+        present = set().union(*[op.letters for op in operands])
+        target = tuple([letter for letter in unique if letter in present])
         eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
         op_shapes = tuple([tuple([sizes[letter] for letter in op.letters]) for op in operands])
+        plan = replace(plan, factor=factor)
     core_size = math.prod([sizes[letter] for letter in target])
     memo_key = (eq, op_shapes, core_size)
     memo = resolver.contractions.get(memo_key)
@@ -299,7 +320,7 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
         memo = resolver.contractions[memo_key] = [*search(eq, op_shapes, core_size)]
     gram = None
     # an infinite factor goes onto the result, as the order-0 constants do
-    if gram_ok and math.isfinite(factor) and all(op.diagonal is None for op in operands):
+    if gram_ok and math.isfinite(factor) and factor != 0 and all(op.diagonal is None for op in operands):
         gram = gram_pattern([op.letters for op in operands], [op.slot for op in operands], target)
     # the factor goes onto the smallest array it can scale (a Gram kernel takes it itself);
     # one above 1 goes onto the result, as evaluate applies it: scaling an operand first can
@@ -319,6 +340,30 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
         layout = memo[2]
     return replace(plan, target=target, eq=eq, op_shapes=op_shapes, core_size=core_size, path=path,
                    gram=gram, scale_at=scale_at, layout=layout)  # fmt: skip
+
+
+def sums_an_empty_axis(term: Term, shapes: Sequence[tuple[int, ...]]) -> bool:
+    """Whether ``term`` sums a letter of length 0 at ``shapes`` (each slot's array): the binder
+    then pairs none of its operands into a shared slot, which would move what a sum holds."""
+    return any(
+        n == 0 and letter not in term.out for slot, spec in term.operands for letter, n in zip(spec, shapes[slot])
+    )
+
+
+def _outside_empty_sums(
+    term: Term, operands: list[TermOperand], eq: str, shapes: Sequence[tuple[int, ...]], resolver
+) -> list[int]:
+    """The operands (positions in ``operands``) that no sum over an empty axis holds as written
+    (:data:`EMPTY_SUM_SOURCE`): the others are taken out of the term, a 0 stands for them."""
+    nodes = getattr(resolver, "slot_nodes", None)  # the binder's: each slot's node (bind)
+    inside = inside_sums(term, nodes, {id(node) for node in nodes.values()} if nodes else ())
+    count = len(term.operands)
+
+    def holders(op: TermOperand, k: int) -> str:
+        return letters(inside.get(k if op.constant is None else count + op.constant, ()))
+
+    held = empty_sums(eq, shapes, {k: holders(op, k) for k, op in enumerate(operands)}) or ()
+    return [k for k in range(len(operands)) if k not in held]
 
 
 def _distinct(spec: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:

@@ -156,18 +156,21 @@ def test_empty_sums_in_every_backend(backend):
             assert value.shape == () and np.array_equal(value, expected, equal_nan=True), (text, jit, value)
 
 
-def test_the_rule_moves_order_0_operands_only_at_an_empty_sum():
-    from tenscalc.compiler.terms import empty_sum_scalars as rule
+def test_the_rule_takes_out_what_an_empty_sum_holds():
+    from tenscalc.compiler.terms import empty_sums as rule
 
-    assert rule(",a,ba,b->", [(), (0,), (0, 0), (0,)]) == ((0,), ())  # the Rayleigh term at n = 0
-    assert rule("a,,ba,,b->", [(0,), (), (0, 0), (), (0,)]) == ((1, 3), ())
-    assert rule("a,,ba,,b->", [(0,), (), (0, 0), (), (0,)], {3: "b"}) == ((1,), ((3, 2),))  # held by b's sum
-    assert rule(",a->", [(), (0,)], {0: "a"}) == ((), ((0, 1),))  # sum(s * x): s multiplies the empty x
-    assert rule(",a,b->", [(), (0,), (0,)], {0: "b"}) == ((), ((0, 2),))  # held by one of two empty sums
-    assert rule(",a,ba,b->", [(), (3,), (3, 3), (3,)]) == ((), ())  # nothing empty
-    assert rule(",a->a", [(), (0,)]) == ((), ())  # an empty result, nothing summed
-    assert rule(",ab->a", [(), (0, 3)]) == ((), ())  # the summed b is not empty
-    assert rule("ab->a", [(3, 0)]) == ((), ())  # no order-0 operand
+    assert rule(",a,ba,b->", [(), (0,), (0, 0), (0,)], {}) == (1, 2, 3)  # the Rayleigh term at n = 0: s outside
+    assert rule(",a,ba,b->", [(), (0,), (0, 0), (0,)], {0: "a"}) == (0, 1, 2, 3)  # s held by a's sum
+    assert rule(",a->", [(), (0,)], {0: "a"}) == (0, 1)  # sum(s * x): s multiplies nothing
+    assert rule("a,b->", [(0,), (2,)], {0: "a", 1: "b"}) == (0,)  # sum(x) * sum(y): y outside the empty sum
+    assert rule("a,b->", [(0,), (2,)], {0: "ab", 1: "ab"}) == (0, 1)  # x *(i,j->) y: one sum holds both
+    assert rule("a,b->b", [(0,), (2,)], {1: "a"}) == (0, 1)  # x *(i,j->j) y
+    assert rule("a,b->b", [(0,), (2,)], {}) == (0,)  # sum(x) * y
+    assert rule(",a,ba,b->", [(), (3,), (3, 3), (3,)], {}) is None  # nothing empty
+    assert rule(",a->a", [(), (0,)], {0: "a"}) is None  # an empty result, nothing summed
+    assert rule(",ab->a", [(), (0, 3)], {0: "b"}) is None  # the summed b is not empty
+    assert rule("ab->a", [(3, 0)], {}) == (0,)  # the empty b is summed: zeros of length 3
+    assert rule("ab->b", [(3, 0)], {}) is None  # the empty b is not summed
 
 
 #: an inf order-0 value against a sum over an empty axis: written outside the sum, inf * 0 is
@@ -213,17 +216,24 @@ def _records(exprs: list, shapes: dict[str, tuple[int, ...]]) -> list:
     return list(resolver.terms.values())
 
 
-def test_records_keep_order_0_slots_in_the_einsum_at_nonzero_lengths():
-    """Only a sum over an empty axis takes them out: every other term's equation and path
+def _sums_an_empty_axis(record) -> bool:
+    inputs, output = record.eq.split("->")
+    lengths = {c: n for term, shape in zip(inputs.split(","), record.op_shapes) for c, n in zip(term, shape)}
+    return any(n == 0 and c not in output for c, n in lengths.items())
+
+
+def test_records_keep_their_operands_in_the_einsum_at_nonzero_lengths():
+    """Only a sum over an empty axis takes operands out: every other term's equation and path
     are what they were (the order-0 operand stays on the searched path, at its cost)."""
     f = tc.parse(RAYLEIGH, {"x": 1, "A": 2})
     exprs = [f, tc.gradient(f, "x"), tc.hessian(f, "x")]
     records = _records(exprs, {"x": (3,), "A": (3, 3)})
-    assert not [r.eq for r in records if r.late]
     assert [r.eq for r in records if r.eq.startswith(",")], "the order-0 slot 1 / x'x is in some einsum"
+    assert all(r.fill is None and r.factor != 0 for r in records)
     empty = _records(exprs, {"x": (0,), "A": (0, 0)})
-    late = [r for r in empty if r.late]
-    assert late and all(not r.eq.startswith(",") and ",," not in r.eq for r in late), [r.eq for r in late]
+    # each empty sum is taken out: zeros (fill), or a 0 times what it does not hold (1 / x'x)
+    assert [r for r in empty if r.fill == 0] and [r for r in empty if r.fill is None and r.factor == 0]
+    assert not [r.eq for r in empty if r.fill is None and _sums_an_empty_axis(r)]
 
 
 #: found by the seeded fuzz campaign (seed 0, generated:12): an order-0 operand held by a
