@@ -4,13 +4,13 @@ The Rayleigh quotient of an empty ``x`` is ``0 / 0``: the empty sums are 0, ``1 
 is inf, and ``(x'Ax) * inf`` is nan in ``tc.evaluate``.  Before, every runner took the
 order-0 slot ``1 / (x'x)`` inside the einsum of ``x'Ax``, which multiplied the inf into
 nothing and returned 0.0: a silent wrong number.  The rule now (one place,
-:data:`tenscalc.compiler.terms.LATE_SOURCE`): at a contraction that sums an axis of length
-0, an order-0 operand written outside that sum multiplies the result after it, one written
-inside it multiplies the empty operand first (the sum of nothing is 0), as ``tc.evaluate``
-computes either.  The records of the binder (``TermPlan.late``, ``TermPlan.held``) carry it
-to the closures, the fused function, ``to_python(shapes=)`` and the JAX, torch and dask
-backends; the shape-free module of ``to_python()`` decides at run time with the same text
-(``_contract_late``).
+:data:`tenscalc.compiler.terms.EMPTY_SUM_SOURCE`): at a contraction that sums an axis of
+length 0, the operands that sum holds as written are taken out and a 0 stands for them (the
+sum of nothing is 0); an operand written outside it, order-0 or not, multiplies that 0, as
+``tc.evaluate`` computes either.  The records of the binder (``TermPlan``'s operands and
+factor) carry it to the closures, the fused function, ``to_python(shapes=)`` and the JAX,
+torch and dask backends; the shape-free module of ``to_python()`` decides at run time with
+the same text (``_contract_late``).  Vectors and matrices: ``test_empty_sums.py``.
 
 The sweep runs the runners' corpus (``test_runners.CORPUS``) and a few quotients with
 every axis of length 0, and with each axis class of length 0 in turn (the others 2, 3,
