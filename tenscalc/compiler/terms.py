@@ -302,17 +302,23 @@ def _plan(term: Term, shape, shapes, resolver, gram_ok: bool, search: PathSearch
     eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
     op_shapes = tuple([tuple([sizes[letter] for letter in op.letters]) for op in operands])
     if empty_sums(eq, op_shapes, {}) is not None:  # a sum over an empty axis (read from shapes: no cost otherwise)
-        operands = [operands[k] for k in _outside_empty_sums(term, operands, eq, op_shapes, resolver)]
-        plan = replace(plan, operands=tuple(operands))
-        if not operands:  # the empty sums hold every operand: zeros (an order-0 constant multiplies after)
-            after = math.prod([float(resolver.constant(term.constants[n][0], ())) for n in scalars])
-            return replace(plan, fill=0.0 * after)
-        factor = 0.0 * factor  # the 0 of the sums, on what they do not hold (an inf there: nan)
+        kept = _outside_empty_sums(term, operands, eq, op_shapes, resolver)
+        if not kept and not scalars and math.isfinite(factor):
+            return replace(plan, operands=(), fill=0.0)  # the empty sums hold every operand: zeros
+        if kept:
+            operands = [operands[k] for k in kept]
+            factor = 0.0 * factor  # the 0 of the sums, on what they do not hold (an inf there: nan)
+        else:  # an order-0 constant, or a factor that is not finite (its product is not fused),
+            # multiplies the 0 after: the 0 kept as an operand, an empty one summed whole
+            k = next(k for k, shape in enumerate(op_shapes) if 0 in shape)  # slots first, as in term.operands
+            op = operands[k]
+            spec = term.operands[k][1] if op.constant is None else term.constants[op.constant][1]
+            operands = [replace(op, letters=(), diagonal=letters(spec) + "->")]
         present = set().union(*[op.letters for op in operands])
         target = tuple([letter for letter in unique if letter in present])
         eq = ",".join([letters(op.letters) for op in operands]) + "->" + letters(target)
         op_shapes = tuple([tuple([sizes[letter] for letter in op.letters]) for op in operands])
-        plan = replace(plan, factor=factor)
+        plan = replace(plan, operands=tuple(operands), factor=factor)
     core_size = math.prod([sizes[letter] for letter in target])
     memo_key = (eq, op_shapes, core_size)
     memo = resolver.contractions.get(memo_key)

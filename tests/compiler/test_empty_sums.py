@@ -65,6 +65,12 @@ FORMS = {
         "sum(a * x) * sum(z)", {"a": inf, "x": X0, "z": Z}, 0.0),
     "a log beside the sums (log(1 + (x *(i,j->) y)^2) + sum(x) * sum(z))": (
         "log(1 + (x *(i,j->) y)^2) + sum(x) * sum(z)", {"x": X0, "y": Y, "z": Z}, 0.0),
+    # an order-0 constant multiplies its product's contraction after it, as every evaluator applies it
+    "a constant beside the empty sum (x *(i,->) 2^2222)": ("x *(i,->) 2^2222", {"x": X0}, np.nan),
+    "a constant inside a vector the sum holds (x *(i,j->j) (y * exp(1000)))": (
+        "x *(i,j->j) (y * exp(1000))", {"x": X0, "y": Y}, [0.0, 0.0]),
+    "a constant inside one of two sums (sum(x * exp(1000)) * sum(y))": (
+        "sum(x * exp(1000)) * sum(y)", {"x": X0, "y": Y}, np.nan),
 }  # fmt: skip
 
 
