@@ -198,7 +198,6 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
     scale_at = plan.scale_at
     contract = term_kernel(plan, backend)
     after = record.after
-    late, held = plan.late, plan.held  # order-0 slots at a sum over an empty axis (.terms.LATE_SOURCE)
     fetch = [(index, op.slot, op.diagonal) for index, op in enumerate(operands)]
     on_device = backend.placed(values)  # the baked constants on the call's device (torch: CUDA too)
     plain = all(op.diagonal is None and op.slot is not None for op in operands)
@@ -212,8 +211,6 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
             baked = on_device(env[-1])
             arrays = [env[s] if s is not None else baked[i] for i, s, _ in fetch]
             arrays = [a if d is None else einsum(d, a) for a, (_, _, d) in zip(arrays, fetch)]
-        for slot, position in held:  # into the empty operand of a sum that holds it, first
-            arrays[position] = arrays[position] * env[slot]
         if scale_at is not None and scale_at >= 0:
             arrays[scale_at] = arrays[scale_at] * factor
         result = contract(*arrays)
@@ -221,8 +218,6 @@ def _term(record: TermRecord, backend: Backend) -> StepFn:
             result = result * factor
         if after != 1.0:
             result = result * after
-        for slot in late:  # outside the empty sum: 0 times an inf is nan, as evaluate gives
-            result = result * env[slot]
         return result
 
     # the common shapes of a term, without the general path's list and tests (the record's form)

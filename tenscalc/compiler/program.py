@@ -1487,7 +1487,7 @@ def _bind_full_sums(terms: Sequence[Term], shapes, resolver: ShapeResolver):
     for term in terms:
         record = plan_term(term, (), shapes, resolver, False, choose_path)
         operands = record.operands
-        if record.fill is not None or record.scalars or record.late or record.held or not math.isfinite(record.factor):
+        if record.fill is not None or record.scalars or not math.isfinite(record.factor) or record.factor == 0:
             return None  # a constant term, or order-0 numbers applied after the sum (an inf)
         if any(op.slot is None or op.diagonal is not None for op in operands):
             return None
@@ -1551,12 +1551,6 @@ def _bind_term(
             f"operand or result ({proportion} entries); no contraction order of this product avoids it",
         )
     n_ops = len(path) + sum(op.diagonal is not None for op in operands)
-    # order-0 slots at a sum over an empty axis (.terms.LATE_SOURCE): multiplied into the
-    # result after it (late), or into an empty operand before it (held: no flops)
-    late, held = record.late, record.held
-    flops += core_size * len(late)
-    multiplications += core_size * len(late)
-    n_ops += len(late) + len(held)
     if gram is None and scale_at is not None:
         scaled = op_sizes[scale_at] if scale_at >= 0 else core_size
         flops += scaled

@@ -173,7 +173,7 @@ class TermRecord:
         if plan.fill is not None:
             return "fill"
         plain = all(op.diagonal is None and op.slot is not None for op in plan.operands)
-        if plan.late or plan.held or not plain or self.after != 1.0:
+        if not plain or self.after != 1.0:
             return "general"
         count = len(plan.operands)
         if count == 2 and plan.scale_at is None:

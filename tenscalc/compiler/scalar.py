@@ -253,8 +253,6 @@ class ScalarSource:
                 texts.append(self.names[cast("int", operand.slot)])
             else:  # a product of constants only: they are the operands
                 texts.append(self.number(self.resolver.constant(term.constants[operand.constant][0], ())))
-        for slot, position in record.held:  # at a sum over an empty axis (none at shape (): no axis has a length)
-            texts[position] = f"({texts[position]} * {self.names[slot]})"
         factor = record.factor
         if record.scale_at is not None and record.scale_at >= 0:
             texts[record.scale_at] = f"({texts[record.scale_at]} * {self.number(factor)})"
@@ -271,8 +269,6 @@ class ScalarSource:
             after = after * float(self.resolver.constant(term.constants[number][0], ()))
         if after != 1.0:
             text = f"({text} * {self.number(after)})"
-        for slot in record.late:  # after a sum over an empty axis (as held above)
-            text = f"({text} * {self.names[slot]})"
         return text
 
 

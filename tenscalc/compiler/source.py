@@ -485,8 +485,6 @@ class ProgramSource:
             if op.diagonal is not None:
                 text = f"_np.einsum({op.diagonal!r}, {text})"
             texts.append(text)
-        for slot, position in record.held:  # order-0 slots held by a sum over an empty axis, as the binder does
-            texts[position] = f"{_atom(texts[position])} * {self._arg(slot)}"
         factor, scale_at = record.factor, record.scale_at
         if record.gram is not None:
             core = self._gram(record.gram, [op.letters for op in record.operands], texts, factor)
@@ -502,8 +500,6 @@ class ProgramSource:
             after = after * float(self.resolver.constant(term.constants[number][0], ()))
         if after != 1.0:
             core = f"{_atom(core)} * {literal(after)}"
-        for slot in record.late:  # order-0 slots after a sum over an empty axis, as the binder does
-            core = f"{_atom(core)} * {self._arg(slot)}"
         if record.broadcast:  # along output letters no operand has
             index = ", ".join(":" if letter in record.target else "None" for letter in record.unique)
             core = f"_np.broadcast_to(({core})[{index}], {record.unique_shape!r})"

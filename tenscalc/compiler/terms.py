@@ -5,8 +5,8 @@ binder (:func:`.program._bind_term`) and the source writer of ``tc.to_python(sha
 (:mod:`.source`) need to agree on: the operands' distinct letters and diagonal reads,
 which order-0 constants multiply the result afterwards, the factor (with the lengths of
 letters only constants carry), the equation over distinct letters, the contraction path,
-the Gram form ``Xᵀ diag(d) X``, where the factor is applied, which order-0 operands multiply
-the result after the contraction (:data:`LATE_SOURCE`), and how the core becomes the result
+the Gram form ``Xᵀ diag(d) X``, where the factor is applied, which operands a sum over an
+empty axis takes out (:data:`EMPTY_SUM_SOURCE`), and how the core becomes the result
 (broadcast, diagonal write).  The record is kept in the resolver
 (``ShapeResolver.terms``): the binder builds it, the source writer reads the same one
 when it is given the binder's resolver, so neither searches a path or recognises a Gram
@@ -204,10 +204,11 @@ class TermPlan:
     constants only); the contraction fields are then unset.  ``scale_at``: the operand
     the factor scales, ``-1`` for the result, None where the factor is 1 or a Gram
     kernel takes it.  ``scalars``: the order-0 constants multiplied into the result
-    after the contraction (an inf there must not turn a summed 0 into nan).  ``late``:
-    the slots of the order-0 operands multiplied into the result after a contraction that
-    sums an axis of length 0 (:data:`LATE_SOURCE`); ``held``: those such a sum holds as
-    written, each multiplied into an empty operand first.  Neither is among ``operands``.
+    after the contraction (an inf there must not turn a summed 0 into nan).  Where the term
+    sums an axis of length 0, ``operands`` are those no such sum holds and ``factor`` is 0 (the
+    sum's 0, :data:`EMPTY_SUM_SOURCE`); where the sums hold every operand, ``fill`` is 0, or
+    (an order-0 constant or an infinite factor multiplying it after) the one operand is an
+    empty one summed whole (``diagonal``: ``"ab->"``).
     """
 
     shape: tuple[int, ...]
@@ -227,8 +228,6 @@ class TermPlan:
     scale_at: int | None = None
     #: NumPy, no Gram form: each pairwise step's layout (.kernels), read by the kernel and the source writer
     layout: ContractionLayout | None = field(default=None, repr=False)
-    late: tuple[int, ...] = ()
-    held: tuple[tuple[int, int], ...] = ()  # (order-0 slot, the operand it multiplies first)
 
     @property
     def broadcast(self) -> bool:
