@@ -14,6 +14,9 @@ compile) and the median time of a call, of
 * ``tc.compile(exprs, backend="jax").unchecked_jitted(values)``: that ``jax.jit`` function called
   directly (the inputs positionally), without the ``CompiledFunction`` call around it;
 * ``jax.jit`` of JAX's own transform of the same function (first call: trace and compile);
+* for the elimination problems also that transform returning tenscalc's own outputs (each
+  Jacobian diagonal an array of its own, sliced inside the jit), since JAX's dispatch costs
+  about 2.5-3.5 us per array returned on a CPU, and JAX's own returns them stacked by input;
 
 and with ``--torch`` also ``backend="torch"`` eager against ``jit=True`` (``torch.compile``).
 The problems are the two of issue 26 (the chained Rosenbrock value and gradient, n = 1,000;
@@ -52,6 +55,9 @@ class Problem:
     options: Callable = lambda tc: {}  # tc -> tc.compile's keyword arguments (declared assumptions)
     #: JAX's results as the list tenscalc's are (None: JAX's leaves already are)
     theirs: Callable | None = None
+    #: ``jax.jit`` of JAX's transform returning tenscalc's very outputs (each its own array),
+    #: where ``jax`` returns them stacked: (jax, jnp, data) -> (jitted fn, args)
+    same_outputs: Callable | None = None
 
 
 ROSEN = "sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)"
@@ -151,8 +157,23 @@ def elimination_problems() -> list[Problem]:
             # its first call is timed like every other problem's
             return _jax_jacobians(fn, len(names), True)[faster], args
 
+        def same_outputs(jax, jnp, d, fn=fn, names=names, live_pairs=live_pairs):
+            import tenscalc as tc
+            from benchmarks.elimination import _jax_jacobians
+
+            args = [d[x] for x in names]
+            transform = (jax.jacfwd, jax.jacrev)[_faster(jax, _jax_jacobians(fn, len(names), True), args)]
+            jacobians = jax.vmap(transform(lambda *a: jnp.stack(fn(*a, jnp)), tuple(range(len(names)))))
+            pairs = [pair for pair, _ in live_pairs(tc)]
+
+            def diagonals(*a):  # tenscalc's outputs, sliced inside the jit: one array each
+                found = jacobians(*a)
+                return [found[names.index(x)][:, k] for k, x in pairs]
+
+            return jax.jit(diagonals), args
+
         what = f"{name} Jacobian (diagonals), batch {BATCH:,}"
-        found.append(Problem(f"elim_{name}", what, data, build, jax_form, theirs=theirs))
+        found.append(Problem(f"elim_{name}", what, data, build, jax_form, theirs=theirs, same_outputs=same_outputs))
     return found
 
 
@@ -240,6 +261,11 @@ def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dic
     ours = jitted(values)
     leaves = problem.theirs(theirs) if problem.theirs else jax.tree_util.tree_leaves(theirs)
     row["error_jit_vs_jax"] = _max_rel(ours, leaves)
+    if problem.same_outputs is not None:  # each output an array of its own costs JAX's dispatch
+        same, same_args = problem.same_outputs(jax, jnp, problem.data)
+        same_args = jax.device_put(same_args)
+        row["error_jit_vs_jax_same_outputs"] = _max_rel(ours, jax.block_until_ready(same(*same_args)))
+        fns["jax_jit_same_outputs"] = lambda: jax.block_until_ready(same(*same_args))
     row["error_jit_vs_eager"] = _max_rel(ours, eager(values))
     if torch is not None:
         tensors = {k: torch.from_numpy(np.asarray(v)) for k, v in problem.data.items() if k in jitted.inputs}
@@ -261,6 +287,9 @@ def run_problem(tc, jax, jnp, problem: Problem, repeats: int, torch=None) -> dic
         for name in ("tc_jit", "tc_jit_raw")
         if name in samples
     }
+    if "jax_jit_same_outputs" in samples:  # against JAX returning tenscalc's outputs
+        pairs = zip(samples["tc_jit"], samples["jax_jit_same_outputs"])
+        row["paired_ratio"]["tc_jit_vs_same_outputs"] = statistics.median(a / b for a, b in pairs)
     return row
 
 
@@ -299,6 +328,11 @@ def main(argv: list[str] | None = None) -> dict:
             f"jax.jit {t['jax_jit'] * 1e3:8.3f} ms  jit/jax {t['tc_jit'] / t['jax_jit']:5.2f}x "
             f"(paired {row['paired_ratio']['tc_jit']:5.2f}x)  "
             + (f"raw/jax {row['paired_ratio']['tc_jit_raw']:5.2f}x  " if "tc_jit_raw" in t else "")
+            + (
+                f"jit/jax(same outputs) {row['paired_ratio']['tc_jit_vs_same_outputs']:5.2f}x  "
+                if "jax_jit_same_outputs" in t
+                else ""
+            )
             + f"first: symbolic {row['symbolic_s']:.2f} s + {f['tc_jit']:.2f} s, jax {f['jax_jit']:.2f} s"
         )
         if torch is not None:

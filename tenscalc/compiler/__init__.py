@@ -196,6 +196,9 @@ class CompiledFunction:
         #: Not redundant with the program's flags, read after it ran: LAPACK's SVD (adj) of a matrix
         #: with an inf entry did not return (test_linalg_errors' jax jit adj cases hung without it)
         self._finite = linalg_inputs(self.plan, names) if backend.jit_reads_no_values and self.jit else ()
+        if self._finite and backend.factorises:  # a factorised matrix: its factor's flag checks it
+            factorised = factored(self.plan, self.pd)
+            self._finite = tuple(check for check in self._finite if names[check[0]] not in factorised)
         self._slot_count = len(self.plan.inputs)
         #: shape key -> (key, bound program, its whole-program call or None): see _bind
         self._programs: OrderedDict[tuple, Bound] = OrderedDict()
@@ -444,7 +447,9 @@ class CompiledFunction:
         call = None
         if self.jit and (self._jit_request or len(program.ops) <= JIT_MAX_OPS):
             signature = [tuple(shapes[name]) for name in self.inputs]
-            call = self._backend.whole_call(program.traced_steps, self._slot_count, self._single, signature)
+            call = self._backend.whole_call(
+                program.traced_steps, self._slot_count, self._single, signature, self.inputs
+            )
             if call is None:
                 program.whole = self._backend.whole_program(program.traced_steps)
             else:  # Program.run (and whoever calls it) runs the same compiled function

@@ -23,7 +23,7 @@ import functools
 import importlib
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from .generated import (
     linalg_det,
     linalg_inv,
     not_finite,
+    not_pd,
     not_symmetric,
     symmetric_check,
 )
@@ -123,8 +124,9 @@ class Backend:
     runs_numpy_source = False
     #: whether a declared positive-definite matrix's ``inv``, ``det`` and ``log(det)`` are read
     #: from one Cholesky factor per call (:mod:`.cholesky`: NumPy's helper text, PyTorch's own
-    #: factor); the others compute them by LU, positive definiteness trusted (but Dask's
-    #: :meth:`DaskBackend.checked_declaration` checks it by NumPy's factor, thrown away)
+    #: factor, XLA's with LAPACK's potri on a CPU, :mod:`.jax_factor`); the others compute them
+    #: by LU, positive definiteness trusted (but Dask's :meth:`DaskBackend.checked_declaration`
+    #: checks it by NumPy's factor, thrown away)
     factorises = False
     #: whether a declared symmetric matrix is checked on its values at each call
     #: (:meth:`checked_declaration`; Dask's check runs in the graph, raised when it computes)
@@ -386,6 +388,7 @@ class Backend:
         slots: int,
         single: bool,
         shapes: Sequence[tuple[int, ...]] | None = None,
+        names: Sequence[str] = (),
     ) -> Callable | None:
         """The lean form of :meth:`whole_program`, or None where the backend has none: one
         compiled function of every input in order (the first ``slots`` are ``run``'s inputs,
@@ -393,7 +396,8 @@ class Backend:
         inputs' promoted dtype (:meth:`cast`), as one array when ``single``, else a tuple.
         A call then hands the arrays straight to it (see :meth:`native`).  ``shapes``: the
         shape signature ``run`` is bound to; arrays of other shapes are refused when the
-        function is traced for them (never at run time)."""
+        function is traced for them (never at run time); ``names``: the inputs' names (an
+        error about a declared matrix reads its value by name)."""
         return None
 
     def fence(self, fns: Sequence[Callable[[list], Any]], env: list, reads: Sequence[int]) -> list[Any]:
@@ -846,6 +850,7 @@ class TorchBackend(Backend):
 class JaxBackend(Backend):
     name = "jax"
     jit_default = True
+    factorises = True  # XLA's Cholesky, LAPACK's potri for inv on a CPU (.jax_factor)
     checks_symmetry = True
     jit_reads_no_values = True
     fences = True
@@ -881,7 +886,7 @@ class JaxBackend(Backend):
 
         return jax.jit(run)
 
-    def whole_call(self, run, slots, single, shapes=None):
+    def whole_call(self, run, slots, single, shapes=None, names=()):
         # the inputs as jit's own positional arguments (a list and a dtype reference cost
         # jit ~5 us more per call to flatten), and the dtype cast traced with the program:
         # on a call, nothing is left in Python but the shape key and jit's own dispatch
@@ -924,7 +929,7 @@ class JaxBackend(Backend):
             if flags is not None and not isinstance(flags, tracer):  # the caller's jit: no values
                 flags = np.asarray(flags)
                 if not flags.all():
-                    _raise_flagged(checks, flags)
+                    _raise_flagged(checks, flags, dict(zip(names, arrays)))
             return results
 
         call.flagged = jitted  # type: ignore[attr-defined]  # the program itself: (results, flags or None)
@@ -1086,11 +1091,39 @@ def _traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def _raise_flagged(checks: Sequence[tuple[str, str | None]], flags: np.ndarray) -> None:
+def jax_linalg_flag(what: str, label: str | None, first: Any, second: Any = True) -> None:
+    """Record the flags of a linalg step of the JAX program :meth:`JaxBackend.whole_call` is
+    tracing (read after it runs, by :func:`_raise_flagged`); nothing where none is traced with
+    flags (the caller's own jit, a fence's loop, the unchecked program)."""
+    found = _JAX_LINALG_FLAGS.get()
+    if found is not None:
+        import jax.numpy as jnp
+
+        found.append((what, label, (jnp.asarray(first), jnp.asarray(second))))
+
+
+def pd_error(name: str, value: Any) -> EvaluationError:
+    """The error of the NumPy runners for ``value``, the value of ``name`` declared positive
+    definite, that JAX's check found not to be (their own check run on it: the same words)."""
+    try:
+        cholesky_factor(np.asarray(value), name)
+    except EvaluationError as exc:
+        return exc
+    # XLA's potrf and SciPy's disagree at the edge (a leading minor about 0)
+    return not_pd(name, "its Cholesky factorisation in XLA breaks down")
+
+
+def _raise_flagged(
+    checks: Sequence[tuple[str, str | None]], flags: np.ndarray, values: Mapping[str, Any] | None = None
+) -> None:
     """The error every runner says (:func:`tenscalc.linalg.matrix_error`) for the first linalg
     step of a jitted JAX program whose flags (two a step: its matrix finite, its result finite)
-    say its matrix was not finite or, for ``inv``, singular."""
+    say its matrix was not finite or, for ``inv``, singular; for a matrix declared positive
+    definite (``pd``, its value read from ``values``), the NumPy runners' error."""
     for k, (what, label) in enumerate(checks):
+        if what == "pd" and not flags[2 * k]:
+            assert label is not None and values is not None
+            raise pd_error(label, values[label])
         if not flags[2 * k]:
             raise matrix_error(what, label, "finite")
         if not flags[2 * k + 1]:

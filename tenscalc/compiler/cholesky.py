@@ -23,13 +23,14 @@ through the dtype LAPACK has, as :mod:`tenscalc.linalg`), LAPACK's ``potrf`` and
 checks, ``det`` reads its factor and ``inv`` is NumPy's LU inverse); PyTorch
 (``torch.linalg.cholesky_ex``, ``torch.cholesky_inverse``; under ``torch.compile``,
 ``jit=True``, reading the factorisation's status is a graph break: correct, with
-dynamo's warning); the code ``tc.to_python(..., assumptions=...)`` writes (the
+dynamo's warning); JAX, jitted or not (XLA's Cholesky, LAPACK's ``potri`` for ``inv``
+on a CPU; the check a flag the call reads after the program ran: :mod:`.jax_factor`);
+the code ``tc.to_python(..., assumptions=...)`` writes (the
 readers found by :func:`plan_factors` with ``shapes``).  Every NumPy runner (the loop
 of closures, the fused function, both generated modules) runs one text,
-:data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  JAX and
-CuPy, and complex values, take the generic path: the same numbers through LU,
-positive definiteness trusted (under jit, ``jnp.linalg.cholesky`` returns NaN
-without a word).  Dask computes through LU too, but its arrays are lazy: the check
+:data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  CuPy,
+and complex values, take the generic path: the same numbers through LU,
+positive definiteness trusted.  Dask computes through LU too, but its arrays are lazy: the check
 is a task of its graph that every block of the matrix handed on waits for, so each
 result that reads the matrix raises the NumPy runner's error, same message, when dask
 computes it (NumPy arrays given to it are checked the same way, not at the call; a
@@ -41,7 +42,7 @@ LU alone), so an indefinite, singular or non-finite matrix is refused as NumPy r
 it; otherwise the symmetry check of :data:`.generated.SYMMETRIC_HELPER` is decided
 block by block (each block against its mirror, a chunked matrix never gathered: the
 same verdict and message; :meth:`.backends.DaskBackend.checked_declaration`).  On
-NumPy and PyTorch a complex value is checked symmetric and finite, as the compiler
+NumPy, PyTorch and JAX a complex value is checked symmetric and finite, as the compiler
 writes the matrix's transpose as itself (a Hermitian positive-definite matrix that
 is not real is refused: not symmetric), and a singular one raises the error of every
 ``inv``, naming it.
@@ -62,6 +63,7 @@ tenscalc.errors.EvaluationError: 'K' is declared positive definite (pd) but its 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +76,7 @@ from ..linalg import lapack_dtype
 from .backends import Backend
 from .cost import OpCost
 from .generated import mirror_block, not_finite, not_pd, symmetric_check
+from .jax_factor import JaxFactor, jax_factor, jax_factor_det, jax_factor_inv
 from .plan import Plan, Step, step_reads
 from .records import FactorReaderRecord, FactorRecord
 
@@ -324,8 +327,28 @@ def torch_factor(name: str, x: Any) -> _Factor:
     return _Factor("torch", work, x.dtype, lower, _finite_diagonal(name, lower.diagonal()))
 
 
-def factor_inv(factor: _Factor, backend: Backend) -> Any:
-    """``inv`` of the matrix PyTorch factorised, symmetric, in its own dtype."""
+def library_factor(name: str, x: Any) -> Any:
+    """The factor of ``x``, a PyTorch tensor or a JAX array (the libraries besides NumPy that
+    factorise: ``Backend.factorises``), the value of ``name`` declared positive definite."""
+    if type(x).__module__.startswith("jax"):
+        return jax_factor(name, x)
+    return _torch_factor_eager()(name, x)
+
+
+@functools.cache
+def _torch_factor_eager() -> Any:
+    """:func:`torch_factor`, run eagerly under ``torch.compile``: its checks read the values
+    (bool, int), so Dynamo breaks its graph here either way, and said so in 20 lines of
+    warnings ("Graph break from Tensor.item()")."""
+    import torch
+
+    return torch.compiler.disable(torch_factor)
+
+
+def factor_inv(factor: Any, backend: Backend) -> Any:
+    """``inv`` of the matrix PyTorch or JAX factorised, symmetric, in its own dtype."""
+    if isinstance(factor, JaxFactor):
+        return jax_factor_inv(factor, backend)
     if factor.kind == "generic":  # checked as every runner checks an inv (a singular matrix named)
         return backend.checked_linalg("inv", factor.matrix, factor.name)
     import torch
@@ -334,8 +357,10 @@ def factor_inv(factor: _Factor, backend: Backend) -> Any:
     return result if result.dtype == factor.dtype else result.to(factor.dtype)
 
 
-def factor_det(factor: _Factor, log: bool, backend: Backend) -> Any:
-    """``det`` (or ``log(det)``) of the matrix PyTorch factorised, a 0-d tensor in its own dtype."""
+def factor_det(factor: Any, log: bool, backend: Backend) -> Any:
+    """``det`` (or ``log(det)``) of the matrix PyTorch or JAX factorised, a 0-d array in its own dtype."""
+    if isinstance(factor, JaxFactor):
+        return jax_factor_det(factor, log, backend)
     if factor.kind == "generic":
         det = backend.checked_linalg("det", factor.matrix, factor.name)
         return backend.func("log")(det) if log else det

@@ -27,7 +27,7 @@ import numpy as np
 from .accumulate import AccumulateRecord, accumulate_closure
 from .backends import Backend
 from .banded import write_bands
-from .cholesky import factor_det, factor_inv, torch_factor
+from .cholesky import factor_det, factor_inv, library_factor
 from .fused import BandNumber, BandRef, BandScaled, BandStretch, BandTerm, band_stretch
 from .generated import cholesky_det, cholesky_factor, cholesky_inv, linalg_adj, linalg_det, linalg_inv
 from .kernels import contraction_kernel, gram_contraction
@@ -352,25 +352,20 @@ def _factor(record: FactorRecord, backend: Backend) -> StepFn:
     name, matrix = record.name, record.matrix
     if backend.runs_numpy_helpers:
         return lambda env: cholesky_factor(env[matrix], name)  # the helper text every NumPy runner runs
-    import torch  # PyTorch: the other library that factorises (Backend.factorises)
-
-    # its checks read the values (bool, int): torch.compile (jit=True) breaks its graph here
-    # either way, and said so in 20 lines of Dynamo warnings ("Graph break from Tensor.item()")
-    factor = torch.compiler.disable(torch_factor)
-    return lambda env: factor(name, env[matrix])
+    return lambda env: library_factor(name, env[matrix])  # PyTorch's or JAX's (Backend.factorises)
 
 
 def _factor_reader(record: FactorReaderRecord, backend: Backend) -> StepFn:
     what, factor = record.what, record.factor
     if what == "unused":  # a det read only by logs computed from the factor
         return lambda env: None
-    torch = not backend.runs_numpy_helpers  # PyTorch's factor (see _factor)
+    library = not backend.runs_numpy_helpers  # PyTorch's or JAX's factor (see _factor)
     if what == "inv":
-        if torch:
+        if library:
             return lambda env: factor_inv(env[factor], backend)
         return lambda env: cholesky_inv(env[factor])
     log = what == "logdet"
-    if torch:
+    if library:
         return lambda env: factor_det(env[factor], log, backend)
     return lambda env: cholesky_det(env[factor], log)
 

@@ -361,6 +361,8 @@ symmetric_check, not_pd, not_finite = _namespace["_symmetric"], _namespace["_not
 not_symmetric = _namespace["_asymmetric"]
 cholesky_factor, cholesky_inv, cholesky_det = _namespace["_cholesky"], _namespace["_cho_inv"], _namespace["_cho_det"]
 mirror_block: int = _namespace["_cho_block"]
+#: a Fortran-ordered array whose lower triangle holds a symmetric matrix, made whole (JAX's potri)
+cholesky_mirror = _namespace["_cho_mirror"]
 
 #: names the generated module defines at module level (a function of that name would replace them)
 MODULE_NAMES = frozenset(

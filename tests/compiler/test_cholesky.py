@@ -240,18 +240,6 @@ def test_torch_factorises_too():
         auto(K=torch.as_tensor(BAD["indefinite"]), y=torch.ones(3, dtype=torch.float64))
 
 
-def test_jax_takes_the_generic_path(jax_numpy):
-    jnp = jax_numpy
-    roots = _roots(GP, ("K",))
-    values = _values(3)
-    run = tc.compile(roots, backend="jax", assumptions=PD, jit=False)
-    assert "cholesky" not in _kinds(run, values)
-    got = run(K=jnp.asarray(values["K"]), y=jnp.asarray(values["y"]))
-    want = tc.compile(roots)(K=values["K"], y=values["y"])
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
-
-
 def test_a_second_inverse_of_one_matrix_is_not_read_from_the_overwritten_factor():
     from tenscalc.compiler.cholesky import plan_factors
     from tenscalc.compiler.plan import Plan, Step

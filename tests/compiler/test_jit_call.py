@@ -66,8 +66,8 @@ def counted(monkeypatch, jnp):
     monkeypatch.setattr(Program, "run", counter.wrap("Program.run", Program.run))
     whole_call = JaxBackend.whole_call
 
-    def counting_whole_call(self, run, slots, single, shapes=None):
-        return counter.wrap("jitted", whole_call(self, counter.wrap("traced", run), slots, single, shapes))
+    def counting_whole_call(self, run, slots, single, shapes=None, names=()):
+        return counter.wrap("jitted", whole_call(self, counter.wrap("traced", run), slots, single, shapes, names))
 
     monkeypatch.setattr(JaxBackend, "whole_call", counting_whole_call)
     return counter
