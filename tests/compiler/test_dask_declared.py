@@ -276,3 +276,23 @@ def test_the_chunked_check_on_random_matrices():
         assert dask_ == numpy, (m, chunks)
         refused += numpy != "passes"
     assert 10 < refused < 60  # both verdicts were reached
+
+
+def test_on_a_cluster_the_error_arrives_as_numpys():
+    """Computed by a ``dask.distributed`` cluster: the check's tasks run on its worker (the
+    functions are module-level, sent by reference) and the call gets NumPy's error."""
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as client:
+        for program, chunks in (("gp", N), ("symmetric", 2)):  # the factor's task, the blocks' verdict
+            values = dict(_good(PROGRAMS[program][0]), K=BAD["not symmetric"])
+            want = _numpy(program, values)
+            run = tc.compile(_roots(program), backend="dask", assumptions={"K": PROGRAMS[program][2]})
+            lazy = run({name: da.from_array(value, chunks=chunks) for name, value in values.items()})
+            with pytest.raises(tc.EvaluationError) as error:
+                client.compute(list(lazy), sync=True)
+            assert ("raises", type(error.value), str(error.value)) == want
+        good = _good(GP)
+        run = tc.compile(_roots("gp"), backend="dask", assumptions={"K": "pd"})
+        for got, expected in zip(client.compute(list(run(good)), sync=True), _numpy("gp", good)[1], strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
