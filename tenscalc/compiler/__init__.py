@@ -582,7 +582,7 @@ def compile(  # noqa: A001
         ``inv(K)``, ``det(K)`` and ``log(det(K))`` then reads one Cholesky
         factorisation of ``K`` per call (about half the work of an LU inverse; the
         log of the determinant summed from the factor, finite where ``det(K)``
-        overflows), on the NumPy and PyTorch backends (JAX, CuPy and Dask, and
+        overflows), on the NumPy, PyTorch and JAX backends (CuPy and Dask, and
         complex values, take the generic path: LU, positive definiteness trusted
         but on Dask).  A matrix declared ``symmetric``, ``psd``, ``pd`` or
         ``diagonal`` is its own transpose: the expressions are simplified as
