@@ -391,6 +391,7 @@ class _PlanWriter(_Writer):
         self._start(decisions.plan, decisions.bands, "_s")
         self.gathered, self.probe, self.nodes = decisions.gathered, decisions.dense, decisions.nodes
         self.rewritten = decisions.rewritten
+        self.unpaired = _unpaired(decisions.plan, decisions.rewritten)
         for pair in decisions.pairs:  # computed before their first reader, released after their last
             self.first_pairs.setdefault(pair.first, []).append(pair)
             self.pair_release.setdefault(pair.last, []).append(pair.slot)
@@ -428,6 +429,7 @@ class _PlanWriter(_Writer):
         self.step = self.plan.steps[0]  # the step being written
         self.gathered, self.probe, self.nodes, self.structured = frozenset(), None, None, {}
         self.first_pairs, self.pair_release, self.rewritten = {}, {}, {}
+        self.unpaired: dict[Term, Term] = {}  # a pair's reader -> the term as written (_unpaired)
         self.slot_nodes: dict[int, Expr] | None = None  # each slot's node, where an einsum asks (_inside)
         self.computed: set[int] = set()
         self.held = 0  # the small parts of sums written into one buffer, named _a + number
@@ -829,7 +831,19 @@ class _PlanWriter(_Writer):
 
     def _plan_term(self, term, node: Expr, shape: tuple[str | None, ...], core: bool = False) -> tuple[str, bool]:
         """One term's text (its diagonal ``core`` only, where asked), and whether it may be a
-        view of an operand (a relabelling)."""
+        view of an operand (a relabelling).  A term reading a shared pair that may move an
+        operand into or out of a written sum (:func:`_unpaired`) is the term as written
+        where an operand has an axis of length 0 (a sum over it is 0 whatever it holds)."""
+        original = self.unpaired.get(term)
+        text, view = self._term_text(term, node, shape, core)
+        if original is None:
+            return text, view
+        written, _ = self._term_text(original, node, shape, core)
+        reads = " + ".join(f"{self._read(slot)}.shape" for slot in dict.fromkeys(slot for slot, _ in original.operands))
+        return f"({text} if 0 not in ({reads}) else {written})", False
+
+    def _term_text(self, term, node: Expr, shape: tuple[str | None, ...], core: bool) -> tuple[str, bool]:
+        """:meth:`_plan_term`'s text of ``term`` itself."""
         out = term.out
         if term.factor == 0:  # zero even against inf or nan, as in evaluate and compile
             if core:
@@ -947,6 +961,22 @@ class _PlanWriter(_Writer):
                 "cannot tell the length of a summed index that only constants carry: no variable fixes it"
             )
         return text
+
+
+def _unpaired(plan, rewritten: dict) -> dict:
+    """The terms of ``rewritten`` (the product steps reading shared pairs,
+    :func:`.program._shared_pairs`) whose term as written in ``plan`` its sums do not all hold
+    alike -> that term: the pair was chosen at the probe's lengths, and where an axis is empty
+    at run time it may move an operand into or out of a sum over it (``x (B A)`` for
+    ``(x B) A``); ``tc.compile`` decides at each call's lengths and shares no pair there."""
+    found = {}
+    for index, step in rewritten.items():
+        for old, new in zip(plan.steps[index].data, step.data):
+            inside = inside_sums(old, None, ())
+            summed = set().union(*[spec for _, spec in [*old.operands, *old.constants]]) - set(old.out)
+            if old != new and len(old.holders) == len(inside) and not all(summed.issubset(h) for h in inside.values()):
+                found[new] = old
+    return found
 
 
 #: the run-time side of :meth:`_PlanWriter._inside`: the rule's text and the contraction it places

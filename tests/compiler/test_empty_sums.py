@@ -9,6 +9,13 @@ each operand (``Term.holders``), and a sum over an empty axis is taken out of th
 what it holds, a 0 standing for it (:data:`tenscalc.compiler.terms.EMPTY_SUM_SOURCE`): at
 bind time for the records every runner reads, at run time in the shape-free module.
 
+A contraction of two operands that several products share (``B A`` in
+``x *(i,ij->j) B *(j,jk->k) A`` and its derivative by ``x``) is computed once: ``x (B A)``
+for ``(x B) A`` moves ``A`` into the empty sum over ``x``'s axis.  ``tc.compile`` decides at
+each call's lengths and shares no pair in a term that sums an empty axis; the shape-free
+module, which shares it as decided at the probe's lengths, writes such a term as written
+where an operand has an axis of length 0 (a shape test, at run time).
+
 Each form runs through the interpreter, the closure loop, the fused NumPy function,
 ``to_python(shapes=)``, shape-free ``to_python()``, JAX (jitted and eager), PyTorch and
 Dask, with its derivatives, at distinct non-empty lengths (2, 3) beside the empty one.
@@ -102,24 +109,6 @@ def _library_runners(exprs: list, values: dict) -> dict[str, tuple]:
     return got
 
 
-#: forms whose expressions share a contraction of two operands (``B A`` in the function and its
-#: derivative by ``x``), which the shape-free module writes once as ``tc.compile`` decides it at
-#: the probe's lengths: ``x (B A)`` for ``(x B) A`` moves ``A`` into the empty sum over ``x``'s
-#: axis (0 where evaluate gives nan; docs/integrations.md).  Their module is written one
-#: expression at a time: nothing is shared.  ``tc.compile`` decides at the call's lengths and
-#: shares nothing at an empty sum: it runs them together.
-SHARED_PAIRS = {"a matrix after an empty sum (x *(i,ij->j) B *(j,jk->k) A)"}
-
-
-def _shape_free_one_at_a_time(exprs: list, values: dict) -> tuple:
-    namespace: dict = {}
-    results = []
-    for e in exprs:
-        exec(compile(tc.to_python(e), "<generated>", "exec"), namespace)  # noqa: S102 - the source under test
-        results.append(namespace["f"](**{k: v for k, v in values.items() if k in tc.compile(e).inputs}))
-    return tuple(results)
-
-
 @pytest.mark.parametrize("name", list(FORMS))
 def test_every_evaluator_gives_what_evaluate_gives(name):
     text, values, value = FORMS[name]
@@ -127,8 +116,6 @@ def test_every_evaluator_gives_what_evaluate_gives(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # 0 * inf, in evaluate too
         got = _numpy_runners(exprs, values) | _library_runners(exprs, values)
-        if name in SHARED_PAIRS:
-            got["to_python()"] = _shape_free_one_at_a_time(exprs, values)
     expected = got.pop("interpreter")
     np.testing.assert_array_equal(expected[0], value)  # the reference computes as written
     for runner, results in got.items():
