@@ -249,7 +249,7 @@ def test_the_chunked_check_is_numpys_verdict(case, chunks):
     )
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.complex128])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.longdouble, np.int64, np.complex64, np.complex128])
 @pytest.mark.parametrize("chunks", [2, 5])
 def test_the_chunked_check_in_other_dtypes(dtype, chunks):
     for m in (_with(5, {(3, 4): 1.0}), _with(5, {(3, 4): 1.0, (4, 3): 1.0}), _with(5, {(0, 1): 1e-7}, np.eye(5))):
