@@ -209,7 +209,8 @@ WRITE_BANDS_SOURCE = """
 def _write_bands(values, shape, keys, disjoint):
     \"\"\"The dense matrix of bands: zeros, each band's values written (added, where bands
     overlap) at its strided stretch ``keys[k]`` of the flattened matrix.\"\"\"
-    out = _np.zeros(shape, dtype=_np.result_type(*[v for v in values if _np.ndim(v)], _np.float64))
+    # the arrays' dtypes (a number does not promote them; getattr: np.ndim makes an array of a number)
+    out = _np.zeros(shape, dtype=_np.result_type(*[v for v in values if getattr(v, "ndim", 0)], _np.float64))
     flat = out.reshape(-1)
     for key, value in zip(keys, values):
         if disjoint:
