@@ -1045,29 +1045,21 @@ class JaxBackend(Backend):
         return bool(_jax_all_finite()(x))  # on the device: one scalar comes back
 
     def checked_linalg(self, what, x, label, k=1):
-        result = super().checked_linalg(what, x, label, k)
-        found = _JAX_LINALG_FLAGS.get()
-        if found is not None and _traced(x):  # jitted by whole_call: flags read after it runs
-            import jax.numpy as jnp
-
-            # inv: a finite matrix whose LU inverse is not finite had a zero pivot (as checked_linalg reads it)
-            after = jnp.isfinite(result).all() if what == "inv" else jnp.bool_(True)
-            found.append((what, label, (jnp.isfinite(x).all(), after)))
-        return result
-
-    def _compute_linalg(self, what, x, k):
-        import jax
+        if not _traced(x):
+            return super().checked_linalg(what, x, label, k)
         import jax.numpy as jnp
 
-        if not isinstance(x, jax.core.Tracer):
-            return super()._compute_linalg(what, x, k)
         # traced (jit): nothing can be raised on the data, and JAX's inv of a matrix with an inf
         # entry may be finite (a silent wrong number): NaN instead (n² reads, fused by XLA).
         # LAPACK gets a finite matrix (zeros): its SVD (adj) of one with an inf entry never
-        # returned (adj(exp(A)) with an overflowing entry hung a jitted call)
+        # returned (adj(exp(A)) with an overflowing entry hung a jitted call).  The flags (the
+        # matrix finite; for inv, a finite matrix whose LU inverse is not finite had a zero
+        # pivot, as Backend.checked_linalg reads it) are read after the program runs
         finite = jnp.isfinite(x).all()
-        result = super()._compute_linalg(what, jnp.where(finite, x, jnp.zeros_like(x)), k)
-        return jnp.where(finite, result, jnp.nan)
+        result = self._compute_linalg(what, jnp.where(finite, x, jnp.zeros_like(x)), k)
+        result = jnp.where(finite, result, jnp.nan)
+        jax_linalg_flag(what, label, finite, jnp.isfinite(result).all() if what == "inv" else True)
+        return result
 
 
 @functools.cache
