@@ -182,12 +182,14 @@ class CompiledFunction:
         #: the inputs declared positive definite: their inv and det read one Cholesky factorisation
         self.pd = structure.pd & set(names)
         # the symmetric inputs checked on each call, but those the factorisation checks; each with
-        # whether it is declared pd and whether its inv or det is computed (Dask checks it pd then)
+        # whether it is declared pd and whether its inv or det is computed.  A lazy backend's
+        # factor cannot raise at the call: the matrix it factorises is handed on waiting for that
+        # factor (Dask's checked_declaration makes it), so a result reading the matrix raises too
         checked: frozenset[str] = frozenset()
         read: frozenset[str] = frozenset()
         if self.symmetric and backend.checks_symmetry:
             read = factored(self.plan, self.pd)
-            checked = self.symmetric - (read if backend.factorises else frozenset())
+            checked = self.symmetric - (read if backend.factorises and not backend.lazy else frozenset())
         self._checks = tuple(
             (i, name, name in self.pd, name in read) for i, name in enumerate(names) if name in checked
         )
@@ -582,18 +584,17 @@ def compile(  # noqa: A001
         ``inv(K)``, ``det(K)`` and ``log(det(K))`` then reads one Cholesky
         factorisation of ``K`` per call (about half the work of an LU inverse; the
         log of the determinant summed from the factor, finite where ``det(K)``
-        overflows), on the NumPy, PyTorch and JAX backends (CuPy and Dask, and
+        overflows), on the NumPy, PyTorch, JAX and Dask backends (CuPy, and
         complex values, take the generic path: LU, positive definiteness trusted
-        but on Dask).  A matrix declared ``symmetric``, ``psd``, ``pd`` or
+        on CuPy).  A matrix declared ``symmetric``, ``psd``, ``pd`` or
         ``diagonal`` is its own transpose: the expressions are simplified as
         ``tc.derivative(..., symmetric=[...])`` simplifies (``A + Aᵀ`` is ``2A``).
         The declarations are checked on every call (not a JAX tracer inside the
         caller's ``jax.jit``): a value that is not symmetric (beyond rounding) or,
         where factorised, not positive definite raises an ``EvaluationError``
-        naming the variable.  Dask's arrays are lazy: its check runs in the graph,
-        and each result that reads the matrix raises NumPy's error when dask
-        computes it (positive definiteness checked too, where the program computes
-        the matrix's ``inv`` or ``det``).  See ``tenscalc.compiler.cholesky``.
+        naming the variable.  Dask's arrays are lazy: its check runs in the graph
+        (the factor is a task there, running NumPy's text), and each result that
+        reads the matrix raises NumPy's error when dask computes it.  See ``tenscalc.compiler.cholesky``.
 
     Returns
     -------

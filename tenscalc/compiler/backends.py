@@ -124,9 +124,9 @@ class Backend:
     runs_numpy_source = False
     #: whether a declared positive-definite matrix's ``inv``, ``det`` and ``log(det)`` are read
     #: from one Cholesky factor per call (:mod:`.cholesky`: NumPy's helper text, PyTorch's own
-    #: factor, XLA's with LAPACK's potri on a CPU, :mod:`.jax_factor`); the others compute them
-    #: by LU, positive definiteness trusted (but Dask's :meth:`DaskBackend.checked_declaration`
-    #: checks it by NumPy's factor, thrown away)
+    #: factor, XLA's with LAPACK's potri on a CPU, :mod:`.jax_factor`; Dask's a task running
+    #: NumPy's helper text, :mod:`.dask_factor`); the others compute them by LU, positive
+    #: definiteness trusted
     factorises = False
     #: whether a declared symmetric matrix is checked on its values at each call
     #: (:meth:`checked_declaration`; Dask's check runs in the graph, raised when it computes)
@@ -1194,6 +1194,7 @@ class DaskBackend(Backend):
     name = "dask"
     lazy = True
     checks_symmetry = True  # in the graph: see checked_declaration
+    factorises = True  # a task running NumPy's helper text on one block (.dask_factor)
 
     def from_numpy(self, array, like=None):
         import dask.array as da
@@ -1267,10 +1268,10 @@ class DaskBackend(Backend):
         # a lazy array has no values to read at the call: the check is a task of the graph that
         # every block of the matrix handed on waits for, so each result that reads the matrix
         # raises the NumPy runners' error when dask computes it.  Declared pd with its inv or
-        # det computed (which take it as one block): the NumPy runners' Cholesky factor on
-        # that block (symmetric, finite, positive definite: their errors; inv and det are then
-        # LU's, as without it).  Otherwise block by block (a chunked matrix is never gathered):
-        # each block against its mirror, the verdict the NumPy text's (_symmetric_verdict)
+        # det computed: the factor those read, the NumPy runners' Cholesky text on one block
+        # (symmetric, finite, positive definite: their errors; .dask_factor, where the factor
+        # step finds it).  Otherwise block by block (a chunked matrix is never gathered): each
+        # block against its mirror, the verdict the NumPy text's (_symmetric_verdict)
         word = "positive definite (pd)" if pd else "symmetric"
         if x.ndim == 2 and x.shape[0] != x.shape[1]:  # known now: refused now, before the shapes are bound
             symmetric_check(np.broadcast_to(np.zeros((), x.dtype), x.shape), name, word)  # reads no values
@@ -1278,19 +1279,17 @@ class DaskBackend(Backend):
             return x  # as the text: nothing to check
         import dask.array as da
 
-        if factored:
-            _check_block(x.shape, x, "Cholesky check")
-            verdict = da.map_blocks(_block_factor, x.rechunk(x.shape), name, chunks=((1,), (1,)), dtype=bool)
-            verdict = verdict[0, 0]
-        else:
-            mirror = x.T.rechunk(x.chunks)  # block (I, J) of x meets block (J, I) transposed
-            records = tuple((1,) * len(c) for c in x.chunks)
-            gaps = da.map_blocks(_block_gap, x, mirror, chunks=records, dtype=object, meta=np.empty((0, 0), object))
-            whole = gaps.rechunk(gaps.shape)
-            n = x.shape[0]
-            verdict = da.map_blocks(_symmetric_verdict, whole, name, word, x.dtype, n, chunks=((1,), (1,)), dtype=bool)
-            verdict = verdict[0, 0]
-        return da.blockwise(_block_checked, "ij", x, "ij", verdict, "", dtype=x.dtype)
+        if pd and factored:
+            from .dask_factor import checked_with_factor
+
+            return checked_with_factor(name, x)
+        mirror = x.T.rechunk(x.chunks)  # block (I, J) of x meets block (J, I) transposed
+        records = tuple((1,) * len(c) for c in x.chunks)
+        gaps = da.map_blocks(_block_gap, x, mirror, chunks=records, dtype=object, meta=np.empty((0, 0), object))
+        whole = gaps.rechunk(gaps.shape)
+        n = x.shape[0]
+        verdict = da.map_blocks(_symmetric_verdict, whole, name, word, x.dtype, n, chunks=((1,), (1,)), dtype=bool)
+        return da.blockwise(_block_checked, "ij", x, "ij", verdict[0, 0], "", dtype=x.dtype)
 
     def checked_linalg(self, what, x, label, k=1):
         # one block holds the matrix: the NumPy runners' own text (.generated.LINALG_HELPER)
@@ -1337,14 +1336,6 @@ def _block_det(block: np.ndarray, label: str | None) -> np.ndarray:
 
 def _block_adj(block: np.ndarray, k: int, label: str | None) -> np.ndarray:
     return linalg_adj(block, k, label)
-
-
-def _block_factor(block: np.ndarray, name: str) -> np.ndarray:
-    """True, or the NumPy runners' error: ``block`` (the whole value of ``name``, declared pd)
-    has no Cholesky factor (not symmetric, not finite, not positive definite; the factor is
-    not kept)."""
-    cholesky_factor(block, name)
-    return np.ones((1, 1), dtype=bool)
 
 
 def _block_gap(block: np.ndarray, mirror: np.ndarray, block_info: dict) -> np.ndarray:

@@ -24,25 +24,27 @@ checks, ``det`` reads its factor and ``inv`` is NumPy's LU inverse); PyTorch
 (``torch.linalg.cholesky_ex``, ``torch.cholesky_inverse``; under ``torch.compile``,
 ``jit=True``, reading the factorisation's status is a graph break: correct, with
 dynamo's warning); JAX, jitted or not (XLA's Cholesky, LAPACK's ``potri`` for ``inv``
-on a CPU; the check a flag the call reads after the program ran: :mod:`.jax_factor`);
-the code ``tc.to_python(..., assumptions=...)`` writes (the
+on a CPU; the check a flag the call reads after the program ran: :mod:`.jax_factor`); Dask
+(:mod:`.dask_factor`: the factor a task of the graph on one block holding the matrix, as
+dask's LU ``inv`` and ``det`` take it, running :data:`.generated.CHOLESKY_HELPER`, and
+``inv``, ``det`` and ``log(det)`` tasks reading it: NumPy's numbers and, raised when dask
+computes, NumPy's errors); the code ``tc.to_python(..., assumptions=...)`` writes (the
 readers found by :func:`plan_factors` with ``shapes``).  Every NumPy runner (the loop
 of closures, the fused function, both generated modules) runs one text,
 :data:`.generated.CHOLESKY_HELPER`: the same numbers and the same errors.  CuPy,
 and complex values, take the generic path: the same numbers through LU,
-positive definiteness trusted.  Dask computes through LU too, but its arrays are lazy: the check
-is a task of its graph that every block of the matrix handed on waits for, so each
-result that reads the matrix raises the NumPy runner's error, same message, when dask
-computes it (NumPy arrays given to it are checked the same way, not at the call; a
-matrix that is not square is refused at the call, its shape known).  Where the
-program computes the matrix's ``inv`` or ``det`` and it is declared ``pd``, that task
-runs the factor of :data:`.generated.CHOLESKY_HELPER` on one block holding the matrix
-(as dask's ``inv`` and ``det`` take it; the factor thrown away: n³/3 flops more than
-LU alone), so an indefinite, singular or non-finite matrix is refused as NumPy refuses
-it; otherwise the symmetry check of :data:`.generated.SYMMETRIC_HELPER` is decided
-block by block (each block against its mirror, a chunked matrix never gathered: the
-same verdict and message; :meth:`.backends.DaskBackend.checked_declaration`).  On
-NumPy, PyTorch and JAX a complex value is checked symmetric and finite, as the compiler
+positive definiteness trusted.
+Dask's arrays are lazy: its check is a task of the graph that every block of the matrix
+handed on waits for, so each result that reads the matrix, itself or through its factor,
+raises the NumPy runner's error, same message, when dask computes it (NumPy arrays given
+to it are checked the same way, not at the call; a matrix that is not square is refused
+at the call, its shape known).  Where the program computes the matrix's ``inv`` or
+``det`` and it is declared ``pd``, that task is the factor itself (one factorisation: an
+indefinite, singular or non-finite matrix is refused as NumPy refuses it); otherwise the
+symmetry check of :data:`.generated.SYMMETRIC_HELPER` is decided block by block (each
+block against its mirror, a chunked matrix never gathered: the same verdict and message;
+:meth:`.backends.DaskBackend.checked_declaration`).  On
+NumPy, PyTorch, JAX and Dask a complex value is checked symmetric and finite, as the compiler
 writes the matrix's transpose as itself (a Hermitian positive-definite matrix that
 is not real is refused: not symmetric), and a singular one raises the error of every
 ``inv``, naming it.
@@ -75,6 +77,7 @@ from ..errors import EvaluationError
 from ..linalg import lapack_dtype
 from .backends import Backend
 from .cost import OpCost
+from .dask_factor import DaskFactor, dask_factor, dask_factor_det, dask_factor_inv
 from .generated import mirror_block, not_finite, not_pd, symmetric_check
 from .jax_factor import JaxFactor, jax_factor, jax_factor_det, jax_factor_inv
 from .plan import Plan, Step, step_reads
@@ -328,10 +331,13 @@ def torch_factor(name: str, x: Any) -> _Factor:
 
 
 def library_factor(name: str, x: Any) -> Any:
-    """The factor of ``x``, a PyTorch tensor or a JAX array (the libraries besides NumPy that
-    factorise: ``Backend.factorises``), the value of ``name`` declared positive definite."""
-    if type(x).__module__.startswith("jax"):
+    """The factor of ``x``, a PyTorch tensor, a JAX array or a Dask array (the libraries besides
+    NumPy that factorise: ``Backend.factorises``), the value of ``name`` declared positive definite."""
+    module = type(x).__module__
+    if module.startswith("jax"):
         return jax_factor(name, x)
+    if module.startswith("dask"):
+        return dask_factor(name, x)
     return _torch_factor_eager()(name, x)
 
 
@@ -346,9 +352,11 @@ def _torch_factor_eager() -> Any:
 
 
 def factor_inv(factor: Any, backend: Backend) -> Any:
-    """``inv`` of the matrix PyTorch or JAX factorised, symmetric, in its own dtype."""
+    """``inv`` of the matrix PyTorch, JAX or Dask factorised, symmetric, in its own dtype."""
     if isinstance(factor, JaxFactor):
         return jax_factor_inv(factor, backend)
+    if isinstance(factor, DaskFactor):
+        return dask_factor_inv(factor)
     if factor.kind == "generic":  # checked as every runner checks an inv (a singular matrix named)
         return backend.checked_linalg("inv", factor.matrix, factor.name)
     import torch
@@ -358,9 +366,11 @@ def factor_inv(factor: Any, backend: Backend) -> Any:
 
 
 def factor_det(factor: Any, log: bool, backend: Backend) -> Any:
-    """``det`` (or ``log(det)``) of the matrix PyTorch or JAX factorised, a 0-d array in its own dtype."""
+    """``det`` (or ``log(det)``) of the matrix PyTorch, JAX or Dask factorised, a 0-d array in its own dtype."""
     if isinstance(factor, JaxFactor):
         return jax_factor_det(factor, log, backend)
+    if isinstance(factor, DaskFactor):
+        return dask_factor_det(factor, log)
     if factor.kind == "generic":
         det = backend.checked_linalg("det", factor.matrix, factor.name)
         return backend.func("log")(det) if log else det

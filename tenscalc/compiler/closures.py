@@ -352,14 +352,14 @@ def _factor(record: FactorRecord, backend: Backend) -> StepFn:
     name, matrix = record.name, record.matrix
     if backend.runs_numpy_helpers:
         return lambda env: cholesky_factor(env[matrix], name)  # the helper text every NumPy runner runs
-    return lambda env: library_factor(name, env[matrix])  # PyTorch's or JAX's (Backend.factorises)
+    return lambda env: library_factor(name, env[matrix])  # PyTorch's, JAX's or Dask's (Backend.factorises)
 
 
 def _factor_reader(record: FactorReaderRecord, backend: Backend) -> StepFn:
     what, factor = record.what, record.factor
     if what == "unused":  # a det read only by logs computed from the factor
         return lambda env: None
-    library = not backend.runs_numpy_helpers  # PyTorch's or JAX's factor (see _factor)
+    library = not backend.runs_numpy_helpers  # PyTorch's, JAX's or Dask's factor (see _factor)
     if what == "inv":
         if library:
             return lambda env: factor_inv(env[factor], backend)

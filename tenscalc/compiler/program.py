@@ -813,7 +813,7 @@ def _operands(ops: Sequence[Op]) -> tuple[int, ...]:
 
 def _pd_slots(plan: Plan, pd: frozenset[str], backend: Backend) -> frozenset[int]:
     """The input slots of the matrices declared positive definite, where the backend
-    factorises them by Cholesky (NumPy, PyTorch; the others take the generic path)."""
+    factorises them by Cholesky (``Backend.factorises``; the others take the generic path)."""
     if not backend.factorises:
         return frozenset()
     return frozenset(plan.inputs[name] for name in pd if name in plan.inputs)

@@ -28,7 +28,7 @@ CAPABILITIES = {
     "runs_numpy_helpers": {"numpy"},
     "runs_numpy_kernels": {"numpy"},
     "runs_numpy_source": {"numpy"},
-    "factorises": {"numpy", "torch", "jax"},
+    "factorises": {"numpy", "torch", "jax", "dask"},
     "checks_symmetry": {"numpy", "torch", "jax", "cupy", "dask"},
     "jit_reads_no_values": {"jax"},
 }

@@ -183,11 +183,11 @@ def test_a_matrix_that_is_not_square_is_refused_at_the_call_as_numpy_refuses_it(
     assert messages[0] == messages[1] == "'K' is declared symmetric but its value is not square (shape (4, 5))"
 
 
-@pytest.mark.parametrize(("program", "verdict"), [("gp", "_block_factor"), ("symmetric", "_symmetric_verdict")])
+@pytest.mark.parametrize(("program", "verdict"), [("gp", "tenscalc-pd-factor-"), ("symmetric", "_symmetric_verdict")])
 def test_the_check_is_one_verdict_shared_by_the_results(program, verdict):
     """One check per call, whatever reads the matrix: one task decides (the factor of the whole
-    matrix, whose inv and det take it as one block; or the verdict on its blocks' gaps, one
-    task per block of the chunked matrix, never gathered)."""
+    matrix, which its inv and det read; or the verdict on its blocks' gaps, one task per block
+    of the chunked matrix, never gathered)."""
     run = tc.compile(_roots(program), backend="dask", assumptions={"K": PROGRAMS[program][2]})
     lazy = run({name: da.from_array(value, chunks=2) for name, value in _good(PROGRAMS[program][0]).items()})
     keys = {key for result in lazy for key in dict(result.__dask_graph__())}
