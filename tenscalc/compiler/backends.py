@@ -1114,8 +1114,11 @@ def _raise_flagged(
     definite (``pd``, its value read from ``values``), the NumPy runners' error."""
     for k, (what, label) in enumerate(checks):
         if what == "pd" and not flags[2 * k]:
-            assert label is not None and values is not None
-            raise pd_error(label, values[label])
+            name = label or "?"
+            value = None if values is None else values.get(name)
+            if value is None:  # a program traced without its inputs' names: the check's words alone
+                raise not_pd(name, "its check in the jitted program failed")
+            raise pd_error(name, value)
         if not flags[2 * k]:
             raise matrix_error(what, label, "finite")
         if not flags[2 * k + 1]:

@@ -118,6 +118,7 @@ def jax_factor_det(factor: JaxFactor, log: bool, backend: Backend) -> Any:
     return value.astype(factor.dtype)
 
 
+@functools.cache  # SciPy's lookup takes microseconds, and the host inverse runs each call
 def _potri_routine(dtype: np.dtype) -> Any:
     """SciPy's ``potri`` for ``dtype`` (float32 or float64), None without SciPy."""
     try:

@@ -162,3 +162,14 @@ def test_the_factorised_matrix_is_not_read_on_the_host_before_the_call(jax_numpy
     declared = tc.compile(roots, backend="jax", assumptions=PD)
     assert declared._finite == () and declared._checks == ()
     assert tc.compile(roots, backend="jax")._finite != ()
+
+
+def test_a_failed_flag_without_the_value_still_names_the_matrix():
+    """whole_call's function traced without its inputs' names (a backend's own caller): the
+    flag's error has the NumPy runners' opening words, without the value's details."""
+    from tenscalc.compiler.backends import _raise_flagged
+
+    with pytest.raises(tc.EvaluationError, match=r"^'K' is declared positive definite \(pd\) but its value is not"):
+        _raise_flagged([("pd", "K")], np.array([False, True]))
+    with pytest.raises(tc.EvaluationError, match="breaks down at row 1"):  # with the value: NumPy's words
+        _raise_flagged([("pd", "K")], np.array([False, True]), {"K": BAD["indefinite"]})
