@@ -171,3 +171,42 @@ def test_the_factor_larger_than_the_memory_limit_is_refused_by_name():
     finally:
         tc.set_memory_limit(old)
     assert "the block dask's Cholesky factor computes on of shape (20, 20)" in str(caught.value)
+
+
+def test_the_bound_program_is_numpys_one_factor_and_its_readers():
+    """Cost model: the linalg ops and flops of NumPy's program (potrf n³/3, potri 2n³/3), no LU."""
+    n = 1500
+    roots = _gp_roots()[:2]
+    ops = {}
+    for backend in ("numpy", "dask"):
+        program = tc.compile(roots, backend=backend, assumptions={"K": "pd"})._bind({"y": (n,), "K": (n, n)})
+        ops[backend] = [(op.kind, type(op.record).__name__, op.cost.flops) for op in program.ops]
+    linalg = [op for op in ops["dask"] if op[0] in ("cholesky", "inv", "det")]
+    assert linalg == [op for op in ops["numpy"] if op[0] in ("cholesky", "inv", "det")]
+    assert [op[:2] for op in linalg] == [
+        ("cholesky", "FactorRecord"),
+        ("inv", "FactorReaderRecord"),
+        ("det", "FactorReaderRecord"),
+    ]
+    assert linalg[0][2] + linalg[1][2] == pytest.approx(n**3)  # n³/3 + 2n³/3
+
+
+def test_on_a_cluster_one_factor_gives_numpys_numbers_and_errors():
+    """``dask.distributed`` (one worker, two threads): the factor's task and its readers run
+    there (module-level functions, sent by reference)."""
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    roots = [tc.parse(text, {"K": 2, "b": 1}) for text in ("inv(K)", "log(det(K))", "K *(ij,j->i) b")]
+    run = tc.compile(roots, backend="dask", assumptions={"K": "pd"})
+    numpy = tc.compile(roots, assumptions={"K": "pd"})
+    good, bad, b = _pd(5), np.diag([1.0, 2.0, -1.0, 3.0, 4.0]), np.arange(5.0)
+    cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as client:
+        got = client.compute(list(run(K=da.from_array(good, chunks=2), b=b)), sync=True)
+        for g, w in zip(got, numpy(K=good, b=b), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-14)
+        with pytest.raises(tc.EvaluationError) as numpy_error:
+            numpy(K=bad, b=b)
+        for result in run(K=da.from_array(bad, chunks=2), b=b):
+            with pytest.raises(tc.EvaluationError) as error:
+                client.compute(result, sync=True)
+            assert str(error.value) == str(numpy_error.value)
