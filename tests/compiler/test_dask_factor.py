@@ -210,3 +210,16 @@ def test_on_a_cluster_one_factor_gives_numpys_numbers_and_errors():
             with pytest.raises(tc.EvaluationError) as error:
                 client.compute(result, sync=True)
             assert str(error.value) == str(numpy_error.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.longdouble, np.complex128])
+def test_inv_and_log_det_in_each_dtype_are_numpys(dtype):
+    """float16 and longdouble factorised in the dtype LAPACK has, complex by LU (checked
+    symmetric and finite): the NumPy runners' text, its dtypes, its numbers."""
+    roots = [tc.parse("inv(K)", {"K": 2}), tc.parse("log(det(K))", {"K": 2}), tc.parse("det(K)", {"K": 2})]
+    k = (_pd(5) * 2).astype(dtype)
+    want, got = _both(roots, {"K": k}, 3)
+    tolerance = {np.float16: 1e-3, np.float32: 1e-6}.get(dtype, 1e-13)
+    for g, w in zip(got, want, strict=True):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tolerance)
