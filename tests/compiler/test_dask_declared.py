@@ -282,7 +282,7 @@ def test_on_a_cluster_the_error_arrives_as_numpys():
     """Computed by a ``dask.distributed`` cluster: the check's tasks run on its worker (the
     functions are module-level, sent by reference) and the call gets NumPy's error."""
     distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
-    cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
+    cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0")
     with cluster, distributed.Client(cluster) as client:
         for program, chunks in (("gp", N), ("symmetric", 2)):  # the factor's task, the blocks' verdict
             values = dict(_good(PROGRAMS[program][0]), K=BAD["not symmetric"])

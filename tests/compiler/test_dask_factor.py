@@ -199,7 +199,7 @@ def test_on_a_cluster_one_factor_gives_numpys_numbers_and_errors():
     run = tc.compile(roots, backend="dask", assumptions={"K": "pd"})
     numpy = tc.compile(roots, assumptions={"K": "pd"})
     good, bad, b = _pd(5), np.diag([1.0, 2.0, -1.0, 3.0, 4.0]), np.arange(5.0)
-    cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None)
+    cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0")
     with cluster, distributed.Client(cluster) as client:
         got = client.compute(list(run(K=da.from_array(good, chunks=2), b=b)), sync=True)
         for g, w in zip(got, numpy(K=good, b=b), strict=True):
