@@ -73,8 +73,10 @@ def dask_factor(name: str, x: Any) -> DaskFactor:
 
     n = x.shape[0]
     meta = np.empty((0, 0), dtype=object)
-    if x.name.startswith(CHECKED) and FACTOR + x.name[len(CHECKED) :] in x.dask.layers:
-        factor = da.Array(x.dask, FACTOR + x.name[len(CHECKED) :], ((1,), (1,)), meta=meta)
+    key = FACTOR + x.name[len(CHECKED) :]
+    graph = x.dask  # a HighLevelGraph: the check's layers, the factor's among them
+    if x.name.startswith(CHECKED) and key in getattr(graph, "layers", ()):
+        factor = da.Array(graph, key, ((1,), (1,)), meta=meta)
     else:  # not checked at the call (a matrix of no entries): the factor checks it here
         factor = _factor_task(name, x, None)
     return DaskFactor(factor, n, x.dtype)

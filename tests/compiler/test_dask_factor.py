@@ -223,3 +223,16 @@ def test_inv_and_log_det_in_each_dtype_are_numpys(dtype):
     for g, w in zip(got, want, strict=True):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tolerance)
+
+
+def test_a_matrix_not_checked_at_the_call_is_factorised_and_checked_by_its_own_task():
+    """dask_factor of a plain dask array (no check made it): a new factor task, which checks."""
+    from tenscalc.compiler.dask_factor import dask_factor, dask_factor_det, dask_factor_inv
+
+    k = _pd(5)
+    factor = dask_factor("K", da.from_array(k, chunks=2))
+    inverse, logdet = dask.compute(dask_factor_inv(factor), dask_factor_det(factor, True))
+    np.testing.assert_allclose(inverse, np.linalg.inv(k), rtol=1e-12)
+    np.testing.assert_allclose(logdet, np.linalg.slogdet(k)[1], rtol=1e-12)
+    with pytest.raises(tc.EvaluationError, match="'K' is declared positive definite"):
+        dask_factor_det(dask_factor("K", da.from_array(-k, chunks=2)), False).compute()
