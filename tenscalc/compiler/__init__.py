@@ -185,10 +185,9 @@ class CompiledFunction:
         # whether it is declared pd and whether its inv or det is computed.  A lazy backend's
         # factor cannot raise at the call: the matrix it factorises is handed on waiting for that
         # factor (Dask's checked_declaration makes it), so a result reading the matrix raises too
+        read = factored(self.plan, self.pd) if self.pd else frozenset()  # pd matrices whose inv or det is computed
         checked: frozenset[str] = frozenset()
-        read: frozenset[str] = frozenset()
         if self.symmetric and backend.checks_symmetry:
-            read = factored(self.plan, self.pd)
             checked = self.symmetric - (read if backend.factorises and not backend.lazy else frozenset())
         self._checks = tuple(
             (i, name, name in self.pd, name in read) for i, name in enumerate(names) if name in checked
@@ -199,8 +198,7 @@ class CompiledFunction:
         #: with an inf entry did not return (test_linalg_errors' jax jit adj cases hung without it)
         self._finite = linalg_inputs(self.plan, names) if backend.jit_reads_no_values and self.jit else ()
         if self._finite and backend.factorises:  # a factorised matrix: its factor's flag checks it
-            factorised = factored(self.plan, self.pd)
-            self._finite = tuple(check for check in self._finite if names[check[0]] not in factorised)
+            self._finite = tuple(check for check in self._finite if names[check[0]] not in read)
         self._slot_count = len(self.plan.inputs)
         #: shape key -> (key, bound program, its whole-program call or None): see _bind
         self._programs: OrderedDict[tuple, Bound] = OrderedDict()
