@@ -40,7 +40,7 @@ from .cholesky import check_symmetric, declared, factored
 from .cost import Cost
 from .given_shapes import lengths
 from .plan import Plan, build_plan, paused_gc
-from .program import Program, ShapeResolver, bind, linalg_inputs, variable_orders
+from .program import Program, ShapeResolver, bind, variable_orders
 from .scalar import scalar_program
 from .source import FusedOpSource
 
@@ -192,13 +192,6 @@ class CompiledFunction:
         self._checks = tuple(
             (i, name, name in self.pd, name in read) for i, name in enumerate(names) if name in checked
         )
-        #: the inputs that are an inv, det or adj's matrix, checked for a non-finite entry before a
-        #: jitted JAX program runs: its steps, traced, read no values (the loop's steps check their own).
-        #: Not redundant with the program's flags, read after it ran: LAPACK's SVD (adj) of a matrix
-        #: with an inf entry did not return (test_linalg_errors' jax jit adj cases hung without it)
-        self._finite = linalg_inputs(self.plan, names) if backend.jit_reads_no_values and self.jit else ()
-        if self._finite and backend.factorises:  # a factorised matrix: its factor's flag checks it
-            self._finite = tuple(check for check in self._finite if names[check[0]] not in read)
         self._slot_count = len(self.plan.inputs)
         #: shape key -> (key, bound program, its whole-program call or None): see _bind
         self._programs: OrderedDict[tuple, Bound] = OrderedDict()
@@ -220,6 +213,13 @@ class CompiledFunction:
         #: itself for one
         self._many = len(names) != 1
         self._gather: Callable[[Mapping[str, Any]], Any] = operator.itemgetter(*names) if names else _nothing
+        #: (shape key, whole call, bound) of the latest call that handed its values to a whole
+        #: compiled function as they are, with nothing checked around it (JAX's: a jitted program
+        #: of no declared matrix): a call with arrays the backend takes natively, of those shapes,
+        #: goes straight to it (see __call__).  An inv, det or adj's matrix needs no look before:
+        #: the program's flags, read after it ran, say what every runner says of a bad matrix
+        #: (``JaxBackend.checked_linalg``: LAPACK is given zeros for it, so its SVD cannot hang)
+        self._direct: tuple[tuple, WholeCall, Bound] | None = None
 
     # pickling (multiprocessing) sends the expressions and rebuilds the plan: the
     # bound programs are closures, and cheap to bind again
@@ -254,6 +254,21 @@ class CompiledFunction:
             raise EvaluationError(
                 f"no value given for variable '{name}' (order {self.orders.get(name, '?')})"
             ) from None
+        direct = self._direct
+        # an optimiser's loop on JAX: the latest shapes again, arrays jit takes as they are.  What
+        # _evaluate would do, less its frame and lookups (about 1 us of a 20 us call)
+        if direct is not None:
+            key = tuple(map(_shape_of, given)) if self._many else (given[0].shape,)
+            if key == direct[0] and self._native(given):  # type: ignore[misc]  # set only with _native
+                self._mine.last = direct[2]
+                try:
+                    results = direct[1](*given)
+                except (RuntimeError, TypeError) as exc:  # as _evaluate says it
+                    named = mixed_dtypes_error(self.inputs, given, self.backend, exc)
+                    if named is None:
+                        raise
+                    raise named from exc
+                return results if self._keys is None else dict(zip(self._keys, results))
         return self._evaluate(given, values)
 
     def _evaluate(self, given: Sequence[Any], values: Mapping[str, Any]) -> Any:
@@ -277,8 +292,6 @@ class CompiledFunction:
                     check_symmetric(name, arrays[i], pd)
                 else:
                     arrays[i] = checked
-        for i, what, label in self._finite:  # as every other runner says it (tenscalc.linalg.matrix_error)
-            self._backend.check_finite(what, arrays[i], label)
         key = tuple(map(_shape_of, arrays)) if self._many else (arrays[0].shape,)
         last = self._last  # one read of an immutable triple: safe without the lock
         if last is None or last[0] != key:
@@ -290,6 +303,7 @@ class CompiledFunction:
             if call is not None:  # one compiled function: cast and packed inside
                 results = call(*arrays)
                 if arrays is given:  # the values went in as they are: their dtypes are the promoted ones
+                    self._direct = (key, call, last)  # the next call with these shapes goes straight to call
                     return results if self._keys is None else dict(zip(self._keys, results))
                 results = (results,) if self._single else results
             else:
@@ -326,9 +340,9 @@ class CompiledFunction:
         * a declared matrix's structure (``assumptions``: symmetric, positive definite);
         * the matrix of every ``inv``, ``det`` and ``adj``, an input or computed: a NaN
           or inf entry, and for ``inv`` a singular matrix, raise the error of every
-          backend (``tenscalc.linalg.matrix_error``).  An input matrix is read before the
-          program runs; the program computes two flags for each of these steps (its
-          matrix finite, its result finite: n² reads, fused by XLA), read after it runs.
+          backend (``tenscalc.linalg.matrix_error``): the program computes two flags for
+          each of these steps (its matrix finite, its result finite: n² reads, fused by
+          XLA), read after it runs.
 
         Under the caller's own ``jax.jit`` (or ``grad``, ``vmap``), the arrays are
         tracers with no values: only their number, shapes and dtypes are checked, at

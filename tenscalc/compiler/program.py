@@ -1377,25 +1377,6 @@ def _bind_det(step: Step, shape, shapes, resolver, backend: Backend, is_output: 
     return LinalgRecord("det", a, label=label), _finite_check(cost, n)
 
 
-def linalg_inputs(plan: Plan, inputs: Sequence[str]) -> tuple[tuple[int, str, str], ...]:
-    """(position in ``inputs``, ``inv``/``det``/``adj``, the matrix's label) of each input that
-    is the matrix of an inv, det or adj of ``plan``: what a jitted program (JAX), whose traced
-    steps cannot read values, checks for a non-finite entry before it runs
-    (:meth:`.Backend.check_finite`); a computed matrix is not checked there.
-
-    >>> import tenscalc as tc
-    >>> run = tc.compile(tc.parse("inv(A) + det(B) *(,ij->ij) A", {"A": 2, "B": 2}))
-    >>> linalg_inputs(run.plan, run.inputs)
-    ((0, 'inv', 'A'), (1, 'det', 'B'))
-    """
-    found = []
-    for step in plan.steps:
-        if step.kind in ("inv", "det", "adj") and plan.steps[step.args[0]].kind == "input":
-            name = plan.steps[step.args[0]].data
-            found.append((list(inputs).index(name), step.kind, matrix_label(step.node.children[0])))
-    return tuple(dict.fromkeys(found))
-
-
 def _finite_check(cost: OpCost, n: int) -> OpCost:
     """``cost`` with the check that the n x n matrix is finite (n² reads: ``generated.LINALG_HELPER``'s
     ``_finite`` on NumPy, :meth:`.Backend.checked_linalg` on the others) added."""

@@ -476,3 +476,65 @@ def test_jitted_needs_a_whole_program_compiler():
     for method in (run.jitted, run.unchecked_jitted):
         with pytest.raises(tc.EvaluationError, match="backend 'numpy' compiles no whole program"):
             method(x=np.ones(3))
+
+
+def test_repeated_calls_of_the_latest_shapes_go_straight_to_the_jitted_function(jnp, monkeypatch):
+    """After a call that handed its arrays to the jitted function as they are, a call with
+    arrays of the same shapes goes to that function directly (no ``_evaluate``), with the
+    same results; other shapes, values that need converting and the first call take the
+    general path, and ``jitted`` still hands out the program of its own call."""
+    compiled = tc.compile(_exprs(), backend="jax")
+    counter = Counter()
+    monkeypatch.setattr(compiled, "_evaluate", counter.wrap("general", compiled._evaluate))
+    small = {name: jnp.asarray(value) for name, value in _values().items()}
+    large = {name: jnp.asarray(value) for name, value in _values(5, 2).items()}
+    first = compiled(small)
+    again = [compiled(small) for _ in range(3)]
+    assert counter.counts == {"general": 1}
+    for got in again:
+        for a, b in zip(first, got):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    compiled(large)  # new shapes: bound on the general path, then straight again
+    compiled(large)
+    assert counter.counts == {"general": 2}
+    as_integers = {**small, "y": np.array([1, 2, 3])}  # converted: the general path each time
+    compiled(as_integers)
+    compiled(as_integers)
+    assert counter.counts == {"general": 4}
+    assert compiled._whole(large, {})[0] == tuple(tuple(large[name].shape) for name in compiled.inputs)
+    with pytest.raises(EvaluationError, match="no value given for variable 'A'"):
+        compiled({name: value for name, value in large.items() if name != "A"})
+
+
+def test_a_matrix_declared_symmetric_is_checked_on_every_call_on_the_general_path(jnp, monkeypatch):
+    compiled = tc.compile(
+        tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2}), backend="jax", assumptions={"A": "symmetric"}
+    )
+    counter = Counter()
+    monkeypatch.setattr(compiled, "_evaluate", counter.wrap("general", compiled._evaluate))
+    values = {"x": jnp.ones(3), "A": jnp.asarray(np.eye(3) * 2.0)}
+    for _ in range(3):
+        compiled(values)
+    assert counter.counts == {"general": 3}
+    with pytest.raises(EvaluationError, match="'A' is declared symmetric"):
+        compiled({**values, "A": jnp.asarray(np.triu(np.ones((3, 3))))})
+
+
+@pytest.mark.parametrize("text", ["log(det(A))", "sum(inv(A))", "sum(adj(A))"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_bad_linalg_matrix_on_the_straight_path_raises_what_every_runner_says(jnp, text, bad):
+    """The matrix of an inv, det or adj is read by no host check before the program: its flags
+    say it, after it ran, in the words of tc.evaluate, also on the straight path (LAPACK gets
+    zeros in its place: adj's SVD of an inf entry never returned)."""
+    compiled = tc.compile(tc.parse(text, {"A": 2}), backend="jax")
+    good = jnp.asarray(np.eye(3) * 2.0 + 0.1)
+    expected = compiled(A=good)
+    np.testing.assert_array_equal(np.asarray(compiled(A=good)), np.asarray(expected))
+    assert compiled._direct is not None
+    value = np.eye(3) * 2.0
+    value[1, 2] = bad
+    with pytest.raises(EvaluationError) as raised:
+        tc.evaluate(tc.parse(text, {"A": 2}), {"A": value})
+    with pytest.raises(EvaluationError) as jitted:
+        compiled(A=jnp.asarray(value))
+    assert str(jitted.value) == str(raised.value)

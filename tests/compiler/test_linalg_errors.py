@@ -4,9 +4,9 @@ A matrix with a NaN or inf entry (LAPACK would return NaN without a word) and, f
 ``inv``, an exactly singular one: ``tc.evaluate``, ``tc.compile`` with each backend
 (NumPy's loop and its fused function, PyTorch, JAX op by op, Dask when computed) and
 both forms of ``tc.to_python`` raise the same ``EvaluationError``, whose words are
-:func:`tenscalc.linalg.matrix_error`'s.  A jitted JAX function checks the matrices
-that are inputs before it runs, and reads two flags its program returns for each
-inv, det and adj (matrix finite, result finite) after it runs.
+:func:`tenscalc.linalg.matrix_error`'s.  A jitted JAX function reads two flags
+its program returns for each inv, det and adj (matrix finite, result finite) after it
+runs.
 """
 
 from __future__ import annotations
