@@ -42,6 +42,7 @@ from .generated import (
     not_finite,
     not_pd,
     not_symmetric,
+    rounding_gap,
     symmetric_check,
 )
 
@@ -1371,7 +1372,7 @@ def _symmetric_verdict(gaps: np.ndarray, name: str, word: str, dtype: np.dtype, 
     if not np.isfinite(worst):
         raise not_finite(name, word)
     scale = max(record[1] for record in records)
-    if dtype.kind in "fc" and worst <= 16 * n * np.finfo(dtype).eps * scale:
+    if rounding_gap(worst, n, dtype, scale):
         return np.ones((1, 1), dtype=bool)
     _, _, _, (i, j), a, b = min((r for r in records if r[2] == worst), key=lambda r: r[3])
     raise not_symmetric(name, word, i, j, a, b)

@@ -208,7 +208,7 @@ except ImportError:
 #: the generated module's declared structure (``tc.to_python(..., assumptions=...)``), and
 #: ``tc.compile``'s check of it on NumPy arrays (:func:`.cholesky.check_symmetric` runs this
 #: text): a declared symmetric matrix is refused unless it equals its transpose up to
-#: rounding (16 n eps max|m|, as a product A B Aᵀ is), an entry that is not finite named as such
+#: rounding (_SYMMETRY_ULPS n eps max|m|, as a product A B Aᵀ is), an entry that is not finite named as such
 SYMMETRIC_HELPER = '''
 def _not_finite(name, declared):
     """The error of a declared matrix with an entry that is not finite."""
@@ -225,10 +225,21 @@ def _symmetric(m, name, declared):
     worst = gap.max()
     if not _np.isfinite(worst):
         raise _not_finite(name, declared)
-    if m.dtype.kind in "fc" and worst <= 16 * m.shape[0] * _np.finfo(m.dtype).eps * _np.abs(m).max():
+    if _rounding_gap(worst, m.shape[0], m.dtype, _np.abs(m).max()):
         return m
     i, j = (k.item() for k in _np.unravel_index(_np.argmax(gap), gap.shape))
     raise _asymmetric(name, declared, i, j, m[i, j].item(), m[j, i].item())
+
+
+#: a declared symmetric n x n matrix may differ from its transpose by this many eps times
+#: n max|m| (the rounding of a product A B Aᵀ): every runner's check reads it
+_SYMMETRY_ULPS = 16
+
+
+def _rounding_gap(worst, n, dtype, scale):
+    """Whether ``worst``, the largest |m - mᵀ| of an n x n float matrix of ``dtype`` with
+    max|m| = ``scale``, is rounding (an integer matrix has none)."""
+    return dtype.kind in "fc" and worst <= _SYMMETRY_ULPS * n * _np.finfo(dtype).eps * scale
 
 
 def _asymmetric(name, declared, i, j, a, b):
@@ -359,6 +370,8 @@ linalg_finite = _namespace["_finite"]
 symmetric_check, not_pd, not_finite = _namespace["_symmetric"], _namespace["_not_pd"], _namespace["_not_finite"]
 #: its error for an entry [i, j] that is not [j, i] (Dask's chunked check finds them block by block)
 not_symmetric = _namespace["_asymmetric"]
+#: whether a gap is rounding, and its allowance in eps x n max|m| (JAX's traced check reads the number)
+rounding_gap, SYMMETRY_ULPS = _namespace["_rounding_gap"], _namespace["_SYMMETRY_ULPS"]
 cholesky_factor, cholesky_inv, cholesky_det = _namespace["_cholesky"], _namespace["_cho_inv"], _namespace["_cho_det"]
 mirror_block: int = _namespace["_cho_block"]
 #: a Fortran-ordered array whose lower triangle holds a symmetric matrix, made whole (JAX's potri)
@@ -385,7 +398,7 @@ MODULE_NAMES = frozenset(
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_write_diagonal"}
     | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
     | {"_cho_routines", "_cho_block", "_cho_below", "_cho_routine", "_not_pd", "_not_finite", "_cho_mirror"}
-    | {"_asymmetric"}
+    | {"_asymmetric", "_rounding_gap", "_SYMMETRY_ULPS"}
     | {"_inv", "_det", "_adj", "_finite", "_EvaluationError", "_matrix_error", "_matrix_problems"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_max", "_zip", "_block_rows"}
     | {"_outer_columns", "_stretch", "_contract_late", "_empty_sums"}

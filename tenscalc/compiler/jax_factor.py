@@ -40,7 +40,7 @@ import numpy as np
 
 from ..linalg import lapack_dtype
 from .backends import Backend, jax_linalg_flag, pd_error
-from .generated import cholesky_mirror
+from .generated import SYMMETRY_ULPS, cholesky_mirror
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def jax_factor(name: str, x: Any) -> JaxFactor:
 
 
 def _declared_ok(work: Any) -> Any:
-    """Whether ``work`` is finite and equals its transpose up to rounding (16 n eps max|x|,
+    """Whether ``work`` is finite and equals its transpose up to rounding (SYMMETRY_ULPS n eps max|x|,
     the NumPy runners' ``_symmetric``): one reduction XLA fuses, n² reads."""
     import jax.numpy as jnp
 
@@ -88,7 +88,7 @@ def _declared_ok(work: Any) -> Any:
         return jnp.bool_(True)
     eps = float(np.finfo(np.dtype(work.dtype)).eps)
     gap = jnp.abs(work - work.T).max()
-    return jnp.isfinite(work).all() & (gap <= 16 * n * eps * jnp.abs(work).max())
+    return jnp.isfinite(work).all() & (gap <= SYMMETRY_ULPS * n * eps * jnp.abs(work).max())
 
 
 def jax_factor_inv(factor: JaxFactor, backend: Backend) -> Any:
