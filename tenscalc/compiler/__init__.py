@@ -341,8 +341,8 @@ class CompiledFunction:
         * the matrix of every ``inv``, ``det`` and ``adj``, an input or computed: a NaN
           or inf entry, and for ``inv`` a singular matrix, raise the error of every
           backend (``tenscalc.linalg.matrix_error``): the program computes two flags for
-          each of these steps (its matrix finite, its result finite: n² reads, fused by
-          XLA), read after it runs.
+          each of these steps (its matrix finite: n² reads, fused by XLA; for ``inv``, no
+          zero pivot in its LU factor, NumPy's singular: n reads), read after it runs.
 
         Under the caller's own ``jax.jit`` (or ``grad``, ``vmap``), the arrays are
         tracers with no values: only their number, shapes and dtypes are checked, at

@@ -274,7 +274,8 @@ class Backend:
             if what == "adj" and "converge" in text:
                 raise matrix_error(what, label, "svd") from None
             raise
-        # a finite matrix whose LU inverse is not finite had a zero pivot (n² reads of the result)
+        # a finite matrix whose LU inverse is not finite had a zero pivot (n² reads of the result;
+        # an inverse that overflows reads as singular here: JAX reads its factor's pivots instead)
         if what == "inv" and finite and not self.raises_singular and self.all_finite(result) is False:
             raise matrix_error(what, label, "singular")
         return result
@@ -855,7 +856,7 @@ class JaxBackend(Backend):
     checks_symmetry = True
     jit_reads_no_values = True
     fences = True
-    raises_singular = False  # its LU inverse of a singular matrix is inf and NaN
+    raises_singular = False  # its LU inverse of a singular matrix is inf and NaN: checked_linalg reads the pivots
     fuses_sums = True  # XLA: sum(a*b + c*d) is one loop, sum(a*b) + c*sum(d) two and a reduction each
 
     def from_numpy(self, array, like=None):
@@ -1046,20 +1047,31 @@ class JaxBackend(Backend):
         return bool(_jax_all_finite()(x))  # on the device: one scalar comes back
 
     def checked_linalg(self, what, x, label, k=1):
-        if not _traced(x):
+        traced = _traced(x)
+        if not traced and what != "inv":
             return super().checked_linalg(what, x, label, k)
         import jax.numpy as jnp
 
+        if not traced:  # inv: singular where NumPy's is, an exact zero pivot (not an inverse that overflows)
+            self.check_finite(what, x, label)
+            result, nonsingular = jax_lu_inverse(x)
+            if not bool(nonsingular):
+                raise matrix_error(what, label, "singular")
+            return result
         # traced (jit): nothing can be raised on the data, and JAX's inv of a matrix with an inf
         # entry may be finite (a silent wrong number): NaN instead (n² reads, fused by XLA).
         # LAPACK gets a finite matrix (zeros): its SVD (adj) of one with an inf entry never
         # returned (adj(exp(A)) with an overflowing entry hung a jitted call).  The flags (the
-        # matrix finite; for inv, a finite matrix whose LU inverse is not finite had a zero
-        # pivot, as Backend.checked_linalg reads it) are read after the program runs
+        # matrix finite; for inv, its LU factor has no zero pivot) are read after the program runs
         finite = jnp.isfinite(x).all()
-        result = self._compute_linalg(what, jnp.where(finite, x, jnp.zeros_like(x)), k)
+        safe = jnp.where(finite, x, jnp.zeros_like(x))
+        nonsingular: Any = True
+        if what == "inv":
+            result, nonsingular = jax_lu_inverse(safe)
+        else:
+            result = self._compute_linalg(what, safe, k)
         result = jnp.where(finite, result, jnp.nan)
-        jax_linalg_flag(what, label, finite, jnp.isfinite(result).all() if what == "inv" else True)
+        jax_linalg_flag(what, label, finite, nonsingular)
         return result
 
 
@@ -1082,6 +1094,38 @@ def _traced(x: Any) -> bool:
     import jax
 
     return isinstance(x, jax.core.Tracer)
+
+
+def jax_lu_inverse(x: Any) -> tuple[Any, Any]:
+    """``inv(x)`` of a JAX matrix from its LU factorisation (the factor and two triangular
+    solves of ``jnp.linalg.inv``), and whether no pivot of the factor is exactly zero: the
+    NumPy runners' ``singular`` (LAPACK's getrf reports a zero pivot; ``np.linalg.inv``
+    raises).  A non-singular matrix whose inverse overflows is inf there, as NumPy's is,
+    where reading the result for a non-finite entry called it singular.  float16 and
+    bfloat16 are factorised in float32 (LAPACK has no half precision) and cast back."""
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.scipy.linalg import lu_solve
+
+    dtype = x.dtype
+    wider = lapack_dtype(np.dtype(dtype).name if dtype != jnp.bfloat16 else "bfloat16")
+    work = x if wider is None else x.astype(wider)
+    lu, pivots, _ = lax.linalg.lu(work)
+    inverse = lu_solve((lu, pivots), jnp.eye(work.shape[-1], dtype=work.dtype))
+    nonsingular = jnp.all(_jax_nonzero(jnp.diagonal(lu)))
+    return (inverse if wider is None else inverse.astype(dtype)), nonsingular
+
+
+def _jax_nonzero(x: Any) -> Any:
+    """Whether each entry of a float or complex JAX array is not zero, read from its bits: XLA
+    compares a subnormal number as 0 (a pivot of 1e-309 is not zero to LAPACK nor NumPy)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    if jnp.iscomplexobj(x):
+        return _jax_nonzero(x.real) | _jax_nonzero(x.imag)
+    bits = lax.bitcast_convert_type(x, {4: jnp.int32, 8: jnp.int64}[x.dtype.itemsize])
+    return jnp.left_shift(bits, 1) != 0  # the sign bit shifted out: -0.0 is zero
 
 
 def jax_linalg_flag(what: str, label: str | None, first: Any, second: Any = True) -> None:
@@ -1110,8 +1154,8 @@ def _raise_flagged(
     checks: Sequence[tuple[str, str | None]], flags: np.ndarray, values: Mapping[str, Any] | None = None
 ) -> None:
     """The error every runner says (:func:`tenscalc.linalg.matrix_error`) for the first linalg
-    step of a jitted JAX program whose flags (two a step: its matrix finite, its result finite)
-    say its matrix was not finite or, for ``inv``, singular; for a matrix declared positive
+    step of a jitted JAX program whose flags (two a step: its matrix finite; for ``inv``, no zero
+    pivot in its LU factor) say its matrix was not finite or, for ``inv``, singular; for a matrix declared positive
     definite (``pd``, its value read from ``values``), the NumPy runners' error."""
     for k, (what, label) in enumerate(checks):
         if what == "pd" and not flags[2 * k]:

@@ -158,6 +158,29 @@ def test_det_and_adj_of_a_singular_matrix_are_numbers(runner):
     np.testing.assert_allclose(adj, 0.0, atol=1e-12)
 
 
+#: a matrix with no zero pivot whose inverse overflows, and that inverse (NumPy's)
+OVERFLOWING = {
+    # pivots 1e-160 and 1e-160: the inverse's corner -1/t² is -inf
+    "corner": (np.array([[1e-160, 1.0], [0.0, 1e-160]]), np.array([[1e160, -np.inf], [0.0, 1e160]])),
+    # a subnormal pivot (XLA compares it as 0; LAPACK and NumPy do not): 1/t is inf, 0·inf NaN
+    "subnormal": (np.diag([1e-309, 1.0]), np.array([[np.inf, np.nan], [0.0, 1.0]])),
+}
+
+
+@pytest.mark.parametrize("matrix", sorted(OVERFLOWING))
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_inv_of_a_matrix_without_a_zero_pivot_is_no_error_where_it_overflows(runner, matrix):
+    """Singular means what NumPy's LAPACK says: an exact zero pivot.  Every runner returns
+    the inverse of a matrix without one, inf where it overflows (JAX read a non-finite
+    result as singular, and raised)."""
+    exprs = [tc.parse("inv(A)", ORDERS)]
+    overflowing, expected = OVERFLOWING[matrix]
+    run = _runner(runner, exprs, {"A": _good(2)})
+    got = tc.evaluate(exprs[0], {"A": overflowing}) if runner == "evaluate" else run({"A": overflowing})
+    got = np.asarray(got[0] if isinstance(got, tuple) else got)
+    np.testing.assert_allclose(got, expected, rtol=1e-14)
+
+
 def test_a_long_computed_matrix_is_named_by_its_text_cut_to_40_characters():
     text = "sum(inv(exp(A) + A *(ij,jk->ik) A + A *(ij,kj->ik) A + C) *(ij,jk->ik) B)"
     exprs = [tc.parse(text, ORDERS)]
