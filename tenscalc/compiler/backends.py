@@ -746,7 +746,21 @@ class TorchBackend(Backend):
             import torch
 
             return torch.relu
+        if name == "sign":  # torch.sign(nan) is 0; NumPy's, JAX's (and abs' and relu's derivatives) nan
+            import torch
+
+            return lambda x: torch.where(torch.isnan(x), x, torch.sign(x))
         return super()._lookup(name)
+
+    def power(self, base, exponent):
+        result = base**exponent
+        if exponent == -0.5 and isinstance(exponent, (int, float)):
+            # torch computes x^-0.5 as rsqrt: -inf at -0.0 and NaN at -inf, where C's pow (NumPy,
+            # JAX) gives inf and 0 (the derivatives of sqrt, arcsin and arccos read it)
+            import torch
+
+            result = torch.where((base == 0) | (base == -math.inf), base.abs() ** exponent, result)
+        return result
 
     def full(self, shape, value, like=None):
         import torch

@@ -83,6 +83,31 @@ def test_finite_entries_agree_on_every_evaluator(text, wrt, special):
                 assert (np.isfinite(g) == np.isfinite(e)).all(), (who, str(expr))
 
 
+#: elementwise functions whose derivatives read sign (abs, relu) or x^-0.5 (sqrt, arcsin,
+#: arccos): one value per entry, no sum written in an order, so every entry agrees exactly
+ELEMENTWISE = ["sum(sign(x))", "sum(abs(x))", "sum(relu(x))", "sum(sqrt(x))", "sum(x .^ 0.5)",
+               "sum(arcsin(x))", "sum(arccos(x))", "sum(sign(x) .* x)"]  # fmt: skip
+EDGES = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf, "zero": 0.0, "-zero": -0.0, "huge": 1e308}
+
+
+@pytest.mark.parametrize("special", sorted(EDGES))
+@pytest.mark.parametrize("text", ELEMENTWISE)
+def test_elementwise_functions_at_special_values_agree_entry_for_entry(text, special):
+    """Non-finite entries too: PyTorch's sign(nan) is 0 and its x^-0.5 is rsqrt (-inf at -0.0,
+    NaN at -inf), where NumPy and JAX give NaN, inf and 0; the torch backend now gives theirs."""
+    f = tc.parse(text, {"x": 1})
+    exprs = [f, tc.derivative(f, "x"), tc.derivative(tc.derivative(f, "x"), "x")]
+    values = {"x": np.array([0.3, -0.6, EDGES[special]])}
+    results = _evaluators(exprs, values)
+    reference = results.pop("evaluate")
+    for who, got in results.items():
+        for g, e, expr in zip(got, reference, exprs, strict=True):
+            np.testing.assert_array_equal(np.isfinite(g), np.isfinite(e), err_msg=f"{who}: {expr}")
+            np.testing.assert_array_equal(g[~np.isfinite(g)], e[~np.isfinite(e)], err_msg=f"{who}: {expr}")
+            both = np.isfinite(g) & np.isfinite(e)
+            np.testing.assert_allclose(g[both], e[both], rtol=1e-12, atol=1e-300, err_msg=f"{who}: {expr}")
+
+
 def test_evaluate_multiplies_by_a_delta_as_an_identity_array():
     # documented: inf * 0 is nan off the diagonal in evaluate; the compiled evaluators
     # rename the delta's letters and write the diagonal, leaving exact zeros
