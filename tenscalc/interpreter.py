@@ -15,6 +15,7 @@ import numpy as np
 import opt_einsum
 
 from .adjugate import adjugate
+from .compiler.generated import numbers_of
 from .core.axes import AxisGraph, axis_graph, derive_lengths
 from .core.functions import SpecTable
 from .core.nodes import Expr, topological
@@ -117,14 +118,7 @@ def as_array(
             f"the value of '{name}' is a torch tensor that requires grad; tc.evaluate computes with NumPy: "
             "tc.compile(expr)(...) keeps torch tensors (tenscalc's derivatives need no autograd)"
         )
-    try:
-        array = np.asarray(values[name])
-    except Exception as exc:  # noqa: BLE001 - anything np.asarray rejects
-        raise EvaluationError(f"the value of '{name}' is not an array: {exc}") from None
-    if array.dtype.kind in "biu":
-        array = array.astype(np.float64)
-    elif array.dtype.kind not in "fc":
-        raise EvaluationError(f"the value of '{name}' has dtype {array.dtype}; numbers are needed")
+    array = numbers_of(values[name], name)  # the text every runner runs (generated.NUMBERS_HELPER)
     if array.ndim != order:
         raise EvaluationError(
             f"variable '{name}' is declared with order {order} but the array given has {array.ndim} "

@@ -40,8 +40,10 @@ from .generated import (
     linalg_det,
     linalg_inv,
     not_finite,
+    not_numbers,
     not_pd,
     not_symmetric,
+    numbers_of,
     rounding_gap,
     symmetric_check,
 )
@@ -531,15 +533,7 @@ def _numeric(name: str, value: Any) -> np.ndarray:
             "NumPy: compile it with backend='torch' (or leave the backend out) to keep torch tensors; "
             "tenscalc's derivatives need no autograd"
         )
-    try:
-        array = np.asarray(value)
-    except Exception as exc:  # noqa: BLE001 - anything np.asarray rejects
-        raise EvaluationError(f"the value of '{name}' is not an array: {exc}") from None
-    if array.dtype.kind in "biu":
-        return array.astype(np.float64)
-    if array.dtype.kind not in "fc":
-        raise EvaluationError(f"the value of '{name}' has dtype {array.dtype}; numbers are needed")
-    return array
+    return numbers_of(value, name)  # the text every runner runs (generated.NUMBERS_HELPER)
 
 
 class NumpyBackend(Backend):
@@ -1257,6 +1251,12 @@ class DaskBackend(Backend):
     lazy = True
     checks_symmetry = True  # in the graph: see checked_declaration
     factorises = True  # a task running NumPy's helper text on one block (.dask_factor)
+
+    def convert(self, name, value):
+        value = super().convert(name, value)
+        if value.dtype.kind not in "biufc":  # a dask array of dates or strings: refused as NumPy's would be
+            raise not_numbers(name, value.dtype)
+        return value
 
     def from_numpy(self, array, like=None):
         import dask.array as da

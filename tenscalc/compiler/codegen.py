@@ -50,6 +50,7 @@ from .generated import (
     RESULT_HELPER,
     check_function_name,
     dtype_line,
+    input_lines,
     label_literal,
     python_names,
     read_aliases_only,
@@ -265,10 +266,9 @@ class _Writer:
         # only names starting with '_' are used below: a variable may be called `float`
         # or `ValueError`.  Complex input stays complex, as in evaluate; ints become floats.
         body.append(dtype_line(names))  # from the values as passed: a Python number is weak
-        for python in names.values():
-            body.append(f"{python} = _np.asarray({python})")
-            body.append(f'if {python}.dtype.kind not in "fc":')
-            body.append(f"    {python} = {python}.astype(_np.float64)")
+        body += input_lines(names)
+        if names:
+            self.helpers.add("_numbers")
         for name, python in names.items():
             order = self.orders[name]
             body.append(f"if {python}.ndim != {order}:")

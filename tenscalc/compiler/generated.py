@@ -27,7 +27,7 @@ import io
 import keyword
 import re
 import tokenize
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -117,7 +117,10 @@ def _dtype_of(values):
         if type(v) in (float, complex):
             weak.append(v)
         elif type(v) not in (int, bool):
-            d = _np.asarray(v).dtype
+            try:
+                d = _np.asarray(v).dtype
+            except Exception:  # not an array (a ragged list): _numbers says so
+                continue
             if d.kind in "biufc":
                 strong.append(d if d.kind in "fc" else _np.dtype(_np.float64))
     return _np.result_type(*(strong or [_np.float64]), *weak)
@@ -204,6 +207,29 @@ try:
 except ImportError:
     _EvaluationError = ValueError
 """
+
+#: a value as an array of numbers, as every runner takes it (``tc.evaluate``, ``tc.compile``'s
+#: NumPy conversion and both generated modules run this text): integers and booleans become
+#: float64, complex and float stay, anything else (strings, dates, objects, ragged lists) is
+#: refused naming the variable.  It reads ``_EvaluationError`` (:data:`LINALG_ERROR`)
+NUMBERS_HELPER = '''
+def _numbers(value, name):
+    """value as a NumPy array of numbers (integers and booleans as float64), or an error naming name."""
+    try:
+        array = _np.asarray(value)
+    except Exception as exc:  # anything np.asarray rejects
+        raise _EvaluationError(f"the value of '{name}' is not an array: {exc}") from None
+    if array.dtype.kind in "biu":
+        return array.astype(_np.float64)
+    if array.dtype.kind not in "fc":
+        raise _not_numbers(name, array.dtype)
+    return array
+
+
+def _not_numbers(name, dtype):
+    """The error of a value whose dtype holds no numbers (strings, dates, objects)."""
+    return _EvaluationError(f"the value of '{name}' has dtype {dtype}; numbers are needed")
+'''
 
 #: the generated module's declared structure (``tc.to_python(..., assumptions=...)``), and
 #: ``tc.compile``'s check of it on NumPy arrays (:func:`.cholesky.check_symmetric` runs this
@@ -360,7 +386,7 @@ def _cho_det(factor, log):
 '''
 
 _namespace: dict = {"_np": np, "_EvaluationError": EvaluationError}
-_TEXT = LAPACK_HELPER + ADJUGATE_SOURCE + LINALG_HELPER + SYMMETRIC_HELPER + CHOLESKY_HELPER
+_TEXT = LAPACK_HELPER + ADJUGATE_SOURCE + LINALG_HELPER + SYMMETRIC_HELPER + CHOLESKY_HELPER + NUMBERS_HELPER
 exec(compile(_TEXT, "<tenscalc linalg>", "exec"), _namespace)  # noqa: S102 - the texts above
 #: the closures' inv, det and adj of NumPy arrays: :data:`LINALG_HELPER` itself
 linalg_inv, linalg_det, linalg_adj = _namespace["_inv"], _namespace["_det"], _namespace["_adj"]
@@ -368,6 +394,9 @@ linalg_finite = _namespace["_finite"]
 #: the closures' check of a declared symmetric NumPy array, Cholesky factor and its readers:
 #: :data:`SYMMETRIC_HELPER` and :data:`CHOLESKY_HELPER` themselves
 symmetric_check, not_pd, not_finite = _namespace["_symmetric"], _namespace["_not_pd"], _namespace["_not_finite"]
+#: a call's value as an array of numbers, or the error every runner gives: :data:`NUMBERS_HELPER` itself
+numbers_of: Callable[[Any, str], np.ndarray] = _namespace["_numbers"]
+not_numbers: Callable[[str, Any], EvaluationError] = _namespace["_not_numbers"]
 #: its error for an entry [i, j] that is not [j, i] (Dask's chunked check finds them block by block)
 not_symmetric = _namespace["_asymmetric"]
 #: whether a gap is rounding, and its allowance in eps x n max|m| (JAX's traced check reads the number)
@@ -398,7 +427,7 @@ MODULE_NAMES = frozenset(
     | {"_result", "_dtype_of", "_out", "_gram", "_embed", "_write_diagonal"}
     | {"_lapack", "_lapack_wider", "_symmetric", "_cholesky", "_cho_inv", "_cho_det"}
     | {"_cho_routines", "_cho_block", "_cho_below", "_cho_routine", "_not_pd", "_not_finite", "_cho_mirror"}
-    | {"_asymmetric", "_rounding_gap", "_SYMMETRY_ULPS"}
+    | {"_asymmetric", "_rounding_gap", "_SYMMETRY_ULPS", "_numbers", "_not_numbers"}
     | {"_inv", "_det", "_adj", "_finite", "_EvaluationError", "_matrix_error", "_matrix_problems"}
     | {"_accumulate", "_add_into", "_write_bands", "_min", "_max", "_zip", "_block_rows"}
     | {"_outer_columns", "_stretch", "_contract_late", "_empty_sums"}
@@ -470,6 +499,16 @@ def signature(name: str, names: Mapping[str, str]) -> list[str]:
             lines.append(f"    raise _TypeError(\"{name}() missing the keyword argument '{variable}'\")")
             lines.append(f"{python} = _others[{variable!r}]")
     return lines
+
+
+def input_lines(names: Mapping[str, str]) -> list[str]:
+    """The lines making each input (its name -> its Python name) an array of numbers, as every
+    runner does (:data:`NUMBERS_HELPER`), after :func:`dtype_line` has read them as passed.
+
+    >>> input_lines({"x": "x", "lambda": "lambda_"})
+    ["x = _numbers(x, 'x')", "lambda_ = _numbers(lambda_, 'lambda')"]
+    """
+    return [f"{python} = _numbers({python}, {name!r})" for name, python in names.items()]
 
 
 def dtype_line(names: Mapping[str, str]) -> str:

@@ -39,9 +39,11 @@ from .generated import (
     LAPACK_HELPER,
     LINALG_ERROR,
     LINALG_HELPER,
+    NUMBERS_HELPER,
     RESULT_HELPER,
     SYMMETRIC_HELPER,
     dtype_line,
+    input_lines,
     label_literal,
     python_names,
     read_aliases_only,
@@ -81,6 +83,7 @@ def _write_diagonal(core, eq, shape):
     # the texts tc.compile's closures run too (.generated), errors included: inv, det and adj,
     # the check of a declared symmetric matrix, the Cholesky factor of a declared pd one
     "_error": LINALG_ERROR,
+    "_numbers": NUMBERS_HELPER,  # every input made an array of numbers, as every runner does
     "_linalg": LINALG_HELPER,
     "_symmetric": SYMMETRIC_HELPER,
     "_cholesky": CHOLESKY_HELPER,
@@ -95,6 +98,10 @@ def _stretch(value, first, stop, every):
     "_accumulate": ACCUMULATE_SOURCE,
 }
 
+
+#: the error class of a module without :data:`LINALG_ERROR` (which tries tenscalc's own, a
+#: ValueError too): the module needs NumPy only
+PLAIN_ERROR = "\n_EvaluationError = ValueError  # the class of the errors this module raises\n"
 
 #: the helpers each helper calls (defined with it)
 REQUIRES = {
@@ -116,7 +123,10 @@ def helper_texts(helpers: Iterable[str], texts: Mapping[str, str] | None = None)
     for name in list(names):
         names.update(REQUIRES.get(name, ()))
     texts = HELPERS if texts is None else texts
-    return [texts[name] for name in sorted(names)]
+    found = [texts[name] for name in sorted(names)]
+    if "_numbers" in names and "_error" not in names:  # a module of no linalg imports nothing of tenscalc
+        found.insert(0, PLAIN_ERROR)
+    return found
 
 
 def literal(value: float) -> str:
@@ -794,17 +804,17 @@ def program_source(
     checked = sorted(set(symmetric) & set(names) - factored)
     if checked:
         writer.helpers.add("_symmetric")
+    if names:
+        writer.helpers.add("_numbers")
     lines = [header, "import numpy as _np", "", ALIASES, RESULT_HELPER.rstrip()]
     lines += writer.constants
     lines += [text.rstrip() for text in helper_texts(writer.helpers)]
     head, *reads = signature(name, names)
     lines += ["", "", head] + [f"    {line}" for line in reads]
     lines.append(f"    {dtype_line(names)}")  # from the values as passed: a Python number is weak
+    # complex input stays complex and float32 float32, as in evaluate; integers become floats
+    lines += [f"    {line}" for line in input_lines(names)]
     for p, python in names.items():
-        # complex input stays complex and float32 float32, as in evaluate; integers become floats
-        lines.append(f"    {python} = _np.asarray({python})")
-        lines.append(f'    if {python}.dtype.kind not in "fc":')
-        lines.append(f"        {python} = {python}.astype(_np.float64)")
         lines.append(f"    if {python}.shape != {fixed[p]!r}:")
         lines.append(
             f'        raise _ValueError(f"{name} was generated for {p} of shape {fixed[p]!r}, got {{{python}.shape}}: '

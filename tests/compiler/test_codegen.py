@@ -11,6 +11,7 @@ import pytest
 
 import tenscalc as tc
 from tenscalc.testing import random_values
+from tests.generated_imports import module_imports
 
 
 def _problems() -> dict:
@@ -174,14 +175,9 @@ def test_variable_names_are_validated():
 def test_source_is_plain_python_without_tenscalc():
     f = tc.parse("x *(i,ij->j) A *(j,j->) x", {"x": 1, "A": 2})
     source = tc.to_python([f, tc.gradient(f, "x"), tc.hessian(f, "x")], name="quad")
-    tree = ast.parse(source)
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
+    imported, optional = module_imports(source)
     assert imported == {"numpy", "opt_einsum"}
+    assert optional <= {"tenscalc"}  # its error class where installed (tests/generated_imports.py)
     # run it in a fresh interpreter where tenscalc cannot be imported at all
     script = (
         "import sys\n"

@@ -11,14 +11,13 @@ against ``compile``'s, and its growth when n doubles.
 
 from __future__ import annotations
 
-import ast
-
 import numpy as np
 import pytest
 
 import tenscalc as tc
 from tests.compiler.test_banded import VECTOR_CASES
 from tests.cost import traced_peak
+from tests.generated_imports import module_imports
 
 ROSEN = "sum(100*(x[1:] - x[:-1].^2).^2 + (1 - x[:-1]).^2)"
 EXTENDED = "sum(100*(x[1::2] - x[::2].^2).^2 + (1 - x[::2]).^2)"  # strided bands (block diagonal)
@@ -67,13 +66,8 @@ def test_the_bands_are_numpy_only_and_any_function_name_keeps_them(rng):
     exprs = [tc.gradient(f, "x"), tc.hessian(f, "x")]
     for name in ("f", "range", "len", "zip"):  # the helpers read their own aliases of the builtins
         function, source = _module(exprs, name)
-        imported = {
-            alias.name.split(".")[0]
-            for node in ast.walk(ast.parse(source))
-            if isinstance(node, (ast.Import, ast.ImportFrom))
-            for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
-        }
-        assert imported <= {"numpy", "opt_einsum"}, imported
+        imported, optional = module_imports(source)
+        assert imported <= {"numpy", "opt_einsum"} and optional <= {"tenscalc"}, (imported, optional)
         x = rng.uniform(0.5, 1.5, 6)
         for got, expr in zip(function(x=x), exprs, strict=True):
             np.testing.assert_allclose(got, tc.evaluate(expr, {"x": x}), rtol=1e-12, atol=1e-12)
