@@ -743,7 +743,8 @@ class TorchBackend(Backend):
         if name == "sign":  # torch.sign(nan) is 0; NumPy's, JAX's (and abs' and relu's derivatives) nan
             import torch
 
-            return lambda x: torch.where(torch.isnan(x), x, torch.sign(x))
+            # complex: x / |x|, NumPy 2's sign (torch.sign refuses complex tensors)
+            return lambda x: torch.sgn(x) if x.is_complex() else torch.where(torch.isnan(x), x, torch.sign(x))
         return super()._lookup(name)
 
     def power(self, base, exponent):

@@ -108,6 +108,17 @@ def test_elementwise_functions_at_special_values_agree_entry_for_entry(text, spe
             np.testing.assert_allclose(g[both], e[both], rtol=1e-12, atol=1e-300, err_msg=f"{who}: {expr}")
 
 
+def test_sign_of_complex_values_is_numpys_on_torch():
+    """abs' derivative reads sign: of complex values it is x / |x| (NumPy 2), which torch.sign
+    refused with a NotImplementedError from inside the program."""
+    torch = pytest.importorskip("torch")
+    f = tc.parse("sum(abs(x))", {"x": 1})
+    gradient = tc.derivative(f, "x")
+    x = np.array([1 + 1j, -2j, 0j, 3.0 + 0j])
+    got = tc.compile(gradient, backend="torch")(x=torch.as_tensor(x))
+    np.testing.assert_allclose(got.numpy(), tc.evaluate(gradient, {"x": x}), rtol=1e-15)
+
+
 def test_evaluate_multiplies_by_a_delta_as_an_identity_array():
     # documented: inf * 0 is nan off the diagonal in evaluate; the compiled evaluators
     # rename the delta's letters and write the diagonal, leaving exact zeros
