@@ -749,7 +749,7 @@ class TorchBackend(Backend):
 
     def power(self, base, exponent):
         result = base**exponent
-        if exponent == -0.5 and isinstance(exponent, (int, float)):
+        if isinstance(exponent, (int, float)) and exponent == -0.5:  # a tensor exponent: pow's own rule
             # torch computes x^-0.5 as rsqrt: -inf at -0.0 and NaN at -inf, where C's pow (NumPy,
             # JAX) gives inf and 0 (the derivatives of sqrt, arcsin and arccos read it)
             import torch
@@ -1117,7 +1117,7 @@ def jax_lu_inverse(x: Any) -> tuple[Any, Any]:
     from jax.scipy.linalg import lu_solve
 
     dtype = x.dtype
-    wider = lapack_dtype(np.dtype(dtype).name if dtype != jnp.bfloat16 else "bfloat16")
+    wider = lapack_dtype(np.dtype(dtype).name)  # bfloat16 too: JAX registers it with NumPy
     work = x if wider is None else x.astype(wider)
     lu, pivots, _ = lax.linalg.lu(work)
     inverse = lu_solve((lu, pivots), jnp.eye(work.shape[-1], dtype=work.dtype))
